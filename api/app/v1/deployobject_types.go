@@ -1,0 +1,100 @@
+package v1
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// DeployObjectSpec is the desired state of a generic app: one Deployment behind one Service.
+//
+// Image rules and ranges are enforced by the validating webhook, not by this schema, so that one
+// bad object gets every violation in a single reply.
+type DeployObjectSpec struct {
+	// Replicas is the number of pods.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Image is the container image, with an explicit tag or digest.
+	// +required
+	Image string `json:"image"`
+
+	// Resources are the container's compute resource requests and limits.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
+
+	// Env are the container's environment variables.
+	// +optional
+	// +listType=atomic
+	Env []corev1.EnvVar `json:"env,omitempty"`
+
+	// Ports are the Service's ports; each targetPort is also a container port.
+	// +optional
+	// +listType=atomic
+	Ports []corev1.ServicePort `json:"ports,omitempty"`
+}
+
+// DeployObjectStatus is the observed state of the app: the Deployment's status and our own conditions.
+type DeployObjectStatus struct {
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Replicas is the number of pods the Deployment targets.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// UpdatedReplicas is the number of pods running the current pod template.
+	// +optional
+	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
+
+	// ReadyReplicas is the number of ready pods.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// AvailableReplicas is the number of pods ready for at least minReadySeconds.
+	// +optional
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+
+	// UnavailableReplicas is the number of pods still missing for the Deployment to be fully available.
+	// +optional
+	UnavailableReplicas int32 `json:"unavailableReplicas,omitempty"`
+
+	// DeploymentConditions are the Deployment's own conditions, mirrored as a whole.
+	// +optional
+	// +listType=atomic
+	DeploymentConditions []appsv1.DeploymentCondition `json:"deploymentConditions,omitempty"`
+
+	// Conditions are Available, Progressing and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// DeployObject is a generic app: an image run as a Deployment and exposed by a Service.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=dobj,categories=seedlabs
+// +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type DeployObject struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   DeployObjectSpec   `json:"spec"`
+	Status DeployObjectStatus `json:"status,omitzero"`
+}
+
+// DeployObjectList is a list of DeployObject objects.
+//
+// +kubebuilder:object:root=true
+type DeployObjectList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []DeployObject `json:"items"`
+}

@@ -1,0 +1,140 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Defaults the mutating webhook applies to a Welcome.
+const (
+	// DefaultReplicas is the number of web server pods when spec.replicas is unset.
+	DefaultReplicas int32 = 1
+	// DefaultPort is the port the web server listens on when spec.port is unset.
+	DefaultPort int32 = 8088
+	// DefaultServiceType is how the web server is exposed when spec.serviceType is unset.
+	DefaultServiceType = corev1.ServiceTypeNodePort
+)
+
+// Condition types a Welcome reports in status.conditions.
+const (
+	// ConditionAvailable is True when every requested web server pod is ready.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while a rollout of the current spec is under way.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the spec cannot be rolled out or the rollout failed.
+	ConditionDegraded = "Degraded"
+)
+
+// Reasons set on Welcome conditions.
+const (
+	// ReasonReconciling means the Deployment and Service are being brought to the spec.
+	ReasonReconciling = "Reconciling"
+	// ReasonRolledOut means the Deployment runs the current spec with every replica ready.
+	ReasonRolledOut = "RolledOut"
+	// ReasonScaledToZero means spec.replicas is 0, so nothing serves and nothing is missing.
+	ReasonScaledToZero = "ScaledToZero"
+	// ReasonReplicasUnavailable means fewer replicas are ready than requested.
+	ReasonReplicasUnavailable = "ReplicasUnavailable"
+	// ReasonInvalidSpec means the stored spec fails validation, so it is not rolled out.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonApplyFailed means the Deployment or Service could not be applied.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonRolloutFailed means the Deployment reports that its rollout cannot progress.
+	ReasonRolloutFailed = "RolloutFailed"
+	// ReasonAsExpected means nothing is wrong.
+	ReasonAsExpected = "AsExpected"
+)
+
+// WelcomeSpec is the desired state of a Welcome web app.
+//
+// Ranges and formats are enforced by the validating webhook, not by this schema, so that one
+// bad object gets every violation in a single reply.
+type WelcomeSpec struct {
+	// Name is the name the web app greets: it serves "Hello <name>".
+	// +required
+	Name string `json:"name"`
+
+	// UserID is the numeric ID of the user, 1-65535.
+	// +optional
+	UserID *int32 `json:"userID,omitempty"`
+
+	// Groups are the names of the groups the user belongs to, each unique and non-empty.
+	// +optional
+	// +listType=atomic
+	Groups []string `json:"groups,omitempty"`
+
+	// Email is the user's email address.
+	// +optional
+	Email string `json:"email,omitempty"`
+
+	// Password is kept for compatibility with the original tutorial. It is stored unencrypted in
+	// etcd and readable by anyone who can read this object; admission warns when it is set.
+	// +optional
+	Password string `json:"password,omitempty"`
+
+	// Replicas is the number of web server pods. Defaults to 1; 0 is allowed and stops the app.
+	// +optional
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// Port is the port the web server listens on and the Service exposes, 1-65535. Defaults to 8088.
+	// +optional
+	Port *int32 `json:"port,omitempty"`
+
+	// Image overrides the web server image the operator is configured with.
+	// +optional
+	Image string `json:"image,omitempty"`
+
+	// ServiceType is how the web server is exposed: NodePort (the default), ClusterIP or LoadBalancer.
+	// +optional
+	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
+}
+
+// WelcomeStatus is the observed state of a Welcome web app.
+type WelcomeStatus struct {
+	// ReadyReplicas is the number of web server pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// ServiceURL is where the web app answers inside the cluster, followed by the node port when
+	// the Service is a NodePort.
+	// +optional
+	ServiceURL string `json:"serviceURL,omitempty"`
+
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions are Available, Progressing and Degraded.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// Welcome is a small web app that greets a user by name.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=wlc,categories=seedlabs
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
+// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.serviceURL`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Welcome struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +required
+	Spec   WelcomeSpec   `json:"spec"`
+	Status WelcomeStatus `json:"status,omitzero"`
+}
+
+// WelcomeList is a list of Welcome objects.
+//
+// +kubebuilder:object:root=true
+type WelcomeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Welcome `json:"items"`
+}

@@ -1,0 +1,247 @@
+// Package certs issues the webhook serving certificate when nothing else does: a self-signed CA and
+// a serving pair signed by it, for `make run-local` and for clusters without cert-manager.
+//
+// Keys are ECDSA P-256 and are only ever held in memory or written to the directory the caller
+// names; this package never logs them.
+package certs
+
+import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// File names WriteDir uses: the keys of a kubernetes.io/tls Secret, which are also what
+// controller-runtime's webhook server reads from its cert dir by default.
+const (
+	certFileName = "tls.crt"
+	keyFileName  = "tls.key"
+	caFileName   = "ca.crt"
+)
+
+// clockSkew is how far NotBefore is set in the past so that a peer whose clock is slightly
+// behind ours still accepts a certificate issued a moment ago.
+const clockSkew = time.Hour
+
+// CA is a self-signed certificate authority.
+type CA struct {
+	// Cert is the parsed CA certificate.
+	Cert *x509.Certificate
+	// Key signs the certificates the CA issues.
+	Key crypto.Signer
+	// CertPEM is Cert in PEM, for a trust bundle or a webhook caBundle.
+	CertPEM []byte
+}
+
+// NewCA creates a self-signed CA (ECDSA P-256) with the given common name, valid from an hour ago
+// (clock skew) until validity from now.
+func NewCA(commonName string, validity time.Duration) (*CA, error) {
+	if commonName == "" {
+		return nil, errors.New("certs: CA common name must not be empty")
+	}
+	if validity <= 0 {
+		return nil, fmt.Errorf("certs: CA validity must be positive, got %s", validity)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("certs: generating CA key: %w", err)
+	}
+	serial, err := randomSerialNumber()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	template := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: commonName},
+		NotBefore:             now.Add(-clockSkew),
+		NotAfter:              now.Add(validity),
+		KeyUsage:              x509.KeyUsageCertSign,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+		// The CA signs serving certificates only, never another CA.
+		MaxPathLenZero: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	if err != nil {
+		return nil, fmt.Errorf("certs: creating CA certificate: %w", err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("certs: parsing CA certificate: %w", err)
+	}
+	return &CA{
+		Cert:    cert,
+		Key:     key,
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+	}, nil
+}
+
+// ServingPair is a serving certificate and key in PEM.
+type ServingPair struct {
+	// CertPEM is the serving certificate.
+	CertPEM []byte
+	// KeyPEM is the private key, PKCS#8 ("PRIVATE KEY").
+	KeyPEM []byte
+}
+
+// NewServingPair issues a serving certificate (ECDSA P-256, server auth) signed by the CA for the
+// given DNS names and IP addresses, with the first DNS name (or, without one, the first IP) as
+// common name; it fails when there are no hosts, and never outlives the CA.
+func (ca *CA) NewServingPair(dnsNames []string, ips []net.IP, validity time.Duration) (*ServingPair, error) {
+	if len(dnsNames) == 0 && len(ips) == 0 {
+		return nil, errors.New("certs: serving certificate needs at least one DNS name or IP address")
+	}
+	for i, name := range dnsNames {
+		if name == "" {
+			return nil, fmt.Errorf("certs: DNS name %d is empty", i)
+		}
+	}
+	for i, ip := range ips {
+		if ip == nil {
+			return nil, fmt.Errorf("certs: IP address %d is nil", i)
+		}
+	}
+	if validity <= 0 {
+		return nil, fmt.Errorf("certs: serving certificate validity must be positive, got %s", validity)
+	}
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("certs: generating serving key: %w", err)
+	}
+	serial, err := randomSerialNumber()
+	if err != nil {
+		return nil, err
+	}
+	var commonName string
+	if len(dnsNames) > 0 {
+		commonName = dnsNames[0]
+	} else {
+		commonName = ips[0].String()
+	}
+	now := time.Now()
+	notAfter := now.Add(validity)
+	// A leaf that outlives its CA stops verifying when the CA expires anyway; say so in NotAfter.
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter
+	}
+	template := &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               pkix.Name{CommonName: commonName},
+		DNSNames:              dnsNames,
+		IPAddresses:           ips,
+		NotBefore:             now.Add(-clockSkew),
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return nil, fmt.Errorf("certs: creating serving certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("certs: marshalling serving key: %w", err)
+	}
+	return &ServingPair{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}, nil
+}
+
+// WriteDir writes tls.crt, tls.key (mode 0600) and ca.crt into dir, creating it with mode 0700 if
+// missing, each file replaced atomically so a watcher never reads half a file.
+//
+// This is the layout of a kubernetes.io/tls Secret mounted by kubelet and what controller-runtime's
+// webhook server reads from its cert dir. Each file is atomic on its own, not the set: ca.crt is
+// written first so the trust bundle is in place before the new certificate is served, and a
+// watcher that reloads between tls.key and tls.crt sees a mismatched pair once, fails that reload
+// (controller-runtime's certwatcher keeps serving the previous pair) and succeeds on the next.
+func (p *ServingPair) WriteDir(dir string, caPEM []byte) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("certs: creating %s: %w", dir, err)
+	}
+	files := []struct {
+		name string
+		data []byte
+		mode os.FileMode
+	}{
+		{name: caFileName, data: caPEM, mode: 0o644},
+		{name: keyFileName, data: p.KeyPEM, mode: 0o600},
+		{name: certFileName, data: p.CertPEM, mode: 0o644},
+	}
+	for _, f := range files {
+		if err := writeFileAtomic(filepath.Join(dir, f.name), f.data, f.mode); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ServiceDNSNames returns the names the kube-apiserver may verify when it calls a webhook through
+// a Service: <svc>, <svc>.<ns>, <svc>.<ns>.svc and <svc>.<ns>.svc.cluster.local.
+func ServiceDNSNames(service, namespace string) []string {
+	return []string{
+		service,
+		service + "." + namespace,
+		service + "." + namespace + ".svc",
+		service + "." + namespace + ".svc.cluster.local",
+	}
+}
+
+// writeFileAtomic writes data to a temporary file in the directory of path and renames it over
+// path. The temporary file is created with mode 0600, so a key is never readable by others, and
+// gets its final mode before the rename.
+func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("certs: creating temporary file for %s: %w", path, err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tmp.Close()
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("certs: writing %s: %w", path, err)
+	}
+	if err = tmp.Chmod(mode); err != nil {
+		return fmt.Errorf("certs: setting mode of %s: %w", path, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("certs: syncing %s: %w", path, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("certs: closing %s: %w", path, err)
+	}
+	if err = os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("certs: replacing %s: %w", path, err)
+	}
+	return nil
+}
+
+// randomSerialNumber returns a random serial number in [1, 2^128), so that two certificates from
+// the same CA never share one; zero is not a valid serial number (RFC 5280, section 4.1.2.2).
+func randomSerialNumber() (*big.Int, error) {
+	one := big.NewInt(1)
+	limit := new(big.Int).Lsh(one, 128)
+	serial, err := rand.Int(rand.Reader, limit.Sub(limit, one))
+	if err != nil {
+		return nil, fmt.Errorf("certs: generating serial number: %w", err)
+	}
+	return serial.Add(serial, one), nil
+}

@@ -1,0 +1,34 @@
+// Command manager runs the webhook-operator: one controller-runtime Manager serving the admission
+// webhooks and running the controllers for Welcome, Memcached and DeployObject.
+package main
+
+import (
+	"flag"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/seedlabs/webhook-operator/internal/operator"
+)
+
+func main() {
+	var opts operator.Options
+	opts.BindFlags(flag.CommandLine)
+	zapOpts := zap.Options{Development: false}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	log := ctrl.Log.WithName("setup")
+
+	mgr, err := operator.New(ctrl.GetConfigOrDie(), opts)
+	if err != nil {
+		log.Error(err, "unable to set up the manager")
+		os.Exit(1)
+	}
+	log.Info("starting the manager", "welcomeImage", opts.WelcomeImage, "webhookPort", opts.WebhookPort)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "the manager stopped with an error")
+		os.Exit(1)
+	}
+}

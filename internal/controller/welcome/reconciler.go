@@ -1,0 +1,135 @@
+// Package welcome reconciles Welcome objects into a Deployment running the welcome-web server and
+// a Service in front of it.
+package welcome
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+// FieldManager is the server-side apply field manager that owns what the operator writes.
+const FieldManager = "webhook-operator"
+
+// Reconciler turns a Welcome into its Deployment and Service and reports their state.
+type Reconciler struct {
+	client.Client
+	Recorder recorder.EventRecorder
+	// Image is the welcome-web image used when a Welcome does not set spec.image.
+	Image string
+}
+
+// +kubebuilder:rbac:groups=auth.seedlabs.dev,resources=welcomes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=auth.seedlabs.dev,resources=welcomes/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=auth.seedlabs.dev,resources=welcomes/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile applies the Deployment and Service a Welcome asks for and records what they report.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	w := &authv1alpha1.Welcome{}
+	if err := r.Get(ctx, req.NamespacedName, w); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !w.DeletionTimestamp.IsZero() {
+		// The garbage collector removes the owned Deployment and Service.
+		return ctrl.Result{}, nil
+	}
+	before := w.DeepCopy()
+
+	// A spec stored without passing admission (written before the webhook existed, or with it
+	// bypassed) is held to the same rules and never rolled out while it breaks them.
+	desired := w.DeepCopy()
+	webhooks.DefaultWelcome(desired)
+	if errs, _ := webhooks.ValidateWelcome(nil, desired); len(errs) > 0 {
+		if setInvalidSpec(w, errs.ToAggregate().Error()) {
+			r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonInvalidSpec, "Validate",
+				"spec is not rolled out: %s", errs.ToAggregate().Error())
+		}
+		return ctrl.Result{}, r.patchStatus(ctx, before, w)
+	}
+
+	owner := metav1ac.OwnerReference().
+		WithAPIVersion(authv1alpha1.GroupVersion.String()).
+		WithKind("Welcome").
+		WithName(w.Name).
+		WithUID(w.UID).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+
+	deployment := resources.WelcomeDeployment(desired, r.Image).WithOwnerReferences(owner)
+	service := resources.WelcomeService(desired).WithOwnerReferences(owner)
+	applyOpts := []client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}
+	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
+		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Deployment", err)
+	}
+	if err := r.Apply(ctx, service, applyOpts...); err != nil {
+		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Service", err)
+	}
+
+	setRolloutStatus(w, desired, deployment, service)
+	return ctrl.Result{}, r.patchStatus(ctx, before, w)
+}
+
+// applyFailed records that an object could not be applied and returns the error so that the
+// work queue retries with backoff.
+func (r *Reconciler) applyFailed(ctx context.Context, before, w *authv1alpha1.Welcome, kind string, err error) error {
+	message := fmt.Sprintf("applying the %s: %v", kind, err)
+	if setApplyFailed(w, message) {
+		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonApplyFailed, "Apply", "%s", message)
+	}
+	if statusErr := r.patchStatus(ctx, before, w); statusErr != nil && !apierrors.IsNotFound(statusErr) {
+		return fmt.Errorf("%s; updating status: %w", message, statusErr)
+	}
+	return fmt.Errorf("%s", message)
+}
+
+// patchStatus writes w's status when it differs from before.
+func (r *Reconciler) patchStatus(ctx context.Context, before, w *authv1alpha1.Welcome) error {
+	if equality.Semantic.DeepEqual(before.Status, w.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, w, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("updating the status of Welcome %s/%s: %w", w.Namespace, w.Name, err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller: it reconciles a Welcome when its spec changes and
+// when its Deployment or Service changes, so drift is put back.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("welcome").
+		For(&authv1alpha1.Welcome{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Complete(r)
+}
+
+// setCondition sets one condition for the current generation and reports whether it changed.
+func setCondition(w *authv1alpha1.Welcome, conditionType string, status metav1.ConditionStatus, reason, message string) bool {
+	return meta.SetStatusCondition(&w.Status.Conditions, metav1.Condition{
+		Type:               conditionType,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: w.Generation,
+	})
+}

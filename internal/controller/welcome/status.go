@@ -1,0 +1,132 @@
+package welcome
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
+
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/resources"
+)
+
+// rollout is what the Deployment reports about bringing up the desired replicas.
+type rollout struct {
+	desired            int32
+	generation         int64
+	observedGeneration int64
+	replicas           int32
+	updated            int32
+	ready              int32
+	available          int32
+	// failure is set when the Deployment says its rollout cannot progress.
+	failure string
+}
+
+// rolloutOf reads the state of a Deployment from the object the API server returned on apply.
+func rolloutOf(dep *appsv1ac.DeploymentApplyConfiguration) rollout {
+	r := rollout{}
+	if dep.Spec != nil {
+		r.desired = ptr.Deref(dep.Spec.Replicas, 1)
+	}
+	r.generation = ptr.Deref(dep.Generation, 0)
+	if st := dep.Status; st != nil {
+		r.observedGeneration = ptr.Deref(st.ObservedGeneration, 0)
+		r.replicas = ptr.Deref(st.Replicas, 0)
+		r.updated = ptr.Deref(st.UpdatedReplicas, 0)
+		r.ready = ptr.Deref(st.ReadyReplicas, 0)
+		r.available = ptr.Deref(st.AvailableReplicas, 0)
+		// A failure reported for an older generation of the Deployment says nothing about the
+		// current template.
+		if r.observedGeneration < r.generation {
+			return r
+		}
+		for _, c := range st.Conditions {
+			stalled := ptr.Deref(c.Type, "") == appsv1.DeploymentProgressing && ptr.Deref(c.Status, "") == corev1.ConditionFalse
+			replicaFailure := ptr.Deref(c.Type, "") == appsv1.DeploymentReplicaFailure && ptr.Deref(c.Status, "") == corev1.ConditionTrue
+			if stalled || replicaFailure {
+				r.failure = fmt.Sprintf("%s: %s", ptr.Deref(c.Reason, ""), ptr.Deref(c.Message, ""))
+			}
+		}
+	}
+	return r
+}
+
+// complete reports whether every desired replica runs the current template and is available,
+// and no replica of an older template is left.
+func (r rollout) complete() bool {
+	return r.observedGeneration >= r.generation &&
+		r.updated == r.desired && r.replicas == r.desired && r.available == r.desired
+}
+
+// nodePortOf returns the node port the API server allocated to a Service's first port, or 0.
+func nodePortOf(svc *corev1ac.ServiceApplyConfiguration) int32 {
+	if svc.Spec == nil || len(svc.Spec.Ports) == 0 {
+		return 0
+	}
+	return ptr.Deref(svc.Spec.Ports[0].NodePort, 0)
+}
+
+// setRolloutStatus records the state of the applied Deployment and Service in w's status. desired
+// is w with defaults applied.
+func setRolloutStatus(w, desired *authv1alpha1.Welcome, dep *appsv1ac.DeploymentApplyConfiguration, svc *corev1ac.ServiceApplyConfiguration) {
+	r := rolloutOf(dep)
+	w.Status.ObservedGeneration = w.Generation
+	w.Status.ReadyReplicas = r.ready
+	w.Status.ServiceURL = resources.WelcomeServiceURL(w.Name, w.Namespace, *desired.Spec.Port, nodePortOf(svc))
+	setRolloutConditions(w, r)
+}
+
+// setRolloutConditions sets Available, Progressing and Degraded from a rollout.
+func setRolloutConditions(w *authv1alpha1.Welcome, r rollout) {
+	switch {
+	case r.desired == 0:
+		setCondition(w, authv1alpha1.ConditionAvailable, metav1.ConditionFalse, authv1alpha1.ReasonScaledToZero,
+			"spec.replicas is 0: no web server runs")
+	case r.available >= r.desired:
+		setCondition(w, authv1alpha1.ConditionAvailable, metav1.ConditionTrue, authv1alpha1.ReasonRolledOut,
+			fmt.Sprintf("%d of %d replicas available", r.available, r.desired))
+	default:
+		setCondition(w, authv1alpha1.ConditionAvailable, metav1.ConditionFalse, authv1alpha1.ReasonReplicasUnavailable,
+			fmt.Sprintf("%d of %d replicas available", r.available, r.desired))
+	}
+
+	switch {
+	case r.failure != "":
+		setCondition(w, authv1alpha1.ConditionProgressing, metav1.ConditionFalse, authv1alpha1.ReasonRolloutFailed, r.failure)
+		setCondition(w, authv1alpha1.ConditionDegraded, metav1.ConditionTrue, authv1alpha1.ReasonRolloutFailed, r.failure)
+		return
+	case r.complete():
+		setCondition(w, authv1alpha1.ConditionProgressing, metav1.ConditionFalse, authv1alpha1.ReasonRolledOut,
+			"the Deployment runs the current spec")
+	default:
+		setCondition(w, authv1alpha1.ConditionProgressing, metav1.ConditionTrue, authv1alpha1.ReasonReconciling,
+			fmt.Sprintf("rolling out: %d of %d replicas updated, %d available", r.updated, r.desired, r.available))
+	}
+	setCondition(w, authv1alpha1.ConditionDegraded, metav1.ConditionFalse, authv1alpha1.ReasonAsExpected, "")
+}
+
+// setInvalidSpec records that the stored spec breaks the admission rules and reports whether
+// that is news.
+func setInvalidSpec(w *authv1alpha1.Welcome, message string) bool {
+	w.Status.ObservedGeneration = w.Generation
+	changed := setCondition(w, authv1alpha1.ConditionDegraded, metav1.ConditionTrue, authv1alpha1.ReasonInvalidSpec, message)
+	setCondition(w, authv1alpha1.ConditionProgressing, metav1.ConditionFalse, authv1alpha1.ReasonInvalidSpec,
+		"the spec is not rolled out until it is fixed")
+	if meta.FindStatusCondition(w.Status.Conditions, authv1alpha1.ConditionAvailable) == nil {
+		setCondition(w, authv1alpha1.ConditionAvailable, metav1.ConditionFalse, authv1alpha1.ReasonInvalidSpec,
+			"nothing was rolled out")
+	}
+	return changed
+}
+
+// setApplyFailed records that the Deployment or Service could not be applied and reports whether
+// that is news.
+func setApplyFailed(w *authv1alpha1.Welcome, message string) bool {
+	return setCondition(w, authv1alpha1.ConditionDegraded, metav1.ConditionTrue, authv1alpha1.ReasonApplyFailed, message)
+}

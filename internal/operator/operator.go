@@ -1,0 +1,183 @@
+// Package operator builds the one controller-runtime Manager that serves every admission webhook
+// and runs every controller. cmd/manager, the envtest suites and run-local all build it here, so
+// what the tests exercise is what ships.
+package operator
+
+import (
+	"crypto/tls"
+	"flag"
+	"fmt"
+	"os"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/welcome"
+	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+// Defaults of the manager's configuration.
+const (
+	// DefaultWelcomeImage is the welcome-web image a Welcome runs unless it sets spec.image.
+	DefaultWelcomeImage = "ghcr.io/seedlabs/welcome-web:v0.1.0"
+	// EnvWelcomeImage overrides DefaultWelcomeImage, as the deploy-image plugin's operand images do.
+	EnvWelcomeImage = "WELCOME_IMAGE"
+	// LeaderElectionID names the Lease that elects the active manager.
+	LeaderElectionID = "webhook-operator.seedlabs.dev"
+	// EventSource is the reportingController of the Events the controllers record.
+	EventSource = "webhook-operator"
+)
+
+// Options configure the Manager. BindFlags fills them from the command line.
+type Options struct {
+	// MetricsAddr is where metrics are served; "0" turns metrics off.
+	MetricsAddr string
+	// SecureMetrics serves metrics over HTTPS behind authentication and authorization.
+	SecureMetrics bool
+	// ProbeAddr is where /healthz and /readyz are served; "0" turns them off.
+	ProbeAddr string
+	// LeaderElection makes only one replica of the manager active at a time.
+	LeaderElection bool
+	// LeaderElectionNamespace is where the leader election Lease lives; empty means the
+	// manager's own namespace.
+	LeaderElectionNamespace string
+	// WebhookHost is the address the webhook server binds; empty means every interface.
+	WebhookHost string
+	// WebhookPort is the port of the webhook server.
+	WebhookPort int
+	// WebhookCertDir holds tls.crt and tls.key; the server reloads them when they change.
+	WebhookCertDir string
+	// EnableHTTP2 serves HTTP/2 on the webhook and metrics servers; off by default because of
+	// the HTTP/2 Stream Cancellation and Rapid Reset CVEs.
+	EnableHTTP2 bool
+	// WelcomeImage is the welcome-web image.
+	WelcomeImage string
+
+	// SkipControllerNameValidation allows more than one Manager in a process, as tests need.
+	SkipControllerNameValidation bool
+}
+
+// BindFlags registers the manager's flags, in the kubebuilder spirit, on fs.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0",
+		"The address the metrics endpoint binds to, :8443 for HTTPS or :8080 for HTTP; 0 turns it off.")
+	fs.BoolVar(&o.SecureMetrics, "metrics-secure", true,
+		"Serve metrics over HTTPS, allowing only clients that authenticate and are authorized to get /metrics.")
+	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", false,
+		"Enable leader election, so that only one replica of the manager is active.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "",
+		"The namespace of the leader election Lease; empty means the manager's own namespace.")
+	fs.StringVar(&o.WebhookHost, "webhook-host", "", "The address the webhook server binds to; empty means every interface.")
+	fs.IntVar(&o.WebhookPort, "webhook-port", webhook.DefaultPort, "The port the webhook server listens on.")
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
+		"The directory holding the webhook server's tls.crt and tls.key.")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers.")
+	fs.StringVar(&o.WelcomeImage, "welcome-image", envOr(EnvWelcomeImage, DefaultWelcomeImage),
+		"The welcome-web image a Welcome runs unless it sets spec.image (env "+EnvWelcomeImage+").")
+}
+
+func envOr(name, fallback string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return fallback
+}
+
+// NewScheme returns a scheme with the built-in types and the operator's three APIs.
+func NewScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(authv1alpha1.AddToScheme(s))
+	utilruntime.Must(cachev1alpha1.AddToScheme(s))
+	utilruntime.Must(appv1.AddToScheme(s))
+	return s
+}
+
+// tlsOptions sets TLS 1.2 as the floor and, unless HTTP/2 is enabled, offers only HTTP/1.1.
+func (o *Options) tlsOptions() []func(*tls.Config) {
+	opts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }}
+	if !o.EnableHTTP2 {
+		opts = append(opts, func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} })
+	}
+	return opts
+}
+
+// New builds the Manager: webhook server, metrics, probes, the webhooks and the controllers.
+func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	webhookServer := webhook.NewServer(webhook.Options{
+		Host:    o.WebhookHost,
+		Port:    o.WebhookPort,
+		CertDir: o.WebhookCertDir,
+		TLSOpts: o.tlsOptions(),
+	})
+
+	metricsOptions := metricsserver.Options{
+		BindAddress:   o.MetricsAddr,
+		SecureServing: o.SecureMetrics,
+		TLSOpts:       o.tlsOptions(),
+	}
+	if o.SecureMetrics {
+		metricsOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+
+	// The controllers only read the Deployments and Services they made, so the cache holds those
+	// alone instead of every Deployment and Service in the cluster.
+	ours := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        NewScheme(),
+		Metrics:                       metricsOptions,
+		WebhookServer:                 webhookServer,
+		HealthProbeBindAddress:        o.ProbeAddr,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&appsv1.Deployment{}: {Label: ours},
+			&corev1.Service{}:    {Label: ours},
+		}},
+		Controller: config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+
+	if err := webhooks.Setup(mgr); err != nil {
+		return nil, err
+	}
+	if err := (&welcome.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(EventSource),
+		Image:    o.WelcomeImage,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, fmt.Errorf("adding the health check: %w", err)
+	}
+	// Ready means the webhook server completes a TLS handshake, so the API server's calls succeed.
+	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return mgr, nil
+}

@@ -1,0 +1,190 @@
+// Package testenv starts a real kube-apiserver and etcd with envtest, installs the CRDs and webhook
+// configurations generated into config/, and runs the operator's Manager against them, built by
+// the same wiring as cmd/manager.
+package testenv
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/seedlabs/webhook-operator/internal/operator"
+)
+
+// WelcomeImage is the welcome-web image the Manager under test is configured with.
+const WelcomeImage = "registry.example.test/welcome-web:test"
+
+// Env is a running control plane with the operator's Manager serving its webhooks.
+type Env struct {
+	// Config is an admin rest config for the API server.
+	Config *rest.Config
+	// Client reads and writes through the API server directly, never through a cache.
+	Client client.Client
+	// Manager is the operator's Manager, already started.
+	Manager ctrl.Manager
+
+	environment *envtest.Environment
+	stopManager context.CancelFunc
+	managerDone chan error
+}
+
+// Start starts the control plane from $KUBEBUILDER_ASSETS, installs the CRDs and webhook
+// configurations from config/, starts the Manager and waits until its webhook server answers TLS.
+func Start() (*Env, error) {
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the envtest suites through 'make test', which builds the control plane")
+	}
+	root, err := ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	environment := &envtest.Environment{
+		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfCRDPathMissing: true,
+		WebhookInstallOptions: envtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook")},
+		},
+	}
+	cfg, err := environment.Start()
+	if err != nil {
+		return nil, fmt.Errorf("starting envtest: %w", err)
+	}
+	e := &Env{Config: cfg, environment: environment}
+	if err := e.startManager(); err != nil {
+		return nil, errors.Join(err, environment.Stop())
+	}
+	return e, nil
+}
+
+func (e *Env) startManager() error {
+	wo := &e.environment.WebhookInstallOptions
+	mgr, err := operator.New(e.Config, operator.Options{
+		MetricsAddr:                  "0",
+		ProbeAddr:                    "0",
+		WebhookHost:                  wo.LocalServingHost,
+		WebhookPort:                  wo.LocalServingPort,
+		WebhookCertDir:               wo.LocalServingCertDir,
+		WelcomeImage:                 WelcomeImage,
+		SkipControllerNameValidation: true,
+	})
+	if err != nil {
+		return err
+	}
+	c, err := client.New(e.Config, client.Options{Scheme: mgr.GetScheme()})
+	if err != nil {
+		return fmt.Errorf("creating a client: %w", err)
+	}
+	e.Manager, e.Client = mgr, c
+
+	ctx, cancel := context.WithCancel(context.Background())
+	e.stopManager, e.managerDone = cancel, make(chan error, 1)
+	go func() { e.managerDone <- mgr.Start(ctx) }()
+
+	address := net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort))
+	return waitForTLS(address, e.managerDone, 30*time.Second)
+}
+
+// waitForTLS waits until a TLS handshake with address succeeds, failing early if the Manager stops.
+func waitForTLS(address string, managerDone <-chan error, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	ticker := time.NewTicker(50 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", address,
+			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only checks that the server answers TLS
+		if err == nil {
+			return conn.Close()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the webhook server at %s did not answer TLS within %s: %w", address, timeout, err)
+		}
+		select {
+		case err := <-managerDone:
+			return fmt.Errorf("the manager stopped before its webhook server answered: %w", err)
+		case <-ticker.C:
+		}
+	}
+}
+
+// Stop stops the Manager, then the control plane.
+func (e *Env) Stop() error {
+	e.stopManager()
+	var errs []error
+	if err := <-e.managerDone; err != nil {
+		errs = append(errs, fmt.Errorf("the manager stopped with an error: %w", err))
+	}
+	if err := e.environment.Stop(); err != nil {
+		errs = append(errs, fmt.Errorf("stopping envtest: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// NewClientWithWarnings returns a client that records the warnings the API server sends, as
+// kubectl prints them.
+func (e *Env) NewClientWithWarnings() (client.Client, *Warnings, error) {
+	cfg := rest.CopyConfig(e.Config)
+	warnings := &Warnings{}
+	cfg.WarningHandlerWithContext = warnings
+	c, err := client.New(cfg, client.Options{Scheme: e.Manager.GetScheme()})
+	return c, warnings, err
+}
+
+// Warnings records the warning headers of API responses.
+type Warnings struct {
+	mu       sync.Mutex
+	messages []string
+}
+
+// HandleWarningHeaderWithContext implements rest.WarningHandlerWithContext.
+func (w *Warnings) HandleWarningHeaderWithContext(_ context.Context, code int, _ string, message string) {
+	if code != 299 || message == "" {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.messages = append(w.messages, message)
+}
+
+// Take returns the warnings recorded so far and forgets them.
+func (w *Warnings) Take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	m := w.messages
+	w.messages = nil
+	return m
+}
+
+// ModuleRoot returns the directory of the operator's go.mod, searching up from the working directory.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if data, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && isOperatorModule(data) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("cannot find the operator's go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func isOperatorModule(goMod []byte) bool {
+	const first = "module github.com/seedlabs/webhook-operator\n"
+	return len(goMod) >= len(first) && string(goMod[:len(first)]) == first
+}

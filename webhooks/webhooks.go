@@ -1,0 +1,62 @@
+// Package webhooks holds the admission webhooks: for each kind, its defaulting and validation
+// rules as plain functions, and the adapters that serve them through controller-runtime.
+//
+// The rules make no cluster calls, so the controllers re-run them to refuse a stored spec that
+// never passed admission.
+package webhooks
+
+import (
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+)
+
+// Setup registers every admission webhook with the manager's webhook server.
+func Setup(mgr ctrl.Manager) error {
+	if err := ctrl.NewWebhookManagedBy(mgr, &authv1alpha1.Welcome{}).
+		WithDefaulter(welcomeDefaulter{}).
+		WithValidator(welcomeValidator{}).
+		Complete(); err != nil {
+		return fmt.Errorf("setting up the Welcome webhooks: %w", err)
+	}
+	return nil
+}
+
+// ratchet drops from errs every violation the old object already had, so that an update is judged
+// only on what it changes: an object stored before a rule existed (or before policy tightened) can
+// still have its other fields and its metadata edited. old is nil on create.
+func ratchet(errs, old field.ErrorList) field.ErrorList {
+	if len(old) == 0 {
+		return errs
+	}
+	known := make(map[string]bool, len(old))
+	for _, e := range old {
+		known[violationKey(e)] = true
+	}
+	kept := errs[:0:0]
+	for _, e := range errs {
+		if !known[violationKey(e)] {
+			kept = append(kept, e)
+		}
+	}
+	return kept
+}
+
+func violationKey(e *field.Error) string {
+	return fmt.Sprintf("%s\x00%s\x00%#v", e.Type, e.Field, e.BadValue)
+}
+
+// admissionResult turns violations into the error a webhook returns: one 422 Invalid status naming
+// every field, which the API server passes to the client with a cause per violation.
+func admissionResult(gk schema.GroupKind, name string, errs field.ErrorList, warnings admission.Warnings) (admission.Warnings, error) {
+	if len(errs) == 0 {
+		return warnings, nil
+	}
+	return warnings, apierrors.NewInvalid(gk, name, errs)
+}

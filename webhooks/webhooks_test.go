@@ -1,0 +1,99 @@
+package webhooks
+
+import (
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+func TestRatchet(t *testing.T) {
+	tests := []struct {
+		name string
+		errs field.ErrorList
+		old  field.ErrorList
+		want field.ErrorList
+	}{
+		{
+			name: "no old violations keeps every error",
+			errs: field.ErrorList{invalid("spec.port", int32(0), portDetail), required("spec.name", nameDetail)},
+			want: field.ErrorList{invalid("spec.port", int32(0), portDetail), required("spec.name", nameDetail)},
+		},
+		{
+			name: "no new violations",
+			old:  field.ErrorList{invalid("spec.port", int32(0), portDetail)},
+		},
+		{
+			name: "violation the old object had is dropped",
+			errs: field.ErrorList{invalid("spec.port", int32(0), portDetail)},
+			old:  field.ErrorList{invalid("spec.port", int32(0), portDetail)},
+		},
+		{
+			name: "same field with another bad value is kept",
+			errs: field.ErrorList{invalid("spec.port", int32(70000), portDetail)},
+			old:  field.ErrorList{invalid("spec.port", int32(0), portDetail)},
+			want: field.ErrorList{invalid("spec.port", int32(70000), portDetail)},
+		},
+		{
+			name: "same bad value on another field is kept",
+			errs: field.ErrorList{invalid("spec.userID", int32(0), userIDDetail)},
+			old:  field.ErrorList{invalid("spec.port", int32(0), portDetail)},
+			want: field.ErrorList{invalid("spec.userID", int32(0), userIDDetail)},
+		},
+		{
+			name: "same field and value with another error type is kept",
+			errs: field.ErrorList{duplicate("spec.groups[1]", "")},
+			old:  field.ErrorList{required("spec.groups[1]", groupDetail)},
+			want: field.ErrorList{duplicate("spec.groups[1]", "")},
+		},
+		{
+			name: "a reworded detail does not make a kept violation new",
+			errs: field.ErrorList{invalid("spec.port", int32(0), "must be between 1 and 65535")},
+			old:  field.ErrorList{invalid("spec.port", int32(0), "must be a valid port")},
+		},
+		{
+			name: "only the new violations of several are kept, in order",
+			errs: field.ErrorList{
+				required("spec.name", nameDetail),
+				invalid("spec.userID", int32(0), userIDDetail),
+				invalid("spec.email", "bob@localhost", emailDetail),
+				invalid("spec.port", int32(0), portDetail),
+			},
+			old: field.ErrorList{
+				invalid("spec.email", "bob@localhost", emailDetail),
+				required("spec.name", nameDetail),
+			},
+			want: field.ErrorList{
+				invalid("spec.userID", int32(0), userIDDetail),
+				invalid("spec.port", int32(0), portDetail),
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := ratchet(tc.errs, tc.old)
+			if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("ratchet (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRatchetLeavesItsInputAlone(t *testing.T) {
+	errs := field.ErrorList{
+		invalid("spec.email", "bob@localhost", emailDetail),
+		invalid("spec.port", int32(0), portDetail),
+	}
+	old := field.ErrorList{invalid("spec.email", "bob@localhost", emailDetail)}
+	want := field.ErrorList{
+		invalid("spec.email", "bob@localhost", emailDetail),
+		invalid("spec.port", int32(0), portDetail),
+	}
+
+	_ = ratchet(errs, old)
+
+	if diff := gocmp.Diff(want, errs, compareFieldErrors); diff != "" {
+		t.Errorf("ratchet changed the list it was given (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,154 @@
+package webhooks
+
+import (
+	"context"
+	"net/mail"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+)
+
+// +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1alpha1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=mwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1alpha1-welcome,mutating=false,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=vwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
+
+const (
+	minPort = 1
+	maxPort = 65535
+	// maxUserID is the highest user ID a Welcome accepts.
+	maxUserID = 65535
+)
+
+var welcomeServiceTypes = []corev1.ServiceType{corev1.ServiceTypeNodePort, corev1.ServiceTypeClusterIP, corev1.ServiceTypeLoadBalancer}
+
+// DefaultWelcome fills the fields of a Welcome the user left unset: replicas, port and serviceType.
+// Values the user set, including replicas 0, are kept.
+func DefaultWelcome(w *authv1alpha1.Welcome) {
+	if w.Spec.Replicas == nil {
+		w.Spec.Replicas = ptr.To(authv1alpha1.DefaultReplicas)
+	}
+	if w.Spec.Port == nil {
+		w.Spec.Port = ptr.To(authv1alpha1.DefaultPort)
+	}
+	if w.Spec.ServiceType == "" {
+		w.Spec.ServiceType = authv1alpha1.DefaultServiceType
+	}
+}
+
+// ValidateWelcome returns every rule the Welcome breaks, and warnings for what is allowed but
+// unwise. old is nil on create; on update, violations old already had are not held against the update.
+// Unset fields that defaulting fills are not violations.
+func ValidateWelcome(old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
+	errs := validateWelcomeSpec(&w.Spec, field.NewPath("spec"))
+	if old != nil {
+		errs = ratchet(errs, validateWelcomeSpec(&old.Spec, field.NewPath("spec")))
+	}
+	return errs, welcomeWarnings(&w.Spec, field.NewPath("spec"))
+}
+
+func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if strings.TrimSpace(spec.Name) == "" {
+		errs = append(errs, field.Required(path.Child("name"), "the name to greet must not be empty"))
+	}
+	if spec.UserID != nil && (*spec.UserID < 1 || *spec.UserID > maxUserID) {
+		errs = append(errs, field.Invalid(path.Child("userID"), *spec.UserID, "must be between 1 and 65535 when set"))
+	}
+	errs = append(errs, validateGroups(spec.Groups, path.Child("groups"))...)
+	if spec.Email != "" && !isEmailAddress(spec.Email) {
+		errs = append(errs, field.Invalid(path.Child("email"), spec.Email, "must be a bare email address such as user@example.com"))
+	}
+	if spec.Replicas != nil && *spec.Replicas < 0 {
+		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more"))
+	}
+	if spec.Port != nil {
+		errs = append(errs, validatePort(*spec.Port, path.Child("port"))...)
+	}
+	if spec.ServiceType != "" && !isOneOf(spec.ServiceType, welcomeServiceTypes) {
+		errs = append(errs, field.NotSupported(path.Child("serviceType"), spec.ServiceType, welcomeServiceTypes))
+	}
+	return errs
+}
+
+func welcomeWarnings(spec *authv1alpha1.WelcomeSpec, path *field.Path) admission.Warnings {
+	var warnings admission.Warnings
+	if spec.Password != "" {
+		warnings = append(warnings, path.Child("password").String()+
+			" is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead")
+	}
+	if spec.Replicas != nil && *spec.Replicas == 0 {
+		warnings = append(warnings, path.Child("replicas").String()+" is 0: no web server pod will run until it is raised")
+	}
+	return warnings
+}
+
+func validateGroups(groups []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := make(map[string]bool, len(groups))
+	for i, g := range groups {
+		switch {
+		case strings.TrimSpace(g) == "":
+			errs = append(errs, field.Required(path.Index(i), "group names must not be empty"))
+		case seen[g]:
+			errs = append(errs, field.Duplicate(path.Index(i), g))
+		}
+		seen[g] = true
+	}
+	return errs
+}
+
+func validatePort(port int32, path *field.Path) field.ErrorList {
+	if port < minPort || port > maxPort {
+		return field.ErrorList{field.Invalid(path, port, "must be between 1 and 65535")}
+	}
+	return nil
+}
+
+// isEmailAddress reports whether s is a bare RFC 5322 address with a domain, without a display
+// name or angle brackets.
+func isEmailAddress(s string) bool {
+	addr, err := mail.ParseAddress(s)
+	return err == nil && addr.Name == "" && addr.Address == s && strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".")
+}
+
+func isOneOf[T comparable](v T, allowed []T) bool {
+	for _, a := range allowed {
+		if v == a {
+			return true
+		}
+	}
+	return false
+}
+
+type welcomeDefaulter struct{}
+
+// Default implements admission.Defaulter.
+func (welcomeDefaulter) Default(_ context.Context, w *authv1alpha1.Welcome) error {
+	DefaultWelcome(w)
+	return nil
+}
+
+type welcomeValidator struct{}
+
+// ValidateCreate implements admission.Validator.
+func (welcomeValidator) ValidateCreate(_ context.Context, w *authv1alpha1.Welcome) (admission.Warnings, error) {
+	errs, warnings := ValidateWelcome(nil, w)
+	return admissionResult(welcomeGK, w.Name, errs, warnings)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (welcomeValidator) ValidateUpdate(_ context.Context, old, w *authv1alpha1.Welcome) (admission.Warnings, error) {
+	errs, warnings := ValidateWelcome(old, w)
+	return admissionResult(welcomeGK, w.Name, errs, warnings)
+}
+
+// ValidateDelete implements admission.Validator; deletion is always allowed.
+func (welcomeValidator) ValidateDelete(context.Context, *authv1alpha1.Welcome) (admission.Warnings, error) {
+	return nil, nil
+}
+
+var welcomeGK = authv1alpha1.GroupVersion.WithKind("Welcome").GroupKind()
