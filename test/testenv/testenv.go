@@ -34,6 +34,10 @@ type Env struct {
 	Client client.Client
 	// Manager is the operator's Manager, already started.
 	Manager ctrl.Manager
+	// ProbeAddress is where the Manager serves /healthz and /readyz.
+	ProbeAddress string
+	// WebhookAddress is where the Manager's webhook server listens.
+	WebhookAddress string
 
 	environment *envtest.Environment
 	stopManager context.CancelFunc
@@ -70,9 +74,13 @@ func Start() (*Env, error) {
 
 func (e *Env) startManager() error {
 	wo := &e.environment.WebhookInstallOptions
+	probeAddress, err := freeLocalAddress()
+	if err != nil {
+		return err
+	}
 	mgr, err := operator.New(e.Config, operator.Options{
 		MetricsAddr:                  "0",
-		ProbeAddr:                    "0",
+		ProbeAddr:                    probeAddress,
 		WebhookHost:                  wo.LocalServingHost,
 		WebhookPort:                  wo.LocalServingPort,
 		WebhookCertDir:               wo.LocalServingCertDir,
@@ -87,13 +95,24 @@ func (e *Env) startManager() error {
 		return fmt.Errorf("creating a client: %w", err)
 	}
 	e.Manager, e.Client = mgr, c
+	e.ProbeAddress = probeAddress
+	e.WebhookAddress = net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort))
 
 	ctx, cancel := context.WithCancel(context.Background())
 	e.stopManager, e.managerDone = cancel, make(chan error, 1)
 	go func() { e.managerDone <- mgr.Start(ctx) }()
 
-	address := net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort))
-	return waitForTLS(address, e.managerDone, 30*time.Second)
+	return waitForTLS(e.WebhookAddress, e.managerDone, 30*time.Second)
+}
+
+// freeLocalAddress returns a loopback address with a port nothing listens on now.
+func freeLocalAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", fmt.Errorf("finding a free port: %w", err)
+	}
+	defer l.Close() //nolint:errcheck // only its port was wanted
+	return l.Addr().String(), nil
 }
 
 // waitForTLS waits until a TLS handshake with address succeeds, failing early if the Manager stops.
