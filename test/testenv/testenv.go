@@ -36,6 +36,9 @@ type Env struct {
 	Manager ctrl.Manager
 	// ProbeAddress is where the Manager serves /healthz and /readyz.
 	ProbeAddress string
+	// MetricsAddress is where the Manager serves /metrics over HTTPS, behind authentication and
+	// authorization.
+	MetricsAddress string
 	// WebhookAddress is where the Manager's webhook server listens.
 	WebhookAddress string
 
@@ -78,8 +81,13 @@ func (e *Env) startManager() error {
 	if err != nil {
 		return err
 	}
+	metricsAddress, err := freeLocalAddress()
+	if err != nil {
+		return err
+	}
 	mgr, err := operator.New(e.Config, operator.Options{
-		MetricsAddr:                  "0",
+		MetricsAddr:                  metricsAddress,
+		SecureMetrics:                true,
 		ProbeAddr:                    probeAddress,
 		WebhookHost:                  wo.LocalServingHost,
 		WebhookPort:                  wo.LocalServingPort,
@@ -95,7 +103,7 @@ func (e *Env) startManager() error {
 		return fmt.Errorf("creating a client: %w", err)
 	}
 	e.Manager, e.Client = mgr, c
-	e.ProbeAddress = probeAddress
+	e.ProbeAddress, e.MetricsAddress = probeAddress, metricsAddress
 	e.WebhookAddress = net.JoinHostPort(wo.LocalServingHost, strconv.Itoa(wo.LocalServingPort))
 
 	ctx, cancel := context.WithCancel(context.Background())
