@@ -82,9 +82,23 @@ lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and fix what it can.
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build the manager and the welcome-web operand.
-	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/manager ./cmd/manager
-	CGO_ENABLED=0 go build -trimpath -o $(LOCALBIN)/welcome-web ./cmd/welcome-web
+build: manifests generate fmt vet ## Build the manager and the welcome-web operand (the Dockerfile's flags).
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/manager ./cmd/manager
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/welcome-web ./cmd/welcome-web
+
+# The welcome-web image, for docker-build.
+WELCOME_IMG ?= ghcr.io/seedlabs/welcome-web:v0.1.0
+CONTAINER_TOOL ?= docker
+
+.PHONY: docker-build
+docker-build: ## Build the manager and welcome-web images (needs a Docker engine).
+	$(CONTAINER_TOOL) build --target manager -t $(IMG) .
+	$(CONTAINER_TOOL) build --target welcome-web -t $(WELCOME_IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the manager and welcome-web images.
+	$(CONTAINER_TOOL) push $(IMG)
+	$(CONTAINER_TOOL) push $(WELCOME_IMG)
 
 .PHONY: run-local
 run-local: controlplane ## Run the control plane, CRDs, webhooks and the manager on this machine; Ctrl-C stops it all.
