@@ -16,7 +16,7 @@ var _ = Describe("The Manager", func() {
 		Expect(err).NotTo(HaveOccurred())
 		resp, err := http.DefaultClient.Do(req)
 		Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close() //nolint:errcheck
+		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		Expect(err).NotTo(HaveOccurred())
 		return resp.StatusCode, string(body)

@@ -30,7 +30,7 @@ var _ = Describe("The metrics endpoint", func() {
 		transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec
 		resp, err := (&http.Client{Transport: transport}).Do(req)
 		Expect(err).NotTo(HaveOccurred())
-		defer resp.Body.Close() //nolint:errcheck
+		defer resp.Body.Close()
 		body, err := io.ReadAll(resp.Body)
 		Expect(err).NotTo(HaveOccurred())
 		return resp.StatusCode, string(body)
@@ -49,13 +49,13 @@ var _ = Describe("The metrics endpoint", func() {
 		}
 
 		By("refusing a caller without a token")
-		code, _ := scrape(ctx, "")
-		Expect(code).To(Equal(http.StatusUnauthorized))
+		code, body := scrape(ctx, "")
+		Expect(code).To(Equal(http.StatusUnauthorized), body)
 
 		By("refusing a caller whose token is not allowed to get /metrics")
 		_, strangerToken := tokenFor("stranger")
-		code, _ = scrape(ctx, strangerToken)
-		Expect(code).To(Equal(http.StatusForbidden))
+		code, body = scrape(ctx, strangerToken)
+		Expect(code).To(Equal(http.StatusForbidden), body)
 
 		By("serving a caller bound to the metrics-reader role shipped in config/rbac")
 		sa, token := tokenFor("scraper")
@@ -78,7 +78,7 @@ var _ = Describe("The metrics endpoint", func() {
 
 		Eventually(func(g Gomega) {
 			code, body := scrape(ctx, token)
-			g.Expect(code).To(Equal(http.StatusOK))
+			g.Expect(code).To(Equal(http.StatusOK), body)
 			g.Expect(body).To(ContainSubstring(`controller_runtime_reconcile_total{controller="welcome"`))
 		}).Should(Succeed())
 	})

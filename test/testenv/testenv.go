@@ -66,7 +66,9 @@ func Start() (*Env, error) {
 	}
 	cfg, err := environment.Start()
 	if err != nil {
-		return nil, fmt.Errorf("starting envtest: %w", err)
+		// Start leaves the control plane running when a later step, such as installing the
+		// CRDs, fails.
+		return nil, errors.Join(fmt.Errorf("starting envtest: %w", err), environment.Stop())
 	}
 	e := &Env{Config: cfg, environment: environment}
 	if err := e.startManager(); err != nil {
@@ -119,7 +121,7 @@ func freeLocalAddress() (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("finding a free port: %w", err)
 	}
-	defer l.Close() //nolint:errcheck // only its port was wanted
+	defer l.Close()
 	return l.Addr().String(), nil
 }
 
