@@ -93,7 +93,7 @@ type WelcomeSpec struct {
 type WelcomeStatus struct {
 	// ReadyReplicas is the number of web server pods that are ready.
 	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	ReadyReplicas int32 `json:"readyReplicas"`
 
 	// ServiceURL is where the web app answers inside the cluster, followed by the node port when
 	// the Service is a NodePort.
