@@ -363,6 +363,43 @@ var _ = Describe("Welcome controller", func() {
 		}).Should(Succeed())
 	})
 
+	It("reports a Deployment it cannot apply as Degraded, with an event", func(ctx SpecContext) {
+		By("taking the name with a Deployment whose immutable selector differs from ours")
+		labels := map[string]string{"app": "someone-else"}
+		clash := &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "clash"},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.test/app:1"}}},
+				},
+			},
+		}
+		Expect(k8s.Create(ctx, clash)).To(Succeed())
+
+		w := newWelcome(ns, "clash", authv1alpha1.WelcomeSpec{Name: "Ada"})
+		Expect(k8s.Create(ctx, w)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := &authv1alpha1.Welcome{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
+			degraded := meta.FindStatusCondition(got.Status.Conditions, authv1alpha1.ConditionDegraded)
+			g.Expect(degraded).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(authv1alpha1.ReasonApplyFailed),
+			})))
+			g.Expect(degraded.Message).To(And(ContainSubstring("applying the Deployment"), ContainSubstring("spec.selector")))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			events := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(MatchFields(IgnoreExtras, Fields{
+				"Reason": Equal(authv1alpha1.ReasonApplyFailed), "Type": Equal(corev1.EventTypeWarning),
+			})))
+		}).Should(Succeed())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(w), &corev1.Service{}))).To(BeTrue(),
+			"the Service is applied only after the Deployment")
+	})
+
 	It("does not roll out a stored spec that breaks the rules, and says why", Serial, func(ctx SpecContext) {
 		By("letting one namespace bypass the validating webhook, as if the object predated it")
 		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}

@@ -4,6 +4,7 @@ package welcome
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -36,7 +37,7 @@ type Reconciler struct {
 }
 
 // +kubebuilder:rbac:groups=auth.seedlabs.dev,resources=welcomes,verbs=get;list;watch
-// +kubebuilder:rbac:groups=auth.seedlabs.dev,resources=welcomes/status,verbs=get;patch;update
+// +kubebuilder:rbac:groups=auth.seedlabs.dev,resources=welcomes/status,verbs=get;patch
 // +kubebuilder:rbac:groups=auth.seedlabs.dev,resources=welcomes/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
@@ -59,9 +60,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	desired := w.DeepCopy()
 	webhooks.DefaultWelcome(desired)
 	if errs, _ := webhooks.ValidateWelcome(nil, desired); len(errs) > 0 {
-		if setInvalidSpec(w, errs.ToAggregate().Error()) {
+		violations := errs.ToAggregate().Error()
+		if setInvalidSpec(w, violations) {
 			r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonInvalidSpec, "Validate",
-				"spec is not rolled out: %s", errs.ToAggregate().Error())
+				"spec is not rolled out: %s", violations)
 		}
 		return ctrl.Result{}, r.patchStatus(ctx, before, w)
 	}
@@ -91,14 +93,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // applyFailed records that an object could not be applied and returns the error so that the
 // work queue retries with backoff.
 func (r *Reconciler) applyFailed(ctx context.Context, before, w *authv1alpha1.Welcome, kind string, err error) error {
-	message := fmt.Sprintf("applying the %s: %v", kind, err)
-	if setApplyFailed(w, message) {
-		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonApplyFailed, "Apply", "%s", message)
+	err = fmt.Errorf("applying the %s: %w", kind, err)
+	if setApplyFailed(w, err.Error()) {
+		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonApplyFailed, "Apply", "%s", err.Error())
 	}
 	if statusErr := r.patchStatus(ctx, before, w); statusErr != nil && !apierrors.IsNotFound(statusErr) {
-		return fmt.Errorf("%s; updating status: %w", message, statusErr)
+		return errors.Join(err, statusErr)
 	}
-	return fmt.Errorf("%s", message)
+	return err
 }
 
 // patchStatus writes w's status when it differs from before.
