@@ -11,9 +11,11 @@ LOCALBIN ?= $(CURDIR)/bin
 
 ## Pinned tool versions, installed with `go install` into $(LOCALBIN).
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
+KUSTOMIZE_VERSION        ?= v5.8.3
 GOLANGCI_LINT_VERSION    ?= v2.15.0
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
+KUSTOMIZE      ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
 ## The control plane for envtest and run-local, built from source by the tools modules in test/tools.
@@ -120,6 +122,13 @@ $(KUBEBUILDER_ASSETS)/kube-apiserver $(KUBEBUILDER_ASSETS)/kube-controller-manag
 $(CONTROLLER_GEN):
 	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
 	mv $(LOCALBIN)/controller-gen $@
+
+$(KUSTOMIZE):
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	mv $(LOCALBIN)/kustomize $@
+
+.PHONY: tools
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) ## Install the pinned tools into bin/.
 
 $(GOLANGCI_LINT):
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

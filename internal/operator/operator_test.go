@@ -1,0 +1,87 @@
+package operator
+
+import (
+	"crypto/tls"
+	"flag"
+	"slices"
+	"testing"
+)
+
+func parse(t *testing.T, args ...string) Options {
+	t.Helper()
+	var o Options
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	o.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		t.Fatalf("parsing %v: %v", args, err)
+	}
+	return o
+}
+
+func TestBindFlagsDefaults(t *testing.T) {
+	t.Setenv(EnvWelcomeImage, "")
+	got := parse(t)
+	want := Options{
+		MetricsAddr:    "0",
+		SecureMetrics:  true,
+		ProbeAddr:      ":8081",
+		WebhookPort:    9443,
+		WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs",
+		WelcomeImage:   DefaultWelcomeImage,
+	}
+	if got != want {
+		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestWelcomeImage(t *testing.T) {
+	tests := []struct {
+		name string
+		env  string
+		args []string
+		want string
+	}{
+		{name: "default", want: DefaultWelcomeImage},
+		{name: "environment", env: "registry.example.test/welcome-web:env", want: "registry.example.test/welcome-web:env"},
+		{
+			name: "flag wins over the environment",
+			env:  "registry.example.test/welcome-web:env",
+			args: []string{"--welcome-image=registry.example.test/welcome-web:flag"},
+			want: "registry.example.test/welcome-web:flag",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(EnvWelcomeImage, tt.env)
+			if got := parse(t, tt.args...).WelcomeImage; got != tt.want {
+				t.Errorf("WelcomeImage = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestTLSOptions(t *testing.T) {
+	tests := []struct {
+		name       string
+		http2      bool
+		wantProtos []string
+	}{
+		{name: "HTTP/2 off by default", wantProtos: []string{"http/1.1"}},
+		{name: "HTTP/2 on when enabled", http2: true, wantProtos: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := Options{EnableHTTP2: tt.http2}
+			c := &tls.Config{}
+			for _, apply := range o.tlsOptions() {
+				apply(c)
+			}
+			if c.MinVersion != tls.VersionTLS12 {
+				t.Errorf("MinVersion = %#x, want TLS 1.2 (%#x)", c.MinVersion, tls.VersionTLS12)
+			}
+			if !slices.Equal(c.NextProtos, tt.wantProtos) {
+				t.Errorf("NextProtos = %q, want %q", c.NextProtos, tt.wantProtos)
+			}
+		})
+	}
+}
