@@ -11,7 +11,7 @@ LOCALBIN ?= $(CURDIR)/bin
 
 ## Pinned tool versions, installed with `go install` into $(LOCALBIN).
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
-KUSTOMIZE_VERSION        ?= v5.8.3
+KUSTOMIZE_VERSION        ?= v5.8.2
 GOLANGCI_LINT_VERSION    ?= v2.15.0
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)

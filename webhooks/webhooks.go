@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 )
 
 // Setup registers every admission webhook with the manager's webhook server.
@@ -25,6 +26,15 @@ func Setup(mgr ctrl.Manager) error {
 		Complete(); err != nil {
 		return fmt.Errorf("setting up the Welcome webhooks: %w", err)
 	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &cachev1alpha1.Memcached{}).
+		WithDefaulter(memcachedDefaulter{}).
+		WithValidator(memcachedValidator{}).
+		Complete(); err != nil {
+		return fmt.Errorf("setting up the Memcached webhooks: %w", err)
+	}
+	mgr.GetWebhookServer().Register(memcachedScalePath, &admission.Webhook{
+		Handler: &memcachedScaleValidator{decoder: admission.NewDecoder(mgr.GetScheme())},
+	})
 	return nil
 }
 

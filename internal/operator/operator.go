@@ -28,6 +28,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/memcached"
 	"github.com/seedlabs/webhook-operator/internal/controller/welcome"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -39,6 +40,10 @@ const (
 	DefaultWelcomeImage = "ghcr.io/seedlabs/welcome-web:v0.1.0"
 	// EnvWelcomeImage overrides DefaultWelcomeImage, as the deploy-image plugin's operand images do.
 	EnvWelcomeImage = "WELCOME_IMAGE"
+	// DefaultMemcachedImage is the memcached image of every Memcached pool.
+	DefaultMemcachedImage = "memcached:1.6.38-alpine"
+	// EnvMemcachedImage overrides DefaultMemcachedImage.
+	EnvMemcachedImage = "MEMCACHED_IMAGE"
 	// LeaderElectionID names the Lease that elects the active manager.
 	LeaderElectionID = "webhook-operator.seedlabs.dev"
 	// EventSource is the reportingController of the Events the controllers record.
@@ -69,6 +74,8 @@ type Options struct {
 	EnableHTTP2 bool
 	// WelcomeImage is the welcome-web image.
 	WelcomeImage string
+	// MemcachedImage is the memcached image.
+	MemcachedImage string
 
 	// SkipControllerNameValidation allows more than one Manager in a process, as tests need.
 	SkipControllerNameValidation bool
@@ -92,6 +99,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers.")
 	fs.StringVar(&o.WelcomeImage, "welcome-image", envOr(EnvWelcomeImage, DefaultWelcomeImage),
 		"The welcome-web image a Welcome runs unless it sets spec.image (env "+EnvWelcomeImage+").")
+	fs.StringVar(&o.MemcachedImage, "memcached-image", envOr(EnvMemcachedImage, DefaultMemcachedImage),
+		"The memcached image of every Memcached pool (env "+EnvMemcachedImage+").")
 }
 
 func envOr(name, fallback string) string {
@@ -138,8 +147,8 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		metricsOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	// The controllers only read the Deployments and Services they made, so the cache holds those
-	// alone instead of every Deployment and Service in the cluster.
+	// The controllers only read the Deployments, Services and Pods they made, so the cache holds
+	// those alone instead of every Deployment, Service and Pod in the cluster.
 	ours := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
@@ -154,6 +163,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}: {Label: ours},
 			&corev1.Service{}:    {Label: ours},
+			&corev1.Pod{}:        {Label: ours},
 		}},
 		Controller: config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
 	})
@@ -170,6 +180,13 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Image:    o.WelcomeImage,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
+	}
+	if err := (&memcached.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(EventSource),
+		Image:    o.MemcachedImage,
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

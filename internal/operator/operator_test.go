@@ -20,6 +20,7 @@ func parse(t *testing.T, args ...string) Options {
 
 func TestBindFlagsDefaults(t *testing.T) {
 	t.Setenv(EnvWelcomeImage, "")
+	t.Setenv(EnvMemcachedImage, "")
 	got := parse(t)
 	want := Options{
 		MetricsAddr:    "0",
@@ -28,6 +29,7 @@ func TestBindFlagsDefaults(t *testing.T) {
 		WebhookPort:    9443,
 		WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs",
 		WelcomeImage:   DefaultWelcomeImage,
+		MemcachedImage: DefaultMemcachedImage,
 	}
 	if got != want {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)

@@ -6,6 +6,7 @@ package resources
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 )
@@ -17,9 +18,25 @@ const (
 	LabelManagedBy = "app.kubernetes.io/managed-by"
 
 	// ManagedBy is the value of LabelManagedBy on every object the operator creates; the
-	// manager's cache only holds Deployments and Services carrying it.
+	// manager's cache only holds Deployments, Services and Pods carrying it.
 	ManagedBy = "webhook-operator"
+
+	// FieldManager is the server-side apply field manager that owns what the operator writes.
+	FieldManager = "webhook-operator"
 )
+
+// ControllerReference is the owner reference that makes the custom resource described by
+// apiVersion, kind, name and uid the controller of an object, so the garbage collector removes
+// the object with it and the object's events reach its controller.
+func ControllerReference(apiVersion, kind, name string, uid types.UID) *metav1ac.OwnerReferenceApplyConfiguration {
+	return metav1ac.OwnerReference().
+		WithAPIVersion(apiVersion).
+		WithKind(kind).
+		WithName(name).
+		WithUID(uid).
+		WithController(true).
+		WithBlockOwnerDeletion(true)
+}
 
 // selectorLabels are the labels a workload's pods are selected by: immutable once created.
 func selectorLabels(app, instance string) map[string]string {

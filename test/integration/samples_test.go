@@ -26,6 +26,11 @@ var refusedSamples = map[string][]string{
 	"welcome-everything.yaml": {
 		"spec.name", "spec.userID", "spec.email", "spec.groups[1]", "spec.replicas", "spec.port", "spec.serviceType",
 	},
+	"memcached-size-zero.yaml":      {"spec.size"},
+	"memcached-size-four.yaml":      {"spec.size"},
+	"memcached-size-negative.yaml":  {".spec.size"}, // the API server's own scale subresource check
+	"memcached-container-port.yaml": {"spec.containerPort"},
+	"memcached-everything.yaml":     {"spec.size", "spec.containerPort"},
 }
 
 func readSample(path string) *unstructured.Unstructured {

@@ -9,8 +9,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -45,4 +47,25 @@ func newNamespace(ctx context.Context) string {
 	Expect(k8s.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed()) })
 	return ns.Name
+}
+
+// bypassValidation makes the validating webhooks skip namespace ns until the spec ends, so that a
+// spec can store an object as if it had been written before the webhooks existed. Specs that call
+// it must be Serial: the configuration is shared.
+func bypassValidation(ctx context.Context, ns string) {
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	Expect(k8s.Get(ctx, types.NamespacedName{Name: "validating-webhook-configuration"}, vwc)).To(Succeed())
+	original := vwc.DeepCopy()
+	for i := range vwc.Webhooks {
+		vwc.Webhooks[i].NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{ns},
+		}}}
+	}
+	Expect(k8s.Update(ctx, vwc)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) {
+		current := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(original), current)).To(Succeed())
+		current.Webhooks = original.Webhooks
+		Expect(k8s.Update(ctx, current)).To(Succeed())
+	})
 }

@@ -8,7 +8,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -401,22 +400,8 @@ var _ = Describe("Welcome controller", func() {
 	})
 
 	It("does not roll out a stored spec that breaks the rules, and says why", Serial, func(ctx SpecContext) {
-		By("letting one namespace bypass the validating webhook, as if the object predated it")
-		vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(k8s.Get(ctx, types.NamespacedName{Name: "validating-webhook-configuration"}, vwc)).To(Succeed())
-		original := vwc.DeepCopy()
-		for i := range vwc.Webhooks {
-			vwc.Webhooks[i].NamespaceSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
-				Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: []string{ns},
-			}}}
-		}
-		Expect(k8s.Update(ctx, vwc)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			current := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(original), current)).To(Succeed())
-			current.Webhooks = original.Webhooks
-			Expect(k8s.Update(ctx, current)).To(Succeed())
-		})
+		By("letting the namespace bypass the validating webhooks, as if the object predated them")
+		bypassValidation(ctx, ns)
 
 		w := newWelcome(ns, "legacy", authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](70000)})
 		Eventually(func() error { return k8s.Create(ctx, w) }).Should(Succeed())

@@ -23,8 +23,11 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/operator"
 )
 
-// WelcomeImage is the welcome-web image the Manager under test is configured with.
-const WelcomeImage = "registry.example.test/welcome-web:test"
+// Operand images the Manager under test is configured with.
+const (
+	WelcomeImage   = "registry.example.test/welcome-web:test"
+	MemcachedImage = "registry.example.test/memcached:test"
+)
 
 // Env is a running control plane with the operator's Manager serving its webhooks.
 type Env struct {
@@ -95,6 +98,7 @@ func (e *Env) startManager() error {
 		WebhookPort:                  wo.LocalServingPort,
 		WebhookCertDir:               wo.LocalServingCertDir,
 		WelcomeImage:                 WelcomeImage,
+		MemcachedImage:               MemcachedImage,
 		SkipControllerNameValidation: true,
 	})
 	if err != nil {

@@ -4,6 +4,51 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// Defaults the mutating webhook applies to a Memcached, and the range the validating webhook allows.
+const (
+	// DefaultSize is the number of memcached instances when spec.size is unset.
+	DefaultSize int32 = 1
+	// MinSize is the fewest memcached instances a Memcached may ask for.
+	MinSize int32 = 1
+	// MaxSize is the most memcached instances a Memcached may ask for.
+	MaxSize int32 = 3
+	// DefaultContainerPort is memcached's port when spec.containerPort is unset.
+	DefaultContainerPort int32 = 11211
+	// Finalizer records a Deleting event and condition before a Memcached goes.
+	Finalizer = "cache.seedlabs.dev/finalizer"
+)
+
+// Condition types a Memcached reports in status.conditions.
+const (
+	// ConditionAvailable is True when every requested memcached instance is available.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while the pool is being brought to spec.size.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the spec cannot be rolled out, the rollout failed, or the
+	// Memcached is being deleted.
+	ConditionDegraded = "Degraded"
+)
+
+// Reasons set on Memcached conditions.
+const (
+	// ReasonReconciling means the Deployment and Service are being brought to the spec.
+	ReasonReconciling = "Reconciling"
+	// ReasonRolledOut means exactly spec.size instances run the current spec and are available.
+	ReasonRolledOut = "RolledOut"
+	// ReasonInstancesUnavailable means fewer instances are available than requested.
+	ReasonInstancesUnavailable = "InstancesUnavailable"
+	// ReasonInvalidSpec means the stored spec fails validation, so it is not rolled out.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonApplyFailed means the Deployment or Service could not be applied.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonRolloutFailed means the Deployment reports that its rollout cannot progress.
+	ReasonRolloutFailed = "RolloutFailed"
+	// ReasonDeleting means the Memcached is being deleted.
+	ReasonDeleting = "Deleting"
+	// ReasonAsExpected means nothing is wrong.
+	ReasonAsExpected = "AsExpected"
+)
+
 // MemcachedSpec is the desired state of a memcached pool.
 //
 // Ranges are enforced by the validating webhook, not by this schema, so that one bad object gets
@@ -20,6 +65,18 @@ type MemcachedSpec struct {
 
 // MemcachedStatus is the observed state of a memcached pool.
 type MemcachedStatus struct {
+	// Replicas is the number of memcached pods, as the scale subresource reports it.
+	// +optional
+	Replicas int32 `json:"replicas"`
+
+	// Selector is the label selector of the memcached pods, for the scale subresource and an HPA.
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// ObservedGeneration is the generation of the spec this status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
 	// Conditions are Available, Progressing and Degraded.
 	// +optional
 	// +listType=map
@@ -36,8 +93,10 @@ type MemcachedStatus struct {
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=mc,categories=seedlabs
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
+// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.replicas`
 // +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Memcached struct {

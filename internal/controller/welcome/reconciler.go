@@ -13,7 +13,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,9 +23,6 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
-
-// FieldManager is the server-side apply field manager that owns what the operator writes.
-const FieldManager = "webhook-operator"
 
 // Reconciler turns a Welcome into its Deployment and Service and reports their state.
 type Reconciler struct {
@@ -68,17 +64,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.patchStatus(ctx, before, w)
 	}
 
-	owner := metav1ac.OwnerReference().
-		WithAPIVersion(authv1alpha1.GroupVersion.String()).
-		WithKind("Welcome").
-		WithName(w.Name).
-		WithUID(w.UID).
-		WithController(true).
-		WithBlockOwnerDeletion(true)
+	owner := resources.ControllerReference(authv1alpha1.GroupVersion.String(), "Welcome", w.Name, w.UID)
 
 	deployment := resources.WelcomeDeployment(desired, r.Image).WithOwnerReferences(owner)
 	service := resources.WelcomeService(desired).WithOwnerReferences(owner)
-	applyOpts := []client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}
+	applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
 	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Deployment", err)
 	}

@@ -1,0 +1,296 @@
+// Package memcached reconciles Memcached objects into a Deployment running a pool of memcached
+// instances and a ClusterIP Service in front of it.
+package memcached
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+const (
+	// ControllerName names the controller in logs and metrics.
+	ControllerName = "memcached"
+)
+
+// Reasons of the Events the controller records besides the condition reasons of the API.
+const (
+	// ReasonCreated is recorded when the Deployment or the Service is created.
+	ReasonCreated = "Created"
+	// ReasonScaled is recorded when the Deployment's replicas are changed to spec.size.
+	ReasonScaled = "Scaled"
+)
+
+// Reconciler turns a Memcached into its Deployment and Service and reports their state.
+type Reconciler struct {
+	client.Client
+	Recorder recorder.EventRecorder
+	// Image is the memcached image every Memcached runs.
+	Image string
+}
+
+// +kubebuilder:rbac:groups=cache.seedlabs.dev,resources=memcacheds,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cache.seedlabs.dev,resources=memcacheds/status,verbs=get;patch
+// +kubebuilder:rbac:groups=cache.seedlabs.dev,resources=memcacheds/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile applies the Deployment and Service a Memcached asks for and records what they report;
+// on deletion it records the deletion and lets the object go.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	m := &cachev1alpha1.Memcached{}
+	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !m.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, r.finalize(ctx, m)
+	}
+
+	// A spec stored without passing admission (written before the webhook existed, or with it
+	// bypassed) is held to the same rules and never rolled out while it breaks them. The
+	// finalizer is not added to it: nothing is created for it, so there is nothing to record
+	// when it goes.
+	desired := m.DeepCopy()
+	webhooks.DefaultMemcached(desired)
+	if errs, _ := webhooks.ValidateMemcached(nil, desired); len(errs) > 0 {
+		return ctrl.Result{}, r.refuseInvalidSpec(ctx, m, errs.ToAggregate().Error())
+	}
+
+	if !controllerutil.ContainsFinalizer(m, cachev1alpha1.Finalizer) {
+		if err := r.patchFinalizers(ctx, m, controllerutil.AddFinalizer); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	before := m.DeepCopy()
+
+	current, err := r.observe(ctx, m)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	owner := resources.ControllerReference(cachev1alpha1.GroupVersion.String(), "Memcached", m.Name, m.UID)
+	deployment := resources.MemcachedDeployment(desired, r.Image).WithOwnerReferences(owner)
+	service := resources.MemcachedService(desired).WithOwnerReferences(owner)
+	applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
+	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
+		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Deployment", err)
+	}
+	r.recordDeploymentChange(m, current.deployment, *desired.Spec.Size)
+	if err := r.Apply(ctx, service, applyOpts...); err != nil {
+		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
+	}
+	if !current.serviceExists {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
+			"created Service %s on port %d", m.Name, *desired.Spec.ContainerPort)
+	}
+
+	setRolloutStatus(m, deployment, current.pods)
+	return ctrl.Result{}, r.patchStatus(ctx, before, m)
+}
+
+// observed is what the manager's cache holds for a Memcached before anything is applied.
+type observed struct {
+	// deployment is nil when there is none.
+	deployment    *appsv1.Deployment
+	serviceExists bool
+	pods          []corev1.Pod
+}
+
+// observe reads the Memcached's Deployment, Service and pods from the cache.
+func (r *Reconciler) observe(ctx context.Context, m *cachev1alpha1.Memcached) (observed, error) {
+	var o observed
+	key := client.ObjectKeyFromObject(m)
+
+	dep := &appsv1.Deployment{}
+	switch err := r.Get(ctx, key, dep); {
+	case err == nil:
+		o.deployment = dep
+	case !apierrors.IsNotFound(err):
+		return o, fmt.Errorf("reading the Deployment %s: %w", key, err)
+	}
+
+	switch err := r.Get(ctx, key, &corev1.Service{}); {
+	case err == nil:
+		o.serviceExists = true
+	case !apierrors.IsNotFound(err):
+		return o, fmt.Errorf("reading the Service %s: %w", key, err)
+	}
+
+	pods := &corev1.PodList{}
+	if err := r.List(ctx, pods, client.InNamespace(m.Namespace), client.MatchingLabels(resources.MemcachedSelector(m.Name))); err != nil {
+		return o, fmt.Errorf("listing the pods of Memcached %s: %w", key, err)
+	}
+	o.pods = pods.Items
+	return o, nil
+}
+
+// replicas is the Deployment's status.replicas, or 0 when there is no Deployment.
+func (o observed) replicas() int32 {
+	if o.deployment == nil {
+		return 0
+	}
+	return o.deployment.Status.Replicas
+}
+
+// recordDeploymentChange records an Event when the apply created the Deployment or changed its
+// replicas, as judged from the cached Deployment before the apply.
+//
+// The cache may lag behind the apply of a previous reconcile by a moment; an Event recorded twice
+// then is folded into one Event series by the events.k8s.io recorder.
+func (r *Reconciler) recordDeploymentChange(m *cachev1alpha1.Memcached, before *appsv1.Deployment, size int32) {
+	if before == nil {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
+			"created Deployment %s with %d memcached instances", m.Name, size)
+		return
+	}
+	if was := ptr.Deref(before.Spec.Replicas, 1); was != size {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonScaled, "Scale",
+			"scaled Deployment %s from %d to %d memcached instances", m.Name, was, size)
+	}
+}
+
+// refuseInvalidSpec records that the stored spec breaks the admission rules, without applying
+// anything.
+func (r *Reconciler) refuseInvalidSpec(ctx context.Context, m *cachev1alpha1.Memcached, violations string) error {
+	before := m.DeepCopy()
+	current, err := r.observe(ctx, m)
+	if err != nil {
+		return err
+	}
+	setPoolStatus(m, current.replicas(), current.pods)
+	if setInvalidSpec(m, violations) {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonInvalidSpec, "Validate",
+			"spec is not rolled out: %s", violations)
+	}
+	return r.patchStatus(ctx, before, m)
+}
+
+// applyFailed records that an object could not be applied and returns the error so that the
+// work queue retries with backoff.
+func (r *Reconciler) applyFailed(ctx context.Context, before, m *cachev1alpha1.Memcached, current observed, kind string, err error) error {
+	err = fmt.Errorf("applying the %s: %w", kind, err)
+	setPoolStatus(m, current.replicas(), current.pods)
+	if setApplyFailed(m, err.Error()) {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonApplyFailed, "Apply", "%s", err.Error())
+	}
+	if statusErr := r.patchStatus(ctx, before, m); statusErr != nil && !apierrors.IsNotFound(statusErr) {
+		return errors.Join(err, statusErr)
+	}
+	return err
+}
+
+// finalize runs when a Memcached is being deleted: it records a Deleting Event and condition
+// and removes the finalizer. The Deployment and Service are removed by the garbage collector
+// through their owner references, so there is nothing to wait for, and the finalizer comes off
+// even when the status cannot be written.
+func (r *Reconciler) finalize(ctx context.Context, m *cachev1alpha1.Memcached) error {
+	if !controllerutil.ContainsFinalizer(m, cachev1alpha1.Finalizer) {
+		return nil
+	}
+	before := m.DeepCopy()
+	if setDeleting(m) {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, cachev1alpha1.ReasonDeleting, "Delete",
+			"deleting Memcached %s; its Deployment and Service are garbage-collected", m.Name)
+	}
+	statusErr := r.patchStatus(ctx, before, m)
+	if apierrors.IsNotFound(statusErr) {
+		return nil
+	}
+	err := r.patchFinalizers(ctx, m, controllerutil.RemoveFinalizer)
+	if apierrors.IsNotFound(err) {
+		err = nil
+	}
+	return errors.Join(statusErr, err)
+}
+
+// patchFinalizers adds or removes the operator's finalizer with a merge patch carrying m's
+// resourceVersion. metadata.finalizers is a plain list that a merge patch replaces whole, so the
+// resourceVersion precondition keeps it from overwriting a finalizer another client added or
+// removed meanwhile: the patch then fails with a conflict and the reconcile is retried.
+func (r *Reconciler) patchFinalizers(ctx context.Context, m *cachev1alpha1.Memcached, change func(client.Object, string) bool) error {
+	base := m.DeepCopy()
+	if !change(m, cachev1alpha1.Finalizer) {
+		return nil
+	}
+	if err := r.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("updating the finalizers of Memcached %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return nil
+}
+
+// patchStatus writes m's status when it differs from before.
+func (r *Reconciler) patchStatus(ctx context.Context, before, m *cachev1alpha1.Memcached) error {
+	if equality.Semantic.DeepEqual(before.Status, m.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, m, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("updating the status of Memcached %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return nil
+}
+
+// SetupWithManager registers the controller. A Memcached is reconciled when its generation
+// changes, which covers spec changes, the scale subresource and the start of its deletion (the
+// API server bumps metadata.generation when it sets deletionTimestamp on an object with
+// finalizers); when its Deployment or Service changes, so drift is put back and the status
+// follows the rollout; and when one of its pods comes, goes or stops being a member of the pool,
+// so status.nodes follows the pods.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(memcachedOfPod),
+			builder.WithPredicates(poolMembershipChanged())).
+		Complete(r)
+}
+
+// memcachedOfPod maps a memcached pod to the Memcached it runs for, by its instance label.
+func memcachedOfPod(_ context.Context, pod client.Object) []reconcile.Request {
+	l := pod.GetLabels()
+	name := l[resources.LabelInstance]
+	if l[resources.LabelName] != resources.MemcachedApp || l[resources.LabelManagedBy] != resources.ManagedBy || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}
+}
+
+// poolMembershipChanged passes pod creations and deletions, and the updates that can change
+// status.nodes: a pod starting to terminate or finishing, or its labels changing. Readiness
+// changes reach the Memcached through its Deployment's status.
+func poolMembershipChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			oldPod, okOld := e.ObjectOld.(*corev1.Pod)
+			newPod, okNew := e.ObjectNew.(*corev1.Pod)
+			if !okOld || !okNew {
+				return true
+			}
+			return isNode(oldPod) != isNode(newPod) || !maps.Equal(oldPod.Labels, newPod.Labels)
+		},
+	}
+}

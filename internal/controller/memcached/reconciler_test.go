@@ -1,0 +1,430 @@
+package memcached
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/resources"
+)
+
+// These tests run Reconcile against controller-runtime's fake client: no API server, no
+// admission, no garbage collector and no Deployment controller. They pin what the reconciler
+// writes and records; the envtest suite checks the same against a real API server.
+
+const testImage = "registry.example.test/memcached:1.6"
+
+var key = types.NamespacedName{Namespace: "demo", Name: "cache"}
+
+func newMemcached(size *int32, finalizers ...string) *cachev1alpha1.Memcached {
+	return &cachev1alpha1.Memcached{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: key.Name, Namespace: key.Namespace, UID: "5e0d7c7a-1d3e-4a7e-9d51-0c2b8f3a9e42",
+			Generation: 1, Finalizers: finalizers,
+		},
+		Spec: cachev1alpha1.MemcachedSpec{Size: size},
+	}
+}
+
+type harness struct {
+	r      *Reconciler
+	c      client.Client
+	events *events.FakeRecorder
+}
+
+func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(cachev1alpha1.AddToScheme(scheme))
+	b := fake.NewClientBuilder().
+		WithScheme(scheme).
+		WithObjects(objs...).
+		WithStatusSubresource(&cachev1alpha1.Memcached{})
+	if funcs != nil {
+		b = b.WithInterceptorFuncs(*funcs)
+	}
+	c := b.Build()
+	rec := events.NewFakeRecorder(50)
+	return &harness{r: &Reconciler{Client: c, Recorder: rec, Image: testImage}, c: c, events: rec}
+}
+
+func (h *harness) reconcile(t *testing.T) error {
+	t.Helper()
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+	if res != (ctrl.Result{}) {
+		t.Errorf("Reconcile() result = %+v, want none: nothing here needs a timed requeue", res)
+	}
+	return err
+}
+
+// recorded drains the events recorded so far, as "type reason note".
+func (h *harness) recorded() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.events.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func (h *harness) expectEvents(t *testing.T, want ...string) {
+	t.Helper()
+	if got := h.recorded(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+}
+
+func (h *harness) memcached(t *testing.T) *cachev1alpha1.Memcached {
+	t.Helper()
+	m := &cachev1alpha1.Memcached{}
+	if err := h.c.Get(context.Background(), key, m); err != nil {
+		t.Fatalf("getting the Memcached: %v", err)
+	}
+	return m
+}
+
+func (h *harness) deployment(t *testing.T) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := h.c.Get(context.Background(), key, d); err != nil {
+		t.Fatalf("getting the Deployment: %v", err)
+	}
+	return d
+}
+
+func expectCondition(t *testing.T, m *cachev1alpha1.Memcached, conditionType string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	c := meta.FindStatusCondition(m.Status.Conditions, conditionType)
+	if c == nil {
+		t.Errorf("condition %s is missing: %+v", conditionType, m.Status.Conditions)
+		return
+	}
+	if c.Status != status || c.Reason != reason || c.ObservedGeneration != m.Generation {
+		t.Errorf("condition %s = %s/%s at generation %d, want %s/%s at %d",
+			conditionType, c.Status, c.Reason, c.ObservedGeneration, status, reason, m.Generation)
+	}
+}
+
+func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, nil, newMemcached(ptr.To[int32](2)))
+
+	if err := h.reconcile(t); err != nil {
+		t.Fatalf("Reconcile() = %v", err)
+	}
+	h.expectEvents(t,
+		"Normal Created created Deployment cache with 2 memcached instances",
+		"Normal Created created Service cache on port 11211")
+
+	m := h.memcached(t)
+	if !reflect.DeepEqual(m.Finalizers, []string{cachev1alpha1.Finalizer}) {
+		t.Errorf("finalizers = %q, want [%s]", m.Finalizers, cachev1alpha1.Finalizer)
+	}
+	if m.Spec.Size == nil || *m.Spec.Size != 2 || m.Spec.ContainerPort != nil {
+		t.Errorf("spec = %+v, want the stored spec unchanged (size 2, no containerPort)", m.Spec)
+	}
+	if m.Status.ObservedGeneration != m.Generation || m.Status.Selector != "app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached" {
+		t.Errorf("status = %+v, want observedGeneration %d and the pod selector", m.Status, m.Generation)
+	}
+	expectCondition(t, m, cachev1alpha1.ConditionAvailable, metav1.ConditionFalse, cachev1alpha1.ReasonInstancesUnavailable)
+	expectCondition(t, m, cachev1alpha1.ConditionProgressing, metav1.ConditionTrue, cachev1alpha1.ReasonReconciling)
+	expectCondition(t, m, cachev1alpha1.ConditionDegraded, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected)
+
+	wantOwner := []metav1.OwnerReference{{
+		APIVersion: "cache.seedlabs.dev/v1alpha1", Kind: "Memcached", Name: "cache", UID: m.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}}
+	d := h.deployment(t)
+	if ptr.Deref(d.Spec.Replicas, 0) != 2 {
+		t.Errorf("Deployment replicas = %v, want 2", d.Spec.Replicas)
+	}
+	if !reflect.DeepEqual(d.OwnerReferences, wantOwner) {
+		t.Errorf("Deployment owner references = %+v, want %+v", d.OwnerReferences, wantOwner)
+	}
+	if img := d.Spec.Template.Spec.Containers[0].Image; img != testImage {
+		t.Errorf("image = %q, want %q", img, testImage)
+	}
+	svc := &corev1.Service{}
+	if err := h.c.Get(ctx, key, svc); err != nil {
+		t.Fatalf("getting the Service: %v", err)
+	}
+	if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.Ports[0].Port != 11211 {
+		t.Errorf("Service = %s on %d, want ClusterIP on 11211", svc.Spec.Type, svc.Spec.Ports[0].Port)
+	}
+	if !reflect.DeepEqual(svc.OwnerReferences, wantOwner) {
+		t.Errorf("Service owner references = %+v, want %+v", svc.OwnerReferences, wantOwner)
+	}
+
+	// A second reconcile records nothing new.
+	if err := h.reconcile(t); err != nil {
+		t.Fatalf("Reconcile() = %v", err)
+	}
+	h.expectEvents(t)
+
+	// Someone scales the Deployment to 5 by hand.
+	d = h.deployment(t)
+	d.Spec.Replicas = ptr.To[int32](5)
+	if err := h.c.Update(ctx, d, client.FieldOwner("kubectl")); err != nil {
+		t.Fatalf("scaling the Deployment: %v", err)
+	}
+	if err := h.reconcile(t); err != nil {
+		t.Fatalf("Reconcile() = %v", err)
+	}
+	if got := ptr.Deref(h.deployment(t).Spec.Replicas, 0); got != 2 {
+		t.Errorf("Deployment replicas = %d after the reconcile, want 2", got)
+	}
+	h.expectEvents(t, "Normal Scaled scaled Deployment cache from 5 to 2 memcached instances")
+
+	// The Deployment rolls out; a failed pod and another app's pod are not members.
+	d = h.deployment(t)
+	d.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+	}
+	if err := h.c.Status().Update(ctx, d); err != nil {
+		t.Fatalf("updating the Deployment status: %v", err)
+	}
+	for _, p := range []struct {
+		name  string
+		phase corev1.PodPhase
+		app   string
+	}{
+		{"cache-7c9-zz", corev1.PodRunning, resources.MemcachedApp},
+		{"cache-7c9-aa", corev1.PodRunning, resources.MemcachedApp},
+		{"cache-7c9-done", corev1.PodFailed, resources.MemcachedApp},
+		{"cache-welcome", corev1.PodRunning, resources.WelcomeApp},
+	} {
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Name: p.name, Namespace: key.Namespace,
+			Labels: map[string]string{resources.LabelName: p.app, resources.LabelInstance: key.Name, resources.LabelManagedBy: resources.ManagedBy},
+		}}
+		if err := h.c.Create(ctx, pod); err != nil {
+			t.Fatalf("creating pod %s: %v", p.name, err)
+		}
+		pod.Status.Phase = p.phase
+		if err := h.c.Status().Update(ctx, pod); err != nil {
+			t.Fatalf("updating pod %s: %v", p.name, err)
+		}
+	}
+	if err := h.reconcile(t); err != nil {
+		t.Fatalf("Reconcile() = %v", err)
+	}
+	m = h.memcached(t)
+	if want := []string{"cache-7c9-aa", "cache-7c9-zz"}; !reflect.DeepEqual(m.Status.Nodes, want) {
+		t.Errorf("status.nodes = %q, want %q", m.Status.Nodes, want)
+	}
+	if m.Status.Replicas != 2 {
+		t.Errorf("status.replicas = %d, want 2", m.Status.Replicas)
+	}
+	expectCondition(t, m, cachev1alpha1.ConditionAvailable, metav1.ConditionTrue, cachev1alpha1.ReasonRolledOut)
+	expectCondition(t, m, cachev1alpha1.ConditionProgressing, metav1.ConditionFalse, cachev1alpha1.ReasonRolledOut)
+	expectCondition(t, m, cachev1alpha1.ConditionDegraded, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected)
+	h.expectEvents(t)
+}
+
+func TestReconcileRefusesInvalidSpec(t *testing.T) {
+	h := newHarness(t, nil, newMemcached(ptr.To[int32](5)))
+	for i := range 2 {
+		if err := h.reconcile(t); err != nil {
+			t.Fatalf("Reconcile() #%d = %v", i+1, err)
+		}
+	}
+	// One Warning, though the controller looked twice.
+	h.expectEvents(t, "Warning InvalidSpec spec is not rolled out: spec.size: Invalid value: 5: must be between 1 and 3")
+
+	m := h.memcached(t)
+	expectCondition(t, m, cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, cachev1alpha1.ReasonInvalidSpec)
+	expectCondition(t, m, cachev1alpha1.ConditionProgressing, metav1.ConditionFalse, cachev1alpha1.ReasonInvalidSpec)
+	if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionDegraded); c != nil &&
+		c.Message != "spec.size: Invalid value: 5: must be between 1 and 3" {
+		t.Errorf("Degraded message = %q", c.Message)
+	}
+	if len(m.Finalizers) != 0 {
+		t.Errorf("finalizers = %q, want none: nothing was created for an invalid spec", m.Finalizers)
+	}
+	if m.Status.Replicas != 0 || m.Status.Nodes != nil || m.Status.Selector == "" {
+		t.Errorf("status = %+v, want no replicas, no nodes and the selector", m.Status)
+	}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+		if err := h.c.Get(context.Background(), key, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("getting the %T: %v, want NotFound: nothing may be applied for an invalid spec", obj, err)
+		}
+	}
+}
+
+func deleting(m *cachev1alpha1.Memcached) *cachev1alpha1.Memcached {
+	m.DeletionTimestamp = ptr.To(metav1.Now())
+	// The API server bumps the generation when it sets deletionTimestamp.
+	m.Generation++
+	return m
+}
+
+const deletingEvent = "Normal Deleting deleting Memcached cache; its Deployment and Service are garbage-collected"
+
+func TestReconcileDeletionRemovesTheFinalizer(t *testing.T) {
+	h := newHarness(t, nil, deleting(newMemcached(ptr.To[int32](2), cachev1alpha1.Finalizer)))
+	if err := h.reconcile(t); err != nil {
+		t.Fatalf("Reconcile() = %v", err)
+	}
+	h.expectEvents(t, deletingEvent)
+	if err := h.c.Get(context.Background(), key, &cachev1alpha1.Memcached{}); !apierrors.IsNotFound(err) {
+		t.Errorf("getting the Memcached: %v, want NotFound: the finalizer should have come off", err)
+	}
+
+	// The delete event of the object reconciles it once more.
+	if err := h.reconcile(t); err != nil {
+		t.Fatalf("Reconcile() after the object went = %v", err)
+	}
+	h.expectEvents(t)
+}
+
+func TestReconcileDeletionKeepsOtherFinalizers(t *testing.T) {
+	const other = "example.com/backup"
+	h := newHarness(t, nil, deleting(newMemcached(ptr.To[int32](2), other, cachev1alpha1.Finalizer)))
+	if err := h.reconcile(t); err != nil {
+		t.Fatalf("Reconcile() = %v", err)
+	}
+	h.expectEvents(t, deletingEvent)
+	m := h.memcached(t)
+	if !reflect.DeepEqual(m.Finalizers, []string{other}) {
+		t.Errorf("finalizers = %q, want only %q", m.Finalizers, other)
+	}
+	expectCondition(t, m, cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, cachev1alpha1.ReasonDeleting)
+
+	// Another finalizer holds the object; reconciling it again changes and records nothing.
+	if err := h.reconcile(t); err != nil {
+		t.Fatalf("Reconcile() = %v", err)
+	}
+	h.expectEvents(t)
+	if got := h.memcached(t); !reflect.DeepEqual(got.Status, m.Status) || !reflect.DeepEqual(got.Finalizers, m.Finalizers) {
+		t.Errorf("the second reconcile changed the Memcached")
+	}
+}
+
+// TestReconcileDeletionDoesNotHangOnStatus shows that a status that cannot be written does not
+// keep the object: the finalizer comes off and the error is still reported.
+func TestReconcileDeletionDoesNotHangOnStatus(t *testing.T) {
+	statusErr := errors.New("etcdserver: request timed out")
+	h := newHarness(t, &interceptor.Funcs{
+		SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			return statusErr
+		},
+	}, deleting(newMemcached(ptr.To[int32](2), cachev1alpha1.Finalizer)))
+
+	if err := h.reconcile(t); !errors.Is(err, statusErr) {
+		t.Errorf("Reconcile() = %v, want it to report %v", err, statusErr)
+	}
+	h.expectEvents(t, deletingEvent)
+	if err := h.c.Get(context.Background(), key, &cachev1alpha1.Memcached{}); !apierrors.IsNotFound(err) {
+		t.Errorf("getting the Memcached: %v, want NotFound", err)
+	}
+}
+
+func TestReconcileApplyFailure(t *testing.T) {
+	applyErr := apierrors.NewForbidden(appsv1.Resource("deployments"), "cache", errors.New("exceeded quota: count/deployments.apps"))
+	h := newHarness(t, &interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if _, ok := obj.(*appsv1ac.DeploymentApplyConfiguration); ok {
+				return applyErr
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	}, newMemcached(ptr.To[int32](1)))
+
+	for i := range 2 {
+		if err := h.reconcile(t); !errors.Is(err, applyErr) {
+			t.Errorf("Reconcile() #%d = %v, want it to return %v for the work queue", i+1, err, applyErr)
+		}
+	}
+	h.expectEvents(t, "Warning ApplyFailed applying the Deployment: "+applyErr.Error())
+	m := h.memcached(t)
+	expectCondition(t, m, cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed)
+	if err := h.c.Get(context.Background(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("getting the Service: %v, want NotFound: nothing is applied after a failure", err)
+	}
+}
+
+func TestMemcachedOfPod(t *testing.T) {
+	podWith := func(labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cache-7c9-aa", Namespace: "demo", Labels: labels}}
+	}
+	ours := func(app, instance string) map[string]string {
+		return map[string]string{resources.LabelName: app, resources.LabelInstance: instance, resources.LabelManagedBy: resources.ManagedBy}
+	}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want []reconcile.Request
+	}{
+		{name: "a memcached pod", pod: podWith(ours("memcached", "cache")), want: []reconcile.Request{{NamespacedName: key}}},
+		{name: "a Welcome pod", pod: podWith(ours("welcome", "cache")), want: nil},
+		{name: "no instance label", pod: podWith(ours("memcached", "")), want: nil},
+		{name: "not managed by the operator", pod: podWith(map[string]string{resources.LabelName: "memcached", resources.LabelInstance: "cache"}), want: nil},
+		{name: "no labels", pod: podWith(nil), want: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := memcachedOfPod(context.Background(), tt.pod); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("memcachedOfPod() = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestPoolMembershipChanged(t *testing.T) {
+	running := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "cache-7c9-aa", Namespace: "demo", Labels: map[string]string{resources.LabelInstance: "cache"}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	tests := []struct {
+		name   string
+		mutate func(*corev1.Pod)
+		want   bool
+	}{
+		{name: "readiness flips", mutate: func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		}, want: false},
+		{name: "pending to running", mutate: func(p *corev1.Pod) { p.Status.Phase = corev1.PodPending }, want: false},
+		{name: "starts terminating", mutate: func(p *corev1.Pod) { p.DeletionTimestamp = ptr.To(metav1.Now()) }, want: true},
+		{name: "fails", mutate: func(p *corev1.Pod) { p.Status.Phase = corev1.PodFailed }, want: true},
+		{name: "relabelled", mutate: func(p *corev1.Pod) { p.Labels = map[string]string{resources.LabelInstance: "other"} }, want: true},
+	}
+	p := poolMembershipChanged()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			updated := running.DeepCopy()
+			tt.mutate(updated)
+			// Pending and Running are both members, so the direction of the update does not matter.
+			if got := p.Update(event.UpdateEvent{ObjectOld: running, ObjectNew: updated}); got != tt.want {
+				t.Errorf("Update(old, new) = %t, want %t", got, tt.want)
+			}
+		})
+	}
+	if !p.Create(event.CreateEvent{Object: running}) || !p.Delete(event.DeleteEvent{Object: running}) {
+		t.Errorf("pod creations and deletions must pass")
+	}
+}

@@ -1,0 +1,131 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+)
+
+// +kubebuilder:webhook:path=/mutate-cache-seedlabs-dev-v1alpha1-memcached,mutating=true,failurePolicy=fail,sideEffects=None,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=mmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached,mutating=false,failurePolicy=fail,sideEffects=None,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=vmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached-scale,mutating=false,failurePolicy=fail,sideEffects=None,groups=cache.seedlabs.dev,resources=memcacheds/scale,verbs=update,versions=v1alpha1,name=vmemcachedscale.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
+
+// memcachedScalePath serves the validating webhook of the memcacheds/scale subresource.
+const memcachedScalePath = "/validate-cache-seedlabs-dev-v1alpha1-memcached-scale"
+
+var (
+	memcachedGK  = cachev1alpha1.GroupVersion.WithKind("Memcached").GroupKind()
+	memcachedGVR = cachev1alpha1.GroupVersion.WithResource("memcacheds")
+)
+
+// DefaultMemcached fills the fields of a Memcached the user left unset: size and containerPort.
+func DefaultMemcached(m *cachev1alpha1.Memcached) {
+	if m.Spec.Size == nil {
+		m.Spec.Size = ptr.To(cachev1alpha1.DefaultSize)
+	}
+	if m.Spec.ContainerPort == nil {
+		m.Spec.ContainerPort = ptr.To(cachev1alpha1.DefaultContainerPort)
+	}
+}
+
+// ValidateMemcached returns every rule the Memcached breaks, and warnings for what is allowed but
+// unwise. old is nil on create; on update, violations old already had are not held against the
+// update, and keeping or lowering the size is always allowed.
+func ValidateMemcached(old, m *cachev1alpha1.Memcached) (field.ErrorList, admission.Warnings) {
+	path := field.NewPath("spec")
+	var oldSize *int32
+	if old != nil {
+		oldSize = old.Spec.Size
+	}
+	errs, warnings := validateSizeChange(oldSize, m.Spec.Size, path.Child("size"))
+	if m.Spec.ContainerPort != nil {
+		errs = append(errs, validatePort(*m.Spec.ContainerPort, path.Child("containerPort"))...)
+	}
+	if old != nil && old.Spec.ContainerPort != nil {
+		errs = ratchet(errs, validatePort(*old.Spec.ContainerPort, path.Child("containerPort")))
+	}
+	return errs, warnings
+}
+
+// validateSizeChange checks a size against the allowed range. Keeping or lowering the stored size
+// is always allowed, so a pool stored above the range (before the rule existed) can still be edited
+// and scaled down step by step; a size below the range never is.
+func validateSizeChange(old, size *int32, path *field.Path) (field.ErrorList, admission.Warnings) {
+	if size == nil || (*size >= cachev1alpha1.MinSize && *size <= cachev1alpha1.MaxSize) {
+		return nil, nil
+	}
+	if old != nil && *size <= *old && *size >= cachev1alpha1.MinSize {
+		return nil, admission.Warnings{fmt.Sprintf(
+			"%s is %d, still above %d: the pool is not rolled out until it is at most %d",
+			path, *size, cachev1alpha1.MaxSize, cachev1alpha1.MaxSize)}
+	}
+	return field.ErrorList{field.Invalid(path, *size,
+		fmt.Sprintf("must be between %d and %d", cachev1alpha1.MinSize, cachev1alpha1.MaxSize))}, nil
+}
+
+type memcachedDefaulter struct{}
+
+// Default implements admission.Defaulter.
+func (memcachedDefaulter) Default(_ context.Context, m *cachev1alpha1.Memcached) error {
+	DefaultMemcached(m)
+	return nil
+}
+
+type memcachedValidator struct{}
+
+// ValidateCreate implements admission.Validator.
+func (memcachedValidator) ValidateCreate(_ context.Context, m *cachev1alpha1.Memcached) (admission.Warnings, error) {
+	errs, warnings := ValidateMemcached(nil, m)
+	return admissionResult(memcachedGK, m.Name, errs, warnings)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (memcachedValidator) ValidateUpdate(_ context.Context, old, m *cachev1alpha1.Memcached) (admission.Warnings, error) {
+	errs, warnings := ValidateMemcached(old, m)
+	return admissionResult(memcachedGK, m.Name, errs, warnings)
+}
+
+// ValidateDelete implements admission.Validator; deletion is always allowed.
+func (memcachedValidator) ValidateDelete(context.Context, *cachev1alpha1.Memcached) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// memcachedScaleValidator guards the scale subresource, which `kubectl scale` and autoscalers
+// write: the request carries an autoscaling/v1 Scale, whose spec.replicas is the Memcached's
+// spec.size, so it is held to the same range and refused in the same words.
+type memcachedScaleValidator struct {
+	decoder admission.Decoder
+}
+
+// Handle implements admission.Handler.
+func (v *memcachedScaleValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+	if req.Operation != admissionv1.Update || req.SubResource != "scale" ||
+		req.Resource.Group != memcachedGVR.Group || req.Resource.Resource != memcachedGVR.Resource {
+		return admission.Allowed("")
+	}
+	scale, old := &autoscalingv1.Scale{}, &autoscalingv1.Scale{}
+	if err := v.decoder.DecodeRaw(req.Object, scale); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if err := v.decoder.DecodeRaw(req.OldObject, old); err != nil {
+		return admission.Errored(http.StatusBadRequest, err)
+	}
+	errs, warnings := validateSizeChange(&old.Spec.Replicas, &scale.Spec.Replicas, field.NewPath("spec", "size"))
+	if len(errs) > 0 {
+		status := apierrors.NewInvalid(memcachedGK, req.Name, errs).ErrStatus
+		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+			Allowed: false,
+			Result:  &status,
+		}}.WithWarnings(warnings...)
+	}
+	return admission.Allowed("").WithWarnings(warnings...)
+}
