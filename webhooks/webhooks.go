@@ -14,12 +14,19 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 )
 
+// Options configure the admission webhooks.
+type Options struct {
+	// ImagePolicy is what a DeployObject's image must satisfy beyond a pinned reference.
+	ImagePolicy ImagePolicy
+}
+
 // Setup registers every admission webhook with the manager's webhook server.
-func Setup(mgr ctrl.Manager) error {
+func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &authv1alpha1.Welcome{}).
 		WithDefaulter(welcomeDefaulter{}).
 		WithValidator(welcomeValidator{}).
@@ -31,6 +38,12 @@ func Setup(mgr ctrl.Manager) error {
 		WithValidator(memcachedValidator{}).
 		Complete(); err != nil {
 		return fmt.Errorf("setting up the Memcached webhooks: %w", err)
+	}
+	if err := ctrl.NewWebhookManagedBy(mgr, &appv1.DeployObject{}).
+		WithDefaulter(deployObjectDefaulter{}).
+		WithValidator(deployObjectValidator{policy: opts.ImagePolicy}).
+		Complete(); err != nil {
+		return fmt.Errorf("setting up the DeployObject webhooks: %w", err)
 	}
 	mgr.GetWebhookServer().Register(memcachedScalePath, &admission.Webhook{
 		Handler: &memcachedScaleValidator{decoder: admission.NewDecoder(mgr.GetScheme())},

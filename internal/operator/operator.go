@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -28,6 +29,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/deployobject"
 	"github.com/seedlabs/webhook-operator/internal/controller/memcached"
 	"github.com/seedlabs/webhook-operator/internal/controller/welcome"
 	"github.com/seedlabs/webhook-operator/internal/resources"
@@ -76,6 +78,8 @@ type Options struct {
 	WelcomeImage string
 	// MemcachedImage is the memcached image.
 	MemcachedImage string
+	// AllowedRegistries are the registries a DeployObject's image may come from; empty allows any.
+	AllowedRegistries []string
 
 	// SkipControllerNameValidation allows more than one Manager in a process, as tests need.
 	SkipControllerNameValidation bool
@@ -101,6 +105,17 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"The welcome-web image a Welcome runs unless it sets spec.image (env "+EnvWelcomeImage+").")
 	fs.StringVar(&o.MemcachedImage, "memcached-image", envOr(EnvMemcachedImage, DefaultMemcachedImage),
 		"The memcached image of every Memcached pool (env "+EnvMemcachedImage+").")
+	fs.Func("allowed-registries",
+		"Comma-separated registries a DeployObject's image may come from, such as docker.io,registry.local:5000; "+
+			"unset allows any. May be repeated.",
+		func(value string) error {
+			for _, r := range strings.Split(value, ",") {
+				if r = strings.TrimSpace(r); r != "" {
+					o.AllowedRegistries = append(o.AllowedRegistries, r)
+				}
+			}
+			return nil
+		})
 }
 
 func envOr(name, fallback string) string {
@@ -131,6 +146,11 @@ func (o *Options) tlsOptions() []func(*tls.Config) {
 
 // New builds the Manager: webhook server, metrics, probes, the webhooks and the controllers.
 func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+	imagePolicy, err := webhooks.NewImagePolicy(o.AllowedRegistries)
+	if err != nil {
+		return nil, fmt.Errorf("--allowed-registries: %w", err)
+	}
+
 	webhookServer := webhook.NewServer(webhook.Options{
 		Host:    o.WebhookHost,
 		Port:    o.WebhookPort,
@@ -171,7 +191,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 
-	if err := webhooks.Setup(mgr); err != nil {
+	if err := webhooks.Setup(mgr, webhooks.Options{ImagePolicy: imagePolicy}); err != nil {
 		return nil, err
 	}
 	if err := (&welcome.Reconciler{
@@ -187,6 +207,12 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		Image:    o.MemcachedImage,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
+	}
+	if err := (&deployobject.Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(EventSource),
+	}).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

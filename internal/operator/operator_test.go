@@ -3,6 +3,7 @@ package operator
 import (
 	"crypto/tls"
 	"flag"
+	"reflect"
 	"slices"
 	"testing"
 )
@@ -31,8 +32,29 @@ func TestBindFlagsDefaults(t *testing.T) {
 		WelcomeImage:   DefaultWelcomeImage,
 		MemcachedImage: DefaultMemcachedImage,
 	}
-	if got != want {
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestAllowedRegistries(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{name: "unset allows any", want: nil},
+		{name: "comma-separated", args: []string{"--allowed-registries=docker.io, registry.local:5000"},
+			want: []string{"docker.io", "registry.local:5000"}},
+		{name: "repeated, empty entries skipped", args: []string{"--allowed-registries=ghcr.io,", "--allowed-registries=quay.io"},
+			want: []string{"ghcr.io", "quay.io"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := parse(t, tt.args...).AllowedRegistries; !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("AllowedRegistries = %q, want %q", got, tt.want)
+			}
+		})
 	}
 }
 

@@ -26,11 +26,21 @@ var refusedSamples = map[string][]string{
 	"welcome-everything.yaml": {
 		"spec.name", "spec.userID", "spec.email", "spec.groups[1]", "spec.replicas", "spec.port", "spec.serviceType",
 	},
-	"memcached-size-zero.yaml":      {"spec.size"},
-	"memcached-size-four.yaml":      {"spec.size"},
-	"memcached-size-negative.yaml":  {".spec.size"}, // the API server's own scale subresource check
-	"memcached-container-port.yaml": {"spec.containerPort"},
-	"memcached-everything.yaml":     {"spec.size", "spec.containerPort"},
+	"memcached-size-zero.yaml":          {"spec.size"},
+	"memcached-size-four.yaml":          {"spec.size"},
+	"memcached-size-negative.yaml":      {".spec.size"}, // the API server's own scale subresource check
+	"memcached-container-port.yaml":     {"spec.containerPort"},
+	"memcached-everything.yaml":         {"spec.size", "spec.containerPort"},
+	"deployobject-image-latest.yaml":    {"spec.image"},
+	"deployobject-image-untagged.yaml":  {"spec.image"},
+	"deployobject-image-uppercase.yaml": {"spec.image"},
+	"deployobject-no-ports.yaml":        {"spec.ports"},
+	"deployobject-ports.yaml":           {"spec.ports[0].name", "spec.ports[1].name", "spec.ports[1]", "spec.ports[2].protocol"},
+	"deployobject-resources.yaml":       {"spec.resources.requests[cpu]"},
+	"deployobject-everything.yaml": {
+		"spec.image", "spec.replicas", "spec.ports[0].port", "spec.ports[0].targetPort", "spec.env[0].name",
+		"spec.resources.requests[memory]",
+	},
 }
 
 func readSample(path string) *unstructured.Unstructured {

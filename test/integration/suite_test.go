@@ -49,10 +49,10 @@ func newNamespace(ctx context.Context) string {
 	return ns.Name
 }
 
-// bypassValidation makes the validating webhooks skip namespace ns until the spec ends, so that a
-// spec can store an object as if it had been written before the webhooks existed. Specs that call
-// it must be Serial: the configuration is shared.
-func bypassValidation(ctx context.Context, ns string) {
+// bypassValidation makes the validating webhooks skip namespace ns, so that a spec can store an
+// object as if it had been written before the webhooks existed. The returned function restores
+// them; so does the end of the spec. Specs that call it must be Serial: the configuration is shared.
+func bypassValidation(ctx context.Context, ns string) (restore func()) {
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	Expect(k8s.Get(ctx, types.NamespacedName{Name: "validating-webhook-configuration"}, vwc)).To(Succeed())
 	original := vwc.DeepCopy()
@@ -62,10 +62,17 @@ func bypassValidation(ctx context.Context, ns string) {
 		}}}
 	}
 	Expect(k8s.Update(ctx, vwc)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) {
+	restored := false
+	restore = func() {
+		if restored {
+			return
+		}
 		current := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(original), current)).To(Succeed())
+		Expect(k8s.Get(context.Background(), client.ObjectKeyFromObject(original), current)).To(Succeed())
 		current.Webhooks = original.Webhooks
-		Expect(k8s.Update(ctx, current)).To(Succeed())
-	})
+		Expect(k8s.Update(context.Background(), current)).To(Succeed())
+		restored = true
+	}
+	DeferCleanup(restore)
+	return restore
 }

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -277,6 +278,20 @@ var _ = Describe("Welcome controller", func() {
 				"app.kubernetes.io/name": "welcome", "app.kubernetes.io/instance": "drift"}))
 			g.Expect(s.Spec.ClusterIP).To(Equal(clusterIP))
 			g.Expect(s.Spec.Ports[0].NodePort).To(Equal(nodePort))
+		}).Should(Succeed())
+
+		By("changing the Service's port number by hand, which adds a port under another field manager")
+		Eventually(func(g Gomega) {
+			s := getService(g, ctx, "drift")
+			s.Spec.Ports[0].Port = 8089
+			g.Expect(k8s.Update(ctx, s)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			s := getService(g, ctx, "drift")
+			g.Expect(s.Spec.Ports).To(ConsistOf(MatchFields(IgnoreExtras, Fields{
+				"Name": Equal("http"), "Port": BeEquivalentTo(8088), "TargetPort": Equal(intstr.FromInt32(8088)),
+			})))
+			g.Expect(s.Spec.ClusterIP).To(Equal(clusterIP))
 		}).Should(Succeed())
 	})
 

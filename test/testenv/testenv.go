@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
 // Operand images the Manager under test is configured with.
@@ -99,6 +100,7 @@ func (e *Env) startManager() error {
 		WebhookCertDir:               wo.LocalServingCertDir,
 		WelcomeImage:                 WelcomeImage,
 		MemcachedImage:               MemcachedImage,
+		AllowedRegistries:            fixtures.AllowedRegistries,
 		SkipControllerNameValidation: true,
 	})
 	if err != nil {
@@ -116,7 +118,22 @@ func (e *Env) startManager() error {
 	e.stopManager, e.managerDone = cancel, make(chan error, 1)
 	go func() { e.managerDone <- mgr.Start(ctx) }()
 
-	return waitForTLS(e.WebhookAddress, e.managerDone, 30*time.Second)
+	// The probe and metrics servers start beside the webhook server; wait for them too, so that a
+	// spec that runs first does not find them closed.
+	waits := []struct {
+		what string
+		try  func() error
+	}{
+		{"the webhook server at " + e.WebhookAddress, dialTLS(e.WebhookAddress)},
+		{"the probe server at " + probeAddress, dialTCP(probeAddress)},
+		{"the metrics server at " + metricsAddress, dialTCP(metricsAddress)},
+	}
+	for _, w := range waits {
+		if err := waitUntil(w.what, w.try, e.managerDone, 30*time.Second); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // freeLocalAddress returns a loopback address with a port nothing listens on now.
@@ -129,25 +146,47 @@ func freeLocalAddress() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// waitForTLS waits until a TLS handshake with address succeeds, failing early if the Manager stops.
-func waitForTLS(address string, managerDone <-chan error, timeout time.Duration) error {
+// waitUntil calls try until it succeeds, failing when timeout passes or the Manager stops.
+func waitUntil(what string, try func() error, managerDone <-chan error, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
-	ticker := time.NewTicker(50 * time.Millisecond)
+	ticker := time.NewTicker(20 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", address,
-			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only checks that the server answers TLS
+		err := try()
 		if err == nil {
-			return conn.Close()
+			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the webhook server at %s did not answer TLS within %s: %w", address, timeout, err)
+			return fmt.Errorf("%s did not answer within %s: %w", what, timeout, err)
 		}
 		select {
 		case err := <-managerDone:
-			return fmt.Errorf("the manager stopped before its webhook server answered: %w", err)
+			return fmt.Errorf("the manager stopped before %s answered: %w", what, err)
 		case <-ticker.C:
 		}
+	}
+}
+
+// dialTLS completes a TLS handshake with address.
+func dialTLS(address string) func() error {
+	return func() error {
+		conn, err := tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", address,
+			&tls.Config{InsecureSkipVerify: true}) //nolint:gosec // only checks that the server answers TLS
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}
+}
+
+// dialTCP opens a TCP connection to address.
+func dialTCP(address string) func() error {
+	return func() error {
+		conn, err := net.DialTimeout("tcp", address, time.Second)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
 	}
 }
 

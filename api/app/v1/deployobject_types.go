@@ -6,6 +6,39 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// DefaultReplicas is the number of pods when spec.replicas is unset.
+const DefaultReplicas int32 = 1
+
+// Condition types a DeployObject reports in status.conditions.
+const (
+	// ConditionAvailable is True when every requested pod is available.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while a rollout of the current spec is under way.
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when the spec cannot be rolled out or the rollout failed.
+	ConditionDegraded = "Degraded"
+)
+
+// Reasons set on DeployObject conditions.
+const (
+	// ReasonReconciling means the Deployment and Service are being brought to the spec.
+	ReasonReconciling = "Reconciling"
+	// ReasonRolledOut means the Deployment runs the current spec with every replica available.
+	ReasonRolledOut = "RolledOut"
+	// ReasonScaledToZero means spec.replicas is 0, so nothing runs and nothing is missing.
+	ReasonScaledToZero = "ScaledToZero"
+	// ReasonReplicasUnavailable means fewer replicas are available than requested.
+	ReasonReplicasUnavailable = "ReplicasUnavailable"
+	// ReasonInvalidSpec means the stored spec fails validation, so it is not rolled out.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonApplyFailed means the Deployment or Service could not be applied.
+	ReasonApplyFailed = "ApplyFailed"
+	// ReasonRolloutFailed means the Deployment reports that its rollout cannot progress.
+	ReasonRolloutFailed = "RolloutFailed"
+	// ReasonAsExpected means nothing is wrong.
+	ReasonAsExpected = "AsExpected"
+)
+
 // DeployObjectSpec is the desired state of a generic app: one Deployment behind one Service.
 //
 // Image rules and ranges are enforced by the validating webhook, not by this schema, so that one

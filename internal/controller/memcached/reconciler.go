@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -99,6 +100,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Deployment", err)
 	}
 	r.recordDeploymentChange(m, current.deployment, *desired.Spec.Size)
+	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(m), service); err != nil {
+		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
+	}
 	if err := r.Apply(ctx, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
 	}

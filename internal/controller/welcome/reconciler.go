@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -71,6 +72,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
 	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Deployment", err)
+	}
+	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(w), service); err != nil {
+		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Service", err)
 	}
 	if err := r.Apply(ctx, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Service", err)

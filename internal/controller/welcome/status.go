@@ -86,7 +86,7 @@ func setRolloutStatus(w, desired *authv1alpha1.Welcome, dep *appsv1ac.Deployment
 func setRolloutConditions(w *authv1alpha1.Welcome, r rollout) {
 	switch {
 	case r.desired == 0:
-		setCondition(w, authv1alpha1.ConditionAvailable, metav1.ConditionFalse, authv1alpha1.ReasonScaledToZero,
+		setCondition(w, authv1alpha1.ConditionAvailable, metav1.ConditionTrue, authv1alpha1.ReasonScaledToZero,
 			"spec.replicas is 0: no web server runs")
 	case r.available >= r.desired:
 		setCondition(w, authv1alpha1.ConditionAvailable, metav1.ConditionTrue, authv1alpha1.ReasonRolledOut,

@@ -348,7 +348,7 @@ func TestSetRolloutConditions(t *testing.T) {
 			name: "scaled to zero",
 			r:    rollout{desired: 0, generation: 2, observedGeneration: 2},
 			want: []metav1.Condition{
-				cond(authv1alpha1.ConditionAvailable, metav1.ConditionFalse, authv1alpha1.ReasonScaledToZero, "spec.replicas is 0: no web server runs", gen),
+				cond(authv1alpha1.ConditionAvailable, metav1.ConditionTrue, authv1alpha1.ReasonScaledToZero, "spec.replicas is 0: no web server runs", gen),
 				rolledOut(runsCurrentSpec),
 				asExpected,
 			},
@@ -357,7 +357,7 @@ func TestSetRolloutConditions(t *testing.T) {
 			name: "scaling to zero while pods terminate",
 			r:    rollout{desired: 0, generation: 3, observedGeneration: 3, replicas: 2, ready: 2, available: 2},
 			want: []metav1.Condition{
-				cond(authv1alpha1.ConditionAvailable, metav1.ConditionFalse, authv1alpha1.ReasonScaledToZero, "spec.replicas is 0: no web server runs", gen),
+				cond(authv1alpha1.ConditionAvailable, metav1.ConditionTrue, authv1alpha1.ReasonScaledToZero, "spec.replicas is 0: no web server runs", gen),
 				cond(authv1alpha1.ConditionProgressing, metav1.ConditionTrue, authv1alpha1.ReasonReconciling, "rolling out: 0 of 0 replicas updated, 2 available", gen),
 				asExpected,
 			},

@@ -1,0 +1,200 @@
+// Package deployobject reconciles DeployObject objects into a Deployment running the object's
+// image and a ClusterIP Service with the object's ports.
+package deployobject
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	"github.com/seedlabs/webhook-operator/internal/controller/drift"
+	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+const (
+	// ControllerName names the controller in logs and metrics.
+	ControllerName = "deployobject"
+)
+
+// Reasons of the Events the controller records besides the condition reasons of the API.
+const (
+	// ReasonCreated is recorded when the Deployment or the Service is created.
+	ReasonCreated = "Created"
+)
+
+// Reconciler turns a DeployObject into its Deployment and Service and reports their state.
+type Reconciler struct {
+	client.Client
+	Recorder recorder.EventRecorder
+}
+
+// +kubebuilder:rbac:groups=app.seedlabs.dev,resources=deployobjects,verbs=get;list;watch
+// +kubebuilder:rbac:groups=app.seedlabs.dev,resources=deployobjects/status,verbs=get;patch
+// +kubebuilder:rbac:groups=app.seedlabs.dev,resources=deployobjects/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// Reconcile applies the Deployment and Service a DeployObject asks for and records what they
+// report.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	d := &appv1.DeployObject{}
+	if err := r.Get(ctx, req.NamespacedName, d); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if !d.DeletionTimestamp.IsZero() {
+		// The garbage collector removes the owned Deployment and Service.
+		return ctrl.Result{}, nil
+	}
+	before := d.DeepCopy()
+
+	current, err := r.observe(ctx, d)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+
+	// A spec stored without passing admission (written before the webhook existed, or with it
+	// bypassed) is held to the same structural rules and never rolled out while it breaks them.
+	// The registry allow-list is not: it is admission policy, and an image admitted before the
+	// list changed keeps running.
+	desired := d.DeepCopy()
+	webhooks.DefaultDeployObject(desired)
+	if errs, _ := webhooks.ValidateDeployObject(nil, desired, webhooks.ImagePolicy{}); len(errs) > 0 {
+		return ctrl.Result{}, r.refuseInvalidSpec(ctx, before, d, current, errs.ToAggregate().Error())
+	}
+
+	owner := resources.ControllerReference(appv1.GroupVersion.String(), "DeployObject", d.Name, d.UID)
+	deployment := resources.DeployObjectDeployment(desired).WithOwnerReferences(owner)
+	service := resources.DeployObjectService(desired).WithOwnerReferences(owner)
+	applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
+	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
+		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Deployment", err)
+	}
+	if current.deployment == nil {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
+			"created Deployment %s running %s with %d replicas", d.Name, desired.Spec.Image, *desired.Spec.Replicas)
+	}
+	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(d), service); err != nil {
+		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
+	}
+	if err := r.Apply(ctx, service, applyOpts...); err != nil {
+		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
+	}
+	if !current.serviceExists {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
+			"created Service %s on ports %s", d.Name, portList(desired.Spec.Ports))
+	}
+
+	setRolloutStatus(d, rolloutOf(deployment))
+	return ctrl.Result{}, r.patchStatus(ctx, before, d)
+}
+
+// observed is what the manager's cache holds for a DeployObject before anything is applied.
+type observed struct {
+	// deployment is nil when there is none.
+	deployment    *appsv1.Deployment
+	serviceExists bool
+}
+
+// observe reads the DeployObject's Deployment and Service from the cache.
+func (r *Reconciler) observe(ctx context.Context, d *appv1.DeployObject) (observed, error) {
+	var o observed
+	key := client.ObjectKeyFromObject(d)
+
+	dep := &appsv1.Deployment{}
+	switch err := r.Get(ctx, key, dep); {
+	case err == nil:
+		o.deployment = dep
+	case !apierrors.IsNotFound(err):
+		return o, fmt.Errorf("reading the Deployment %s: %w", key, err)
+	}
+
+	switch err := r.Get(ctx, key, &corev1.Service{}); {
+	case err == nil:
+		o.serviceExists = true
+	case !apierrors.IsNotFound(err):
+		return o, fmt.Errorf("reading the Service %s: %w", key, err)
+	}
+	return o, nil
+}
+
+// deploymentStatus is the Deployment's status, or the zero status when there is no Deployment.
+func (o observed) deploymentStatus() appsv1.DeploymentStatus {
+	if o.deployment == nil {
+		return appsv1.DeploymentStatus{}
+	}
+	return o.deployment.Status
+}
+
+// refuseInvalidSpec records that the stored spec breaks the admission rules, without applying
+// anything. The Deployment of an earlier spec, if any, keeps running, so its status is still
+// mirrored.
+func (r *Reconciler) refuseInvalidSpec(ctx context.Context, before, d *appv1.DeployObject, current observed, violations string) error {
+	mirrorDeploymentStatus(d, current.deploymentStatus())
+	if setInvalidSpec(d, violations) {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, appv1.ReasonInvalidSpec, "Validate",
+			"spec is not rolled out: %s", violations)
+	}
+	return r.patchStatus(ctx, before, d)
+}
+
+// applyFailed records that an object could not be applied and returns the error so that the
+// work queue retries with backoff.
+func (r *Reconciler) applyFailed(ctx context.Context, before, d *appv1.DeployObject, kind string, err error) error {
+	err = fmt.Errorf("applying the %s: %w", kind, err)
+	if setApplyFailed(d, err.Error()) {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, appv1.ReasonApplyFailed, "Apply", "%s", err.Error())
+	}
+	if statusErr := r.patchStatus(ctx, before, d); statusErr != nil && !apierrors.IsNotFound(statusErr) {
+		return errors.Join(err, statusErr)
+	}
+	return err
+}
+
+// patchStatus writes d's status when it differs from before.
+func (r *Reconciler) patchStatus(ctx context.Context, before, d *appv1.DeployObject) error {
+	if equality.Semantic.DeepEqual(before.Status, d.Status) {
+		return nil
+	}
+	if err := r.Status().Patch(ctx, d, client.MergeFrom(before)); err != nil {
+		return fmt.Errorf("updating the status of DeployObject %s/%s: %w", d.Namespace, d.Name, err)
+	}
+	return nil
+}
+
+// portList describes Service ports for messages, as "http 80/TCP, 53/UDP".
+func portList(ports []corev1.ServicePort) string {
+	described := make([]string, len(ports))
+	for i, p := range ports {
+		described[i] = fmt.Sprintf("%d/%s", p.Port, p.Protocol)
+		if p.Name != "" {
+			described[i] = p.Name + " " + described[i]
+		}
+	}
+	return strings.Join(described, ", ")
+}
+
+// SetupWithManager registers the controller. A DeployObject is reconciled when its generation
+// changes, which covers every spec change, and when its Deployment or Service changes, so that
+// drift is put back and the status follows the rollout.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&appv1.DeployObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.Service{}).
+		Complete(r)
+}

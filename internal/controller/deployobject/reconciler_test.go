@@ -1,0 +1,432 @@
+package deployobject
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+)
+
+// These tests run Reconcile against controller-runtime's fake client: server-side apply with
+// real field management, but no API server, no admission, no defaulting, no garbage collector
+// and no Deployment controller. They pin what the reconciler applies, writes and records; the
+// envtest suite checks the same against a real API server.
+
+const (
+	testImage  = "registry.example.test/team/shop:2.4.1"
+	otherImage = "quay.io/team/shop:2.5.0"
+)
+
+var key = types.NamespacedName{Namespace: "demo", Name: "shop"}
+
+func newDeployObject(spec appv1.DeployObjectSpec) *appv1.DeployObject {
+	return &appv1.DeployObject{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: key.Name, Namespace: key.Namespace, UID: "3a9f1b0e-7c55-4f1e-9b7a-0d2c4e6f8a10", Generation: 1,
+		},
+		Spec: spec,
+	}
+}
+
+// shopSpec is a valid spec as stored without the mutating webhook: no protocols, one
+// targetPort left out.
+func shopSpec() appv1.DeployObjectSpec {
+	return appv1.DeployObjectSpec{
+		Replicas: ptr.To[int32](2),
+		Image:    testImage,
+		Env:      []corev1.EnvVar{{Name: "MODE", Value: "blue"}},
+		Ports: []corev1.ServicePort{
+			{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)},
+			{Name: "metrics", Port: 9090},
+		},
+	}
+}
+
+type harness struct {
+	r      *Reconciler
+	c      client.Client
+	events *events.FakeRecorder
+}
+
+func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *harness {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
+	utilruntime.Must(appv1.AddToScheme(scheme))
+	b := fake.NewClientBuilder().
+		WithScheme(scheme).
+		WithObjects(objs...).
+		WithStatusSubresource(&appv1.DeployObject{})
+	if funcs != nil {
+		b = b.WithInterceptorFuncs(*funcs)
+	}
+	c := b.Build()
+	rec := events.NewFakeRecorder(50)
+	return &harness{r: &Reconciler{Client: c, Recorder: rec}, c: c, events: rec}
+}
+
+func (h *harness) reconcile(t *testing.T) error {
+	t.Helper()
+	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
+	if res != (ctrl.Result{}) {
+		t.Errorf("Reconcile() result = %+v, want none: nothing here needs a timed requeue", res)
+	}
+	return err
+}
+
+func (h *harness) mustReconcile(t *testing.T) {
+	t.Helper()
+	if err := h.reconcile(t); err != nil {
+		t.Fatalf("Reconcile() = %v", err)
+	}
+}
+
+// recorded drains the events recorded so far, as "type reason note".
+func (h *harness) recorded() []string {
+	var out []string
+	for {
+		select {
+		case e := <-h.events.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func (h *harness) expectEvents(t *testing.T, want ...string) {
+	t.Helper()
+	if got := h.recorded(); !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+}
+
+func (h *harness) deployObject(t *testing.T) *appv1.DeployObject {
+	t.Helper()
+	d := &appv1.DeployObject{}
+	if err := h.c.Get(context.Background(), key, d); err != nil {
+		t.Fatalf("getting the DeployObject: %v", err)
+	}
+	return d
+}
+
+func (h *harness) deployment(t *testing.T) *appsv1.Deployment {
+	t.Helper()
+	d := &appsv1.Deployment{}
+	if err := h.c.Get(context.Background(), key, d); err != nil {
+		t.Fatalf("getting the Deployment: %v", err)
+	}
+	return d
+}
+
+func (h *harness) service(t *testing.T) *corev1.Service {
+	t.Helper()
+	s := &corev1.Service{}
+	if err := h.c.Get(context.Background(), key, s); err != nil {
+		t.Fatalf("getting the Service: %v", err)
+	}
+	return s
+}
+
+// editSpec changes the stored spec and bumps the generation, as the API server does.
+func (h *harness) editSpec(t *testing.T, edit func(*appv1.DeployObjectSpec)) {
+	t.Helper()
+	d := h.deployObject(t)
+	edit(&d.Spec)
+	d.Generation++
+	if err := h.c.Update(context.Background(), d); err != nil {
+		t.Fatalf("updating the DeployObject: %v", err)
+	}
+}
+
+func expectCondition(t *testing.T, d *appv1.DeployObject, conditionType string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	c := meta.FindStatusCondition(d.Status.Conditions, conditionType)
+	if c == nil {
+		t.Errorf("condition %s is missing: %+v", conditionType, d.Status.Conditions)
+		return
+	}
+	if c.Status != status || c.Reason != reason || c.ObservedGeneration != d.Generation {
+		t.Errorf("condition %s = %s/%s at generation %d, want %s/%s at %d",
+			conditionType, c.Status, c.Reason, c.ObservedGeneration, status, reason, d.Generation)
+	}
+}
+
+func expectPorts(t *testing.T, h *harness, wantService []corev1.ServicePort, wantContainer []corev1.ContainerPort) {
+	t.Helper()
+	if got := h.service(t).Spec.Ports; !reflect.DeepEqual(got, wantService) {
+		t.Errorf("Service ports = %+v, want %+v", got, wantService)
+	}
+	if got := h.deployment(t).Spec.Template.Spec.Containers[0].Ports; !reflect.DeepEqual(got, wantContainer) {
+		t.Errorf("container ports = %+v, want %+v", got, wantContainer)
+	}
+}
+
+func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, nil, newDeployObject(shopSpec()))
+
+	h.mustReconcile(t)
+	h.expectEvents(t,
+		"Normal Created created Deployment shop running "+testImage+" with 2 replicas",
+		"Normal Created created Service shop on ports http 80/TCP, metrics 9090/TCP")
+
+	d := h.deployObject(t)
+	if d.Spec.Ports[1].Protocol != "" || d.Spec.Ports[1].TargetPort != (intstr.IntOrString{}) {
+		t.Errorf("spec.ports[1] = %+v, want the stored spec left undefaulted", d.Spec.Ports[1])
+	}
+	if d.Status.ObservedGeneration != 1 {
+		t.Errorf("status.observedGeneration = %d, want 1", d.Status.ObservedGeneration)
+	}
+	expectCondition(t, d, appv1.ConditionAvailable, metav1.ConditionFalse, appv1.ReasonReplicasUnavailable)
+	expectCondition(t, d, appv1.ConditionProgressing, metav1.ConditionTrue, appv1.ReasonReconciling)
+	expectCondition(t, d, appv1.ConditionDegraded, metav1.ConditionFalse, appv1.ReasonAsExpected)
+
+	wantOwner := []metav1.OwnerReference{{
+		APIVersion: "app.seedlabs.dev/v1", Kind: "DeployObject", Name: "shop", UID: d.UID,
+		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+	}}
+	dep := h.deployment(t)
+	if !reflect.DeepEqual(dep.OwnerReferences, wantOwner) {
+		t.Errorf("Deployment owner references = %+v, want %+v", dep.OwnerReferences, wantOwner)
+	}
+	if svc := h.service(t); !reflect.DeepEqual(svc.OwnerReferences, wantOwner) || svc.Spec.Type != corev1.ServiceTypeClusterIP {
+		t.Errorf("Service = %s owned by %+v, want ClusterIP owned by %+v", svc.Spec.Type, svc.OwnerReferences, wantOwner)
+	}
+	if c := dep.Spec.Template.Spec.Containers[0]; c.Image != testImage || ptr.Deref(dep.Spec.Replicas, -1) != 2 ||
+		!reflect.DeepEqual(c.Env, []corev1.EnvVar{{Name: "MODE", Value: "blue"}}) {
+		t.Errorf("Deployment runs %s x%d with env %+v, want %s x2 with MODE=blue", c.Image, ptr.Deref(dep.Spec.Replicas, -1), c.Env, testImage)
+	}
+	expectPorts(t, h,
+		[]corev1.ServicePort{
+			{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromInt32(8080)},
+			{Name: "metrics", Protocol: corev1.ProtocolTCP, Port: 9090, TargetPort: intstr.FromInt32(9090)},
+		},
+		[]corev1.ContainerPort{
+			{ContainerPort: 8080, Protocol: corev1.ProtocolTCP},
+			{ContainerPort: 9090, Protocol: corev1.ProtocolTCP},
+		})
+
+	// A second reconcile records nothing new.
+	h.mustReconcile(t)
+	h.expectEvents(t)
+
+	// Every edit rolls out: image, replicas, env, a port changed, one removed, one added.
+	h.editSpec(t, func(s *appv1.DeployObjectSpec) {
+		s.Image = otherImage
+		s.Replicas = ptr.To[int32](0)
+		s.Env = []corev1.EnvVar{{Name: "COLOR", Value: "green"}}
+		s.Ports = []corev1.ServicePort{
+			{Name: "http", Port: 80, TargetPort: intstr.FromString("http")},
+			{Name: "syslog", Port: 514, Protocol: corev1.ProtocolUDP},
+		}
+	})
+	h.mustReconcile(t)
+	h.expectEvents(t)
+	dep = h.deployment(t)
+	if c := dep.Spec.Template.Spec.Containers[0]; c.Image != otherImage || ptr.Deref(dep.Spec.Replicas, -1) != 0 ||
+		!reflect.DeepEqual(c.Env, []corev1.EnvVar{{Name: "COLOR", Value: "green"}}) {
+		t.Errorf("Deployment runs %s x%d with env %+v, want %s x0 with only COLOR=green", c.Image, ptr.Deref(dep.Spec.Replicas, -1), c.Env, otherImage)
+	}
+	expectPorts(t, h,
+		[]corev1.ServicePort{
+			{Name: "http", Protocol: corev1.ProtocolTCP, Port: 80, TargetPort: intstr.FromString("http")},
+			{Name: "syslog", Protocol: corev1.ProtocolUDP, Port: 514, TargetPort: intstr.FromInt32(514)},
+		},
+		[]corev1.ContainerPort{
+			{Name: "http", ContainerPort: 80, Protocol: corev1.ProtocolTCP},
+			{ContainerPort: 514, Protocol: corev1.ProtocolUDP},
+		})
+	d = h.deployObject(t)
+	if d.Status.ObservedGeneration != 2 {
+		t.Errorf("status.observedGeneration = %d, want 2", d.Status.ObservedGeneration)
+	}
+	expectCondition(t, d, appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonScaledToZero)
+
+	// Someone edits fields the operator owns, by hand.
+	dep = h.deployment(t)
+	dep.Spec.Replicas = ptr.To[int32](5)
+	dep.Spec.Template.Spec.Containers[0].Image = testImage
+	if err := h.c.Update(ctx, dep, client.FieldOwner("kubectl")); err != nil {
+		t.Fatalf("editing the Deployment: %v", err)
+	}
+	svc := h.service(t)
+	svc.Spec.Ports[1].TargetPort = intstr.FromInt32(1514)
+	if err := h.c.Update(ctx, svc, client.FieldOwner("kubectl")); err != nil {
+		t.Fatalf("editing the Service: %v", err)
+	}
+	h.mustReconcile(t)
+	h.expectEvents(t)
+	dep = h.deployment(t)
+	if img := dep.Spec.Template.Spec.Containers[0].Image; img != otherImage || ptr.Deref(dep.Spec.Replicas, -1) != 0 {
+		t.Errorf("Deployment runs %s x%d after the reconcile, want %s x0", img, ptr.Deref(dep.Spec.Replicas, -1), otherImage)
+	}
+	if got := h.service(t).Spec.Ports[1].TargetPort; got != intstr.FromInt32(514) {
+		t.Errorf("Service port syslog targets %s after the reconcile, want 514", got.String())
+	}
+
+	// The Deployment controller reports; the DeployObject mirrors it.
+	dep = h.deployment(t)
+	dep.Status = appsv1.DeploymentStatus{
+		ObservedGeneration: dep.Generation,
+		Conditions: []appsv1.DeploymentCondition{
+			deploymentCondition(appsv1.DeploymentAvailable, corev1.ConditionTrue, "MinimumReplicasAvailable", "Deployment has minimum availability."),
+			deploymentCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", progressedMessage),
+		},
+	}
+	if err := h.c.Status().Update(ctx, dep); err != nil {
+		t.Fatalf("updating the Deployment status: %v", err)
+	}
+	h.mustReconcile(t)
+	d = h.deployObject(t)
+	if !reflect.DeepEqual(d.Status.DeploymentConditions, dep.Status.Conditions) {
+		t.Errorf("status.deploymentConditions = %+v, want %+v", d.Status.DeploymentConditions, dep.Status.Conditions)
+	}
+	expectCondition(t, d, appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonScaledToZero)
+	expectCondition(t, d, appv1.ConditionProgressing, metav1.ConditionFalse, appv1.ReasonRolledOut)
+	expectCondition(t, d, appv1.ConditionDegraded, metav1.ConditionFalse, appv1.ReasonAsExpected)
+	h.expectEvents(t)
+}
+
+const invalidSpecEvent = `Warning InvalidSpec spec is not rolled out: [spec.image: Invalid value: "shop": has no tag or digest, ` +
+	`so the container runtime would pull docker.io/library/shop:latest, whatever latest is that day; pin a version tag such as shop:1.2.3, or a digest, ` +
+	`spec.replicas: Invalid value: -1: must be 0 or more]`
+
+func TestReconcileRefusesInvalidSpec(t *testing.T) {
+	spec := shopSpec()
+	spec.Image = "shop"
+	spec.Replicas = ptr.To[int32](-1)
+	h := newHarness(t, nil, newDeployObject(spec))
+	for i := range 2 {
+		if err := h.reconcile(t); err != nil {
+			t.Fatalf("Reconcile() #%d = %v", i+1, err)
+		}
+	}
+	// One Warning, though the controller looked twice.
+	h.expectEvents(t, invalidSpecEvent)
+
+	d := h.deployObject(t)
+	expectCondition(t, d, appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonInvalidSpec)
+	expectCondition(t, d, appv1.ConditionProgressing, metav1.ConditionFalse, appv1.ReasonInvalidSpec)
+	expectCondition(t, d, appv1.ConditionAvailable, metav1.ConditionFalse, appv1.ReasonInvalidSpec)
+	if d.Status.ObservedGeneration != d.Generation {
+		t.Errorf("status.observedGeneration = %d, want %d", d.Status.ObservedGeneration, d.Generation)
+	}
+	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+		if err := h.c.Get(context.Background(), key, obj); !apierrors.IsNotFound(err) {
+			t.Errorf("getting the %T: %v, want NotFound: nothing may be applied for an invalid spec", obj, err)
+		}
+	}
+}
+
+// TestReconcileKeepsTheLastGoodRollout shows that a spec broken after a rollout leaves the
+// Deployment as it is and still mirrors it, and that fixing the spec rolls out again.
+func TestReconcileKeepsTheLastGoodRollout(t *testing.T) {
+	ctx := context.Background()
+	h := newHarness(t, nil, newDeployObject(shopSpec()))
+	h.mustReconcile(t)
+	h.recorded()
+
+	dep := h.deployment(t)
+	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+	if err := h.c.Status().Update(ctx, dep); err != nil {
+		t.Fatalf("updating the Deployment status: %v", err)
+	}
+	h.mustReconcile(t)
+	expectCondition(t, h.deployObject(t), appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonRolledOut)
+
+	h.editSpec(t, func(s *appv1.DeployObjectSpec) { s.Image = "shop"; s.Replicas = ptr.To[int32](-1) })
+	h.mustReconcile(t)
+	h.expectEvents(t, invalidSpecEvent)
+	if img := h.deployment(t).Spec.Template.Spec.Containers[0].Image; img != testImage {
+		t.Errorf("Deployment image = %s, want %s: an invalid spec is not rolled out", img, testImage)
+	}
+	d := h.deployObject(t)
+	if d.Status.ReadyReplicas != 2 || d.Status.AvailableReplicas != 2 || d.Status.ObservedGeneration != 2 {
+		t.Errorf("status = %+v, want the running Deployment's 2 ready replicas at generation 2", d.Status)
+	}
+	expectCondition(t, d, appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonInvalidSpec)
+	if c := meta.FindStatusCondition(d.Status.Conditions, appv1.ConditionAvailable); c == nil || c.Reason != appv1.ReasonRolledOut {
+		t.Errorf("Available = %+v, want the RolledOut condition of the running pods kept", c)
+	}
+
+	h.editSpec(t, func(s *appv1.DeployObjectSpec) { s.Image = otherImage; s.Replicas = ptr.To[int32](2) })
+	h.mustReconcile(t)
+	h.expectEvents(t)
+	if img := h.deployment(t).Spec.Template.Spec.Containers[0].Image; img != otherImage {
+		t.Errorf("Deployment image = %s, want %s", img, otherImage)
+	}
+	expectCondition(t, h.deployObject(t), appv1.ConditionDegraded, metav1.ConditionFalse, appv1.ReasonAsExpected)
+}
+
+func TestReconcileApplyFailure(t *testing.T) {
+	applyErr := apierrors.NewForbidden(appsv1.Resource("deployments"), "shop", errors.New("exceeded quota: count/deployments.apps"))
+	h := newHarness(t, &interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			if _, ok := obj.(*appsv1ac.DeploymentApplyConfiguration); ok {
+				return applyErr
+			}
+			return c.Apply(ctx, obj, opts...)
+		},
+	}, newDeployObject(shopSpec()))
+
+	for i := range 2 {
+		if err := h.reconcile(t); !errors.Is(err, applyErr) {
+			t.Errorf("Reconcile() #%d = %v, want it to return %v for the work queue", i+1, err, applyErr)
+		}
+	}
+	h.expectEvents(t, "Warning ApplyFailed applying the Deployment: "+applyErr.Error())
+	expectCondition(t, h.deployObject(t), appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonApplyFailed)
+	if err := h.c.Get(context.Background(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
+		t.Errorf("getting the Service: %v, want NotFound: nothing is applied after a failure", err)
+	}
+}
+
+func TestReconcileIgnoresDeletedAndDeleting(t *testing.T) {
+	h := newHarness(t, nil)
+	h.mustReconcile(t)
+
+	d := newDeployObject(shopSpec())
+	d.Finalizers = []string{"example.com/backup"}
+	d.DeletionTimestamp = ptr.To(metav1.Now())
+	h = newHarness(t, nil, d)
+	h.mustReconcile(t)
+	h.expectEvents(t)
+	if err := h.c.Get(context.Background(), key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+		t.Errorf("getting the Deployment: %v, want NotFound: nothing is applied for an object being deleted", err)
+	}
+}
+
+// TestReconcileAppliesARepeatedVariable shows that a variable set twice, which admission allows
+// with a warning, is applied with its last value: server-side apply refuses a list map with a
+// key twice.
+func TestReconcileAppliesARepeatedVariable(t *testing.T) {
+	spec := shopSpec()
+	spec.Env = []corev1.EnvVar{{Name: "MODE", Value: "blue"}, {Name: "LEVEL", Value: "info"}, {Name: "MODE", Value: "green"}}
+	h := newHarness(t, nil, newDeployObject(spec))
+	h.mustReconcile(t)
+	want := []corev1.EnvVar{{Name: "LEVEL", Value: "info"}, {Name: "MODE", Value: "green"}}
+	if got := h.deployment(t).Spec.Template.Spec.Containers[0].Env; !reflect.DeepEqual(got, want) {
+		t.Errorf("env = %+v, want %+v", got, want)
+	}
+}

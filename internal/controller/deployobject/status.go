@@ -1,0 +1,180 @@
+package deployobject
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/utils/ptr"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+)
+
+// Messages of conditions whose text does not depend on the rollout.
+const (
+	messageNotRolledOut  = "the spec is not rolled out until it is fixed"
+	messageNothingRolled = "nothing was rolled out"
+	messageScaledToZero  = "spec.replicas is 0: no pod is requested"
+)
+
+// rollout is what a Deployment reports about bringing up the desired replicas.
+type rollout struct {
+	// desired is the Deployment's spec.replicas.
+	desired int32
+	// generation is the Deployment's metadata.generation.
+	generation int64
+	// status is the Deployment's status as the Deployment controller last wrote it.
+	status appsv1.DeploymentStatus
+}
+
+// rolloutOf reads the state of a Deployment from the object the API server returned on apply.
+func rolloutOf(dep *appsv1ac.DeploymentApplyConfiguration) rollout {
+	r := rollout{desired: 1, generation: ptr.Deref(dep.Generation, 0)}
+	if dep.Spec != nil {
+		r.desired = ptr.Deref(dep.Spec.Replicas, 1)
+	}
+	st := dep.Status
+	if st == nil {
+		return r
+	}
+	r.status = appsv1.DeploymentStatus{
+		ObservedGeneration:  ptr.Deref(st.ObservedGeneration, 0),
+		Replicas:            ptr.Deref(st.Replicas, 0),
+		UpdatedReplicas:     ptr.Deref(st.UpdatedReplicas, 0),
+		ReadyReplicas:       ptr.Deref(st.ReadyReplicas, 0),
+		AvailableReplicas:   ptr.Deref(st.AvailableReplicas, 0),
+		UnavailableReplicas: ptr.Deref(st.UnavailableReplicas, 0),
+	}
+	for _, c := range st.Conditions {
+		r.status.Conditions = append(r.status.Conditions, appsv1.DeploymentCondition{
+			Type:               ptr.Deref(c.Type, ""),
+			Status:             ptr.Deref(c.Status, ""),
+			LastUpdateTime:     ptr.Deref(c.LastUpdateTime, metav1.Time{}),
+			LastTransitionTime: ptr.Deref(c.LastTransitionTime, metav1.Time{}),
+			Reason:             ptr.Deref(c.Reason, ""),
+			Message:            ptr.Deref(c.Message, ""),
+		})
+	}
+	return r
+}
+
+// current reports whether the Deployment controller has seen the Deployment's latest spec, so
+// that its status and conditions describe that spec.
+func (r rollout) current() bool {
+	return r.status.ObservedGeneration >= r.generation
+}
+
+// failure returns why the Deployment says its rollout cannot progress, or "" when it does not.
+// A failure reported for an older generation of the Deployment says nothing about the current
+// spec, so it does not count.
+func (r rollout) failure() string {
+	if !r.current() {
+		return ""
+	}
+	failure := ""
+	for _, c := range r.status.Conditions {
+		stalled := c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse
+		replicaFailure := c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue
+		if stalled || replicaFailure {
+			failure = fmt.Sprintf("%s: %s", c.Reason, c.Message)
+		}
+	}
+	return failure
+}
+
+// complete reports whether exactly the desired replicas run the current spec and are available,
+// and no replica of an older spec is left.
+func (r rollout) complete() bool {
+	st := r.status
+	return r.current() && st.UpdatedReplicas == r.desired && st.Replicas == r.desired && st.AvailableReplicas == r.desired
+}
+
+// mirrorDeploymentStatus copies the Deployment's replica counts and conditions into d's status.
+// Nil is recorded for no conditions, so that an unchanged status compares equal.
+func mirrorDeploymentStatus(d *appv1.DeployObject, st appsv1.DeploymentStatus) {
+	d.Status.Replicas = st.Replicas
+	d.Status.UpdatedReplicas = st.UpdatedReplicas
+	d.Status.ReadyReplicas = st.ReadyReplicas
+	d.Status.AvailableReplicas = st.AvailableReplicas
+	d.Status.UnavailableReplicas = st.UnavailableReplicas
+	d.Status.DeploymentConditions = nil
+	if len(st.Conditions) > 0 {
+		d.Status.DeploymentConditions = append([]appsv1.DeploymentCondition(nil), st.Conditions...)
+	}
+}
+
+// setRolloutStatus records the state of the applied Deployment in d's status: d's generation is
+// now rolled out.
+func setRolloutStatus(d *appv1.DeployObject, r rollout) {
+	d.Status.ObservedGeneration = d.Generation
+	mirrorDeploymentStatus(d, r.status)
+	setRolloutConditions(d, r)
+}
+
+// setRolloutConditions sets Available, Progressing and Degraded from a rollout.
+func setRolloutConditions(d *appv1.DeployObject, r rollout) {
+	available := r.status.AvailableReplicas
+	switch {
+	case r.desired == 0:
+		setCondition(d, appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonScaledToZero, messageScaledToZero)
+	case available < r.desired:
+		setCondition(d, appv1.ConditionAvailable, metav1.ConditionFalse, appv1.ReasonReplicasUnavailable,
+			fmt.Sprintf("%d of %d replicas available", available, r.desired))
+	case r.complete():
+		setCondition(d, appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonRolledOut,
+			fmt.Sprintf("%d of %d replicas available", available, r.desired))
+	default:
+		// Every requested replica is available, but the Deployment is still being brought to
+		// the spec: pods of an older spec are being replaced, or it is scaling down.
+		setCondition(d, appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonReconciling,
+			fmt.Sprintf("%d replicas available, %d requested", available, r.desired))
+	}
+
+	if failure := r.failure(); failure != "" {
+		setCondition(d, appv1.ConditionProgressing, metav1.ConditionFalse, appv1.ReasonRolloutFailed, failure)
+		setCondition(d, appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonRolloutFailed, failure)
+		return
+	}
+	if r.complete() {
+		setCondition(d, appv1.ConditionProgressing, metav1.ConditionFalse, appv1.ReasonRolledOut,
+			fmt.Sprintf("the Deployment runs the current spec with %d replicas", r.desired))
+	} else {
+		setCondition(d, appv1.ConditionProgressing, metav1.ConditionTrue, appv1.ReasonReconciling,
+			fmt.Sprintf("rolling out %d replicas: %d running, %d updated, %d available",
+				r.desired, r.status.Replicas, r.status.UpdatedReplicas, available))
+	}
+	setCondition(d, appv1.ConditionDegraded, metav1.ConditionFalse, appv1.ReasonAsExpected, "")
+}
+
+// setInvalidSpec records that the stored spec breaks the admission rules and reports whether
+// that is news. Available is left as it is when a rollout of an earlier spec set it: those pods
+// still run.
+func setInvalidSpec(d *appv1.DeployObject, message string) bool {
+	d.Status.ObservedGeneration = d.Generation
+	changed := setCondition(d, appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonInvalidSpec, message)
+	setCondition(d, appv1.ConditionProgressing, metav1.ConditionFalse, appv1.ReasonInvalidSpec, messageNotRolledOut)
+	if meta.FindStatusCondition(d.Status.Conditions, appv1.ConditionAvailable) == nil {
+		setCondition(d, appv1.ConditionAvailable, metav1.ConditionFalse, appv1.ReasonInvalidSpec, messageNothingRolled)
+	}
+	return changed
+}
+
+// setApplyFailed records that the Deployment or Service could not be applied and reports whether
+// that is news.
+func setApplyFailed(d *appv1.DeployObject, message string) bool {
+	return setCondition(d, appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonApplyFailed, message)
+}
+
+// setCondition sets one condition for the current generation and reports whether it changed.
+func setCondition(d *appv1.DeployObject, conditionType string, status metav1.ConditionStatus, reason, message string) bool {
+	return meta.SetStatusCondition(&d.Status.Conditions, metav1.Condition{
+		Type:               conditionType,
+		Status:             status,
+		Reason:             reason,
+		Message:            message,
+		ObservedGeneration: d.Generation,
+	})
+}

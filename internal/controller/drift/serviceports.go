@@ -1,0 +1,114 @@
+// Package drift puts back the drift that server-side apply alone cannot: entries of a list that
+// another field manager added under keys the operator does not apply.
+package drift
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/seedlabs/webhook-operator/internal/resources"
+)
+
+// portKey is how the Service API keys spec.ports: port and protocol.
+type portKey struct {
+	port     int32
+	protocol corev1.Protocol
+}
+
+// ForeignServicePorts returns the indexes, highest first, of the live Service's ports whose port
+// and protocol the desired Service does not have. Someone who edits a port number by hand
+// creates such an entry under another field manager; server-side apply re-adds the operator's
+// port but cannot remove the foreign one, and the two then clash by name.
+func ForeignServicePorts(live *corev1.Service, desired *corev1ac.ServiceApplyConfiguration) []int {
+	wanted := map[portKey]bool{}
+	if desired.Spec != nil {
+		for _, p := range desired.Spec.Ports {
+			wanted[portKey{ptr.Deref(p.Port, 0), ptr.Deref(p.Protocol, corev1.ProtocolTCP)}] = true
+		}
+	}
+	var foreign []int
+	for i := len(live.Spec.Ports) - 1; i >= 0; i-- {
+		p := live.Spec.Ports[i]
+		protocol := p.Protocol
+		if protocol == "" {
+			protocol = corev1.ProtocolTCP
+		}
+		if !wanted[portKey{p.Port, protocol}] {
+			foreign = append(foreign, i)
+		}
+	}
+	return foreign
+}
+
+// ReplaceForeignServicePorts sets the live Service's ports, read through c, to the desired ports
+// when it has any that ForeignServicePorts names. Live ports the desired Service keeps are kept as
+// they are, with the node ports allocated to them; the others come from desired. One JSON patch
+// does it, and holds only if the Service is unchanged since it was read, so the Service is never
+// left without ports. The server-side apply that follows takes ownership of the ports again. A
+// missing Service is not an error: that apply creates it.
+func ReplaceForeignServicePorts(ctx context.Context, c client.Client, key client.ObjectKey, desired *corev1ac.ServiceApplyConfiguration) error {
+	live := &corev1.Service{}
+	if err := c.Get(ctx, key, live); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if len(ForeignServicePorts(live, desired)) == 0 {
+		return nil
+	}
+	ports, err := keptOrDesiredPorts(live, desired)
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal([]map[string]any{
+		{"op": "test", "path": "/metadata/resourceVersion", "value": live.ResourceVersion},
+		{"op": "replace", "path": "/spec/ports", "value": ports},
+	})
+	if err != nil {
+		return err
+	}
+	if err := c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(resources.FieldManager)); err != nil &&
+		!apierrors.IsNotFound(err) {
+		return fmt.Errorf("replacing ports changed on the Service %s by hand: %w", key, err)
+	}
+	return nil
+}
+
+// keptOrDesiredPorts returns the desired ports in order, each the live port of the same port and
+// protocol when there is one.
+func keptOrDesiredPorts(live *corev1.Service, desired *corev1ac.ServiceApplyConfiguration) ([]corev1.ServicePort, error) {
+	byKey := make(map[portKey]corev1.ServicePort, len(live.Spec.Ports))
+	for _, p := range live.Spec.Ports {
+		protocol := p.Protocol
+		if protocol == "" {
+			protocol = corev1.ProtocolTCP
+		}
+		byKey[portKey{p.Port, protocol}] = p
+	}
+	var ports []corev1.ServicePort
+	if desired.Spec == nil {
+		return ports, nil
+	}
+	for _, d := range desired.Spec.Ports {
+		if p, ok := byKey[portKey{ptr.Deref(d.Port, 0), ptr.Deref(d.Protocol, corev1.ProtocolTCP)}]; ok {
+			ports = append(ports, p)
+			continue
+		}
+		data, err := json.Marshal(d)
+		if err != nil {
+			return nil, err
+		}
+		var p corev1.ServicePort
+		if err := json.Unmarshal(data, &p); err != nil {
+			return nil, err
+		}
+		ports = append(ports, p)
+	}
+	return ports, nil
+}

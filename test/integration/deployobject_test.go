@@ -1,0 +1,308 @@
+package integration
+
+import (
+	"fmt"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
+)
+
+func newDeployObject(namespace, name, image string, ports ...corev1.ServicePort) *appv1.DeployObject {
+	return &appv1.DeployObject{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec:       appv1.DeployObjectSpec{Image: image, Ports: ports},
+	}
+}
+
+func httpPort(port int32) corev1.ServicePort { return corev1.ServicePort{Name: "http", Port: port} }
+
+var _ = Describe("DeployObject admission", func() {
+	var ns string
+	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
+
+	It("judges the image table through the API server as the unit tests do", func(ctx SpecContext) {
+		c, warnings, err := env.NewClientWithWarnings()
+		Expect(err).NotTo(HaveOccurred())
+		for i, tc := range fixtures.ImageReferences {
+			d := newDeployObject(ns, fmt.Sprintf("image-%d", i), tc.Image, httpPort(80))
+			warnings.Take()
+			err := c.Create(ctx, d, client.DryRunAll)
+			if tc.Refusal == "" {
+				Expect(err).NotTo(HaveOccurred(), "image %q", tc.Image)
+			} else {
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "image %q: want 422 Invalid, got %v", tc.Image, err)
+				Expect(causes(err)).To(ConsistOf("spec.image"), "image %q", tc.Image)
+				Expect(err.Error()).To(ContainSubstring(tc.Refusal), "image %q", tc.Image)
+			}
+			if tc.Warning != "" {
+				Expect(warnings.Take()).To(ContainElement(tc.Warning), "image %q", tc.Image)
+			}
+		}
+	})
+
+	It("names every bad field of one object in one reply", func(ctx SpecContext) {
+		d := newDeployObject(ns, "many", "nginx",
+			corev1.ServicePort{Port: 80}, corev1.ServicePort{Port: 80}, corev1.ServicePort{Name: "dns", Port: 53, Protocol: "ICMP"})
+		d.Spec.Replicas = ptr.To[int32](-2)
+		d.Spec.Env = []corev1.EnvVar{{Name: "", Value: "x"}}
+		d.Spec.Resources = corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
+		}
+		err := k8s.Create(ctx, d)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(causes(err)).To(ConsistOf(
+			"spec.image", "spec.replicas", "spec.ports[0].name", "spec.ports[1].name", "spec.ports[1]",
+			"spec.ports[2].protocol", "spec.env[0].name", "spec.resources.requests[cpu]",
+		))
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appv1.DeployObject{}))).To(BeTrue())
+	})
+
+	It("fills replicas and each port's protocol and targetPort", func(ctx SpecContext) {
+		d := newDeployObject(ns, "defaults", "nginx:1.27",
+			corev1.ServicePort{Name: "http", Port: 80}, corev1.ServicePort{Name: "metrics", Port: 9090, TargetPort: intstr.FromString("prom")})
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
+		Expect(d.Spec.Ports).To(Equal([]corev1.ServicePort{
+			{Name: "http", Port: 80, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(80)},
+			{Name: "metrics", Port: 9090, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromString("prom")},
+		}))
+	})
+
+	It("warns about a repeated environment variable", func(ctx SpecContext) {
+		c, warnings, err := env.NewClientWithWarnings()
+		Expect(err).NotTo(HaveOccurred())
+		d := newDeployObject(ns, "env", "nginx:1.27", httpPort(80))
+		d.Spec.Env = []corev1.EnvVar{{Name: "MODE", Value: "a"}, {Name: "MODE", Value: "b"}}
+		Expect(c.Create(ctx, d)).To(Succeed())
+		Expect(warnings.Take()).To(ConsistOf("spec.env[1].name: MODE is also set by spec.env[0]; Kubernetes keeps the last value"))
+	})
+
+	It("keeps admitting an image from before the allow-list while it is left untouched", Serial, func(ctx SpecContext) {
+		By("storing an image from a registry the allow-list does not name, as if admitted before it")
+		restore := bypassValidation(ctx, ns)
+		d := newDeployObject(ns, "ratchet", "quay.io/team/app:1.0", httpPort(80))
+		Eventually(func() error { return k8s.Create(ctx, d) }).Should(Succeed())
+		restore()
+
+		By("changing replicas only")
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+			d.Spec.Replicas = ptr.To[int32](3)
+			g.Expect(k8s.Update(ctx, d)).To(Succeed())
+		}).Should(Succeed())
+
+		By("changing the image to another one from the same registry")
+		setImage := func(image string) error {
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"image":%q}}`, image)))
+			return k8s.Patch(ctx, d.DeepCopy(), patch)
+		}
+		err := setImage("quay.io/team/app:1.1")
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(causes(err)).To(ConsistOf("spec.image"))
+		Expect(err.Error()).To(ContainSubstring("is pulled from registry quay.io, which is not allowed"))
+
+		By("moving to an allowed registry")
+		Expect(setImage("ghcr.io/team/app:1.1")).To(Succeed())
+	})
+})
+
+var _ = Describe("DeployObject controller", func() {
+	var ns string
+	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
+
+	getDeployment := func(g Gomega, ctx SpecContext, name string) *appsv1.Deployment {
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d)).To(Succeed())
+		return d
+	}
+	getService := func(g Gomega, ctx SpecContext, name string) *corev1.Service {
+		s := &corev1.Service{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)).To(Succeed())
+		return s
+	}
+	edit := func(ctx SpecContext, d *appv1.DeployObject, change func(*appv1.DeployObject)) {
+		GinkgoHelper()
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+			change(d)
+			g.Expect(k8s.Update(ctx, d)).To(Succeed())
+		}).Should(Succeed())
+	}
+
+	It("creates an owned Deployment and Service and rolls out every kind of spec edit", func(ctx SpecContext) {
+		d := newDeployObject(ns, "app", "nginx:1.27", httpPort(8080))
+		d.Spec.Env = []corev1.EnvVar{{Name: "MODE", Value: "blue"}}
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+
+		var clusterIP string
+		Eventually(func(g Gomega) {
+			dep := getDeployment(g, ctx, "app")
+			g.Expect(dep.OwnerReferences).To(ConsistOf(MatchFields(IgnoreExtras, Fields{
+				"Kind": Equal("DeployObject"), "Name": Equal("app"), "UID": Equal(d.UID), "Controller": HaveValue(BeTrue()),
+			})))
+			c := dep.Spec.Template.Spec.Containers[0]
+			g.Expect(c.Image).To(Equal("nginx:1.27"))
+			g.Expect(c.Env).To(Equal([]corev1.EnvVar{{Name: "MODE", Value: "blue"}}))
+			g.Expect(c.Ports).To(ConsistOf(MatchFields(IgnoreExtras, Fields{"ContainerPort": BeEquivalentTo(8080)})))
+			g.Expect(dep.Spec.Template.Spec.SecurityContext.RunAsNonRoot).To(HaveValue(BeTrue()))
+			g.Expect(c.SecurityContext.AllowPrivilegeEscalation).To(HaveValue(BeFalse()))
+			s := getService(g, ctx, "app")
+			g.Expect(s.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP))
+			g.Expect(s.Spec.Ports).To(ConsistOf(MatchFields(IgnoreExtras, Fields{
+				"Name": Equal("http"), "Port": BeEquivalentTo(8080), "TargetPort": Equal(intstr.FromInt32(8080)),
+			})))
+			clusterIP = s.Spec.ClusterIP
+			g.Expect(clusterIP).NotTo(BeEmpty())
+		}).Should(Succeed())
+
+		By("changing the image, replicas, env and resources")
+		edit(ctx, d, func(d *appv1.DeployObject) {
+			d.Spec.Image = "nginx:1.28"
+			d.Spec.Replicas = ptr.To[int32](4)
+			d.Spec.Env = []corev1.EnvVar{{Name: "MODE", Value: "green"}, {Name: "LOG", Value: "debug"}}
+			d.Spec.Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
+			}
+		})
+		Eventually(func(g Gomega) {
+			dep := getDeployment(g, ctx, "app")
+			g.Expect(dep.Spec.Replicas).To(HaveValue(BeEquivalentTo(4)))
+			c := dep.Spec.Template.Spec.Containers[0]
+			g.Expect(c.Image).To(Equal("nginx:1.28"))
+			g.Expect(c.Env).To(Equal([]corev1.EnvVar{{Name: "MODE", Value: "green"}, {Name: "LOG", Value: "debug"}}))
+			g.Expect(c.Resources.Requests.Cpu().String()).To(Equal("100m"))
+			g.Expect(c.Resources.Limits.Memory().String()).To(Equal("128Mi"))
+		}).Should(Succeed())
+
+		By("adding a port")
+		edit(ctx, d, func(d *appv1.DeployObject) {
+			d.Spec.Ports = append(d.Spec.Ports, corev1.ServicePort{Name: "metrics", Port: 9090, Protocol: corev1.ProtocolTCP})
+		})
+		Eventually(func(g Gomega) {
+			g.Expect(getService(g, ctx, "app").Spec.Ports).To(ConsistOf(
+				MatchFields(IgnoreExtras, Fields{"Name": Equal("http"), "Port": BeEquivalentTo(8080)}),
+				MatchFields(IgnoreExtras, Fields{"Name": Equal("metrics"), "Port": BeEquivalentTo(9090)}),
+			))
+			g.Expect(getDeployment(g, ctx, "app").Spec.Template.Spec.Containers[0].Ports).To(ConsistOf(
+				MatchFields(IgnoreExtras, Fields{"ContainerPort": BeEquivalentTo(8080)}),
+				MatchFields(IgnoreExtras, Fields{"ContainerPort": BeEquivalentTo(9090)}),
+			))
+		}).Should(Succeed())
+
+		By("changing one port and removing the other")
+		edit(ctx, d, func(d *appv1.DeployObject) {
+			d.Spec.Ports = []corev1.ServicePort{{Name: "metrics", Port: 9191, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9191)}}
+		})
+		Eventually(func(g Gomega) {
+			s := getService(g, ctx, "app")
+			g.Expect(s.Spec.Ports).To(ConsistOf(MatchFields(IgnoreExtras, Fields{"Name": Equal("metrics"), "Port": BeEquivalentTo(9191)})))
+			g.Expect(s.Spec.ClusterIP).To(Equal(clusterIP), "the Service keeps its clusterIP")
+			g.Expect(getDeployment(g, ctx, "app").Spec.Template.Spec.Containers[0].Ports).To(ConsistOf(
+				MatchFields(IgnoreExtras, Fields{"ContainerPort": BeEquivalentTo(9191)})))
+		}).Should(Succeed())
+	})
+
+	It("puts drift in the Deployment and the Service back", func(ctx SpecContext) {
+		d := newDeployObject(ns, "drift", "nginx:1.27", httpPort(80))
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		Eventually(func(g Gomega) { getService(g, ctx, "drift") }).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			dep := getDeployment(g, ctx, "drift")
+			dep.Spec.Template.Spec.Containers[0].Image = "nginx:1.0"
+			dep.Spec.Replicas = ptr.To[int32](7)
+			g.Expect(k8s.Update(ctx, dep)).To(Succeed())
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			s := getService(g, ctx, "drift")
+			s.Spec.Ports[0].Port = 81
+			g.Expect(k8s.Update(ctx, s)).To(Succeed())
+		}).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			dep := getDeployment(g, ctx, "drift")
+			g.Expect(dep.Spec.Template.Spec.Containers[0].Image).To(Equal("nginx:1.27"))
+			g.Expect(dep.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
+			g.Expect(getService(g, ctx, "drift").Spec.Ports).To(ConsistOf(MatchFields(IgnoreExtras, Fields{"Port": BeEquivalentTo(80)})))
+		}).Should(Succeed())
+	})
+
+	It("mirrors the Deployment's status and reports availability", func(ctx SpecContext) {
+		d := newDeployObject(ns, "status", "nginx:1.27", httpPort(80))
+		d.Spec.Replicas = ptr.To[int32](3)
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+
+		available := appsv1.DeploymentCondition{
+			Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Reason: "MinimumReplicasAvailable",
+			Message: "Deployment has minimum availability.",
+		}
+		Eventually(func(g Gomega) {
+			dep := getDeployment(g, ctx, "status")
+			dep.Status = appsv1.DeploymentStatus{
+				ObservedGeneration: dep.Generation,
+				Replicas:           3, UpdatedReplicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
+				Conditions: []appsv1.DeploymentCondition{available},
+			}
+			g.Expect(k8s.Status().Update(ctx, dep)).To(Succeed())
+		}).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			got := &appv1.DeployObject{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), got)).To(Succeed())
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			g.Expect(got.Status.Replicas).To(BeEquivalentTo(3))
+			g.Expect(got.Status.UpdatedReplicas).To(BeEquivalentTo(3))
+			g.Expect(got.Status.ReadyReplicas).To(BeEquivalentTo(3))
+			g.Expect(got.Status.AvailableReplicas).To(BeEquivalentTo(3))
+			g.Expect(got.Status.DeploymentConditions).To(ConsistOf(MatchFields(IgnoreExtras, Fields{
+				"Type": Equal(appsv1.DeploymentAvailable), "Status": Equal(corev1.ConditionTrue),
+				"Reason": Equal("MinimumReplicasAvailable"), "Message": Equal(available.Message),
+			})))
+			g.Expect(got.Status.Conditions).To(ContainElements(
+				condition(appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonRolledOut, got.Generation),
+				condition(appv1.ConditionDegraded, metav1.ConditionFalse, appv1.ReasonAsExpected, got.Generation),
+			))
+		}).Should(Succeed())
+	})
+
+	It("does not roll out a stored spec that breaks the rules, and says why", Serial, func(ctx SpecContext) {
+		bypassValidation(ctx, ns)
+		d := newDeployObject(ns, "legacy", "nginx:latest", httpPort(80))
+		Eventually(func() error { return k8s.Create(ctx, d) }).Should(Succeed())
+
+		Eventually(func(g Gomega) {
+			got := &appv1.DeployObject{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), got)).To(Succeed())
+			degraded := meta.FindStatusCondition(got.Status.Conditions, appv1.ConditionDegraded)
+			g.Expect(degraded).To(PointTo(MatchFields(IgnoreExtras, Fields{
+				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(appv1.ReasonInvalidSpec),
+			})))
+			g.Expect(degraded.Message).To(ContainSubstring("spec.image"))
+		}).Should(Succeed())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{}))).To(BeTrue())
+		Eventually(func(g Gomega) {
+			events := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(MatchFields(IgnoreExtras, Fields{
+				"Reason": Equal(appv1.ReasonInvalidSpec), "Type": Equal(corev1.EventTypeWarning),
+			})))
+		}).Should(Succeed())
+	})
+})

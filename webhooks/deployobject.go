@@ -1,0 +1,260 @@
+package webhooks
+
+import (
+	"context"
+	// The digest algorithm must be linked in for reference to accept sha256 digests.
+	_ "crypto/sha256"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/distribution/reference"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+)
+
+// +kubebuilder:webhook:path=/mutate-app-seedlabs-dev-v1-deployobject,mutating=true,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=mdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-app-seedlabs-dev-v1-deployobject,mutating=false,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=vdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=5,matchPolicy=Equivalent
+
+var (
+	deployObjectGK = appv1.GroupVersion.WithKind("DeployObject").GroupKind()
+
+	serviceProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
+)
+
+// ImagePolicy is what admission requires of an image beyond a well-formed reference pinned by a
+// tag or a digest.
+type ImagePolicy struct {
+	allowedRegistries []string
+}
+
+// NewImagePolicy returns a policy that allows images from the given registries only, or from any
+// registry when none is given. Each registry is a host with an optional port, normalised the way
+// image references are (docker.io for Docker Hub, however it is spelled) and in lower case.
+func NewImagePolicy(registries []string) (ImagePolicy, error) {
+	var allowed []string
+	for _, r := range registries {
+		// Registry hosts are DNS names, which compare without regard to case.
+		r = strings.ToLower(strings.TrimSpace(r))
+		if r == "" {
+			continue
+		}
+		named, err := reference.ParseNormalizedNamed(r + "/image-policy-probe")
+		// A single word such as "registry" parses as a Docker Hub repository, so an entry must
+		// come back as the registry itself; index.docker.io is the one legacy spelling of docker.io.
+		if err != nil || strings.Contains(r, "/") || (reference.Domain(named) != r && r != "index.docker.io") {
+			return ImagePolicy{}, fmt.Errorf("allowed registry %q is not a registry host such as registry.example.com or registry.local:5000", r)
+		}
+		allowed = append(allowed, reference.Domain(named))
+	}
+	slices.Sort(allowed)
+	return ImagePolicy{allowedRegistries: slices.Compact(allowed)}, nil
+}
+
+// AllowedRegistries returns the normalised registries the policy allows; empty means any.
+func (p ImagePolicy) AllowedRegistries() []string { return slices.Clone(p.allowedRegistries) }
+
+// DefaultDeployObject fills the fields of a DeployObject the user left unset: replicas, and each
+// port's protocol (TCP) and targetPort (its port).
+func DefaultDeployObject(d *appv1.DeployObject) {
+	if d.Spec.Replicas == nil {
+		d.Spec.Replicas = ptr.To(appv1.DefaultReplicas)
+	}
+	for i := range d.Spec.Ports {
+		p := &d.Spec.Ports[i]
+		if p.Protocol == "" {
+			p.Protocol = corev1.ProtocolTCP
+		}
+		if p.TargetPort == (intstr.IntOrString{}) || p.TargetPort == intstr.FromString("") {
+			p.TargetPort = intstr.FromInt32(p.Port)
+		}
+	}
+}
+
+// ValidateDeployObject returns every rule the DeployObject breaks under the image policy, and
+// warnings for what is allowed but unwise. old is nil on create; on update, violations old
+// already had are not held against the update, so an image admitted under an earlier policy
+// stays admitted while it is left untouched.
+func ValidateDeployObject(old, d *appv1.DeployObject, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
+	errs, warnings := validateDeployObjectSpec(&d.Spec, policy, field.NewPath("spec"))
+	if old != nil {
+		oldErrs, _ := validateDeployObjectSpec(&old.Spec, policy, field.NewPath("spec"))
+		errs = ratchet(errs, oldErrs)
+	}
+	return errs, warnings
+}
+
+func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy ImagePolicy, path *field.Path) (field.ErrorList, admission.Warnings) {
+	errs, warnings := validateImage(spec.Image, policy, path.Child("image"))
+	if spec.Replicas != nil && *spec.Replicas < 0 {
+		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more"))
+	}
+	errs = append(errs, validateServicePorts(spec.Ports, path.Child("ports"))...)
+	envErrs, envWarnings := validateEnv(spec.Env, path.Child("env"))
+	errs = append(errs, envErrs...)
+	warnings = append(warnings, envWarnings...)
+	errs = append(errs, validateRequestsWithinLimits(spec.Resources, path.Child("resources"))...)
+	return errs, warnings
+}
+
+// validateImage parses an image reference as the container runtime does and requires it to be
+// pinned by a tag other than latest, or by a digest, and to come from an allowed registry.
+func validateImage(image string, policy ImagePolicy, path *field.Path) (field.ErrorList, admission.Warnings) {
+	const example = "registry.example.com/team/app:1.2.3"
+	if strings.TrimSpace(image) == "" {
+		return field.ErrorList{field.Required(path, "an image reference such as "+example+" is required")}, nil
+	}
+	if strings.ContainsFunc(image, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
+		return field.ErrorList{field.Invalid(path, image, "must not contain white space; use a reference such as "+example)}, nil
+	}
+	named, err := reference.ParseNormalizedNamed(image)
+	if err != nil {
+		return field.ErrorList{field.Invalid(path, image, fmt.Sprintf("is not a valid image reference (%v); use a reference such as %s", err, example))}, nil
+	}
+
+	var errs field.ErrorList
+	var warnings admission.Warnings
+	tagged, hasTag := named.(reference.Tagged)
+	_, hasDigest := named.(reference.Digested)
+	switch {
+	case !hasTag && !hasDigest:
+		errs = append(errs, field.Invalid(path, image, fmt.Sprintf(
+			"has no tag or digest, so the container runtime would pull %s, whatever latest is that day; pin a version tag such as %s:1.2.3, or a digest",
+			reference.TagNameOnly(named), reference.FamiliarName(named))))
+	case hasTag && tagged.Tag() == "latest" && !hasDigest:
+		errs = append(errs, field.Invalid(path, image, fmt.Sprintf(
+			"uses the tag latest, which moves without notice; pin a version tag such as %s:1.2.3, or a digest", reference.FamiliarName(named))))
+	case hasTag && tagged.Tag() == "latest":
+		warnings = append(warnings, fmt.Sprintf("%s: the tag latest is ignored; the digest decides which image runs", path))
+	}
+
+	if allowed := policy.allowedRegistries; len(allowed) > 0 {
+		if registry := strings.ToLower(reference.Domain(named)); !slices.Contains(allowed, registry) {
+			errs = append(errs, field.Invalid(path, image, fmt.Sprintf(
+				"is pulled from registry %s, which is not allowed; allowed registries: %s", registry, strings.Join(allowed, ", "))))
+		}
+	}
+	return errs, warnings
+}
+
+// validateServicePorts applies the Service API's own rules to the ports, so that a bad port is
+// refused at admission instead of failing when the controller applies the Service.
+func validateServicePorts(ports []corev1.ServicePort, path *field.Path) field.ErrorList {
+	if len(ports) == 0 {
+		return field.ErrorList{field.Required(path, "at least one port is required: the Service exposes spec.ports")}
+	}
+	var errs field.ErrorList
+	names := make(map[string]bool, len(ports))
+	portProtocols := make(map[string]bool, len(ports))
+	for i, p := range ports {
+		pp := path.Index(i)
+		switch {
+		case p.Name == "" && len(ports) > 1:
+			errs = append(errs, field.Required(pp.Child("name"), "a name is required when there is more than one port"))
+		case p.Name != "":
+			for _, msg := range validation.IsDNS1123Label(p.Name) {
+				errs = append(errs, field.Invalid(pp.Child("name"), p.Name, msg))
+			}
+			if names[p.Name] {
+				errs = append(errs, field.Duplicate(pp.Child("name"), p.Name))
+			}
+			names[p.Name] = true
+		}
+		errs = append(errs, validatePort(p.Port, pp.Child("port"))...)
+		switch p.TargetPort.Type {
+		case intstr.String:
+			for _, msg := range validation.IsValidPortName(p.TargetPort.StrVal) {
+				errs = append(errs, field.Invalid(pp.Child("targetPort"), p.TargetPort.StrVal, msg))
+			}
+		default:
+			errs = append(errs, validatePort(p.TargetPort.IntVal, pp.Child("targetPort"))...)
+		}
+		if !slices.Contains(serviceProtocols, p.Protocol) {
+			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, serviceProtocols))
+		}
+		if p.NodePort != 0 {
+			errs = append(errs, field.Invalid(pp.Child("nodePort"), p.NodePort,
+				"the Service is of type ClusterIP, which has no node ports; remove nodePort"))
+		}
+		key := fmt.Sprintf("%d/%s", p.Port, p.Protocol)
+		if portProtocols[key] {
+			errs = append(errs, field.Duplicate(pp, key))
+		}
+		portProtocols[key] = true
+	}
+	return errs
+}
+
+// validateEnv requires a name for every variable; a repeated name is allowed with a warning, as
+// Kubernetes keeps the last value.
+func validateEnv(env []corev1.EnvVar, path *field.Path) (field.ErrorList, admission.Warnings) {
+	var errs field.ErrorList
+	var warnings admission.Warnings
+	first := make(map[string]int, len(env))
+	for i, e := range env {
+		if strings.TrimSpace(e.Name) == "" {
+			errs = append(errs, field.Required(path.Index(i).Child("name"), "every environment variable needs a name"))
+			continue
+		}
+		if j, seen := first[e.Name]; seen {
+			warnings = append(warnings, fmt.Sprintf("%s: %s is also set by %s; Kubernetes keeps the last value",
+				path.Index(i).Child("name"), e.Name, path.Index(j)))
+			continue
+		}
+		first[e.Name] = i
+	}
+	return errs, warnings
+}
+
+// validateRequestsWithinLimits refuses a request above the limit of the same resource.
+func validateRequestsWithinLimits(res corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	names := make([]corev1.ResourceName, 0, len(res.Requests))
+	for name := range res.Requests {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		request := res.Requests[name]
+		if limit, ok := res.Limits[name]; ok && request.Cmp(limit) > 0 {
+			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), request.String(),
+				fmt.Sprintf("must not be above the limit %s", limit.String())))
+		}
+	}
+	return errs
+}
+
+type deployObjectDefaulter struct{}
+
+// Default implements admission.Defaulter.
+func (deployObjectDefaulter) Default(_ context.Context, d *appv1.DeployObject) error {
+	DefaultDeployObject(d)
+	return nil
+}
+
+type deployObjectValidator struct {
+	policy ImagePolicy
+}
+
+// ValidateCreate implements admission.Validator.
+func (v deployObjectValidator) ValidateCreate(_ context.Context, d *appv1.DeployObject) (admission.Warnings, error) {
+	errs, warnings := ValidateDeployObject(nil, d, v.policy)
+	return admissionResult(deployObjectGK, d.Name, errs, warnings)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v deployObjectValidator) ValidateUpdate(_ context.Context, old, d *appv1.DeployObject) (admission.Warnings, error) {
+	errs, warnings := ValidateDeployObject(old, d, v.policy)
+	return admissionResult(deployObjectGK, d.Name, errs, warnings)
+}
+
+// ValidateDelete implements admission.Validator; deletion is always allowed.
+func (deployObjectValidator) ValidateDelete(context.Context, *appv1.DeployObject) (admission.Warnings, error) {
+	return nil, nil
+}

@@ -1,0 +1,52 @@
+package webhooks
+
+import (
+	"slices"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/seedlabs/webhook-operator/test/fixtures"
+)
+
+// TestImageReferenceTable holds validateImage to the image table the envtest suite also applies
+// through the API server.
+func TestImageReferenceTable(t *testing.T) {
+	policy, err := NewImagePolicy(fixtures.AllowedRegistries)
+	if err != nil {
+		t.Fatalf("NewImagePolicy(%q): %v", fixtures.AllowedRegistries, err)
+	}
+	if len(fixtures.ImageReferences) < 30 {
+		t.Fatalf("the image table has %d references, want at least 30", len(fixtures.ImageReferences))
+	}
+	path := field.NewPath("spec", "image")
+	for _, tc := range fixtures.ImageReferences {
+		t.Run(tc.Image, func(t *testing.T) {
+			errs, warnings := validateImage(tc.Image, policy, path)
+			var want field.ErrorList
+			if tc.Refusal != "" {
+				want = field.ErrorList{field.Invalid(path, tc.Image, tc.Refusal)}
+			}
+			if tc.Image == "" || tc.Image == "   " {
+				want = field.ErrorList{field.Required(path, tc.Refusal)}
+			}
+			if !imageTableErrorsEqual(errs, want) {
+				t.Errorf("validateImage(%q) errors:\n got %v\nwant %v", tc.Image, errs, want)
+			}
+			var wantWarnings []string
+			if tc.Warning != "" {
+				wantWarnings = []string{tc.Warning}
+			}
+			if !slices.Equal([]string(warnings), wantWarnings) {
+				t.Errorf("validateImage(%q) warnings = %q, want %q", tc.Image, warnings, wantWarnings)
+			}
+		})
+	}
+}
+
+// imageTableErrorsEqual compares the type, path, bad value and detail of two error lists.
+func imageTableErrorsEqual(got, want field.ErrorList) bool {
+	return slices.EqualFunc(got, want, func(a, b *field.Error) bool {
+		return a.Type == b.Type && a.Field == b.Field && a.BadValue == b.BadValue && a.Detail == b.Detail
+	})
+}
