@@ -83,7 +83,7 @@ type DeployObjectStatus struct {
 
 	// ReadyReplicas is the number of ready pods.
 	// +optional
-	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+	ReadyReplicas int32 `json:"readyReplicas"`
 
 	// AvailableReplicas is the number of pods ready for at least minReadySeconds.
 	// +optional
