@@ -70,8 +70,8 @@ verify: manifests generate ## Fail when generated files are out of date.
 	fi
 
 .PHONY: test
-test: manifests generate fmt vet controlplane ## Run unit and envtest suites against the control plane built from source.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test $(GO_TEST_FLAGS) ./...
+test: manifests generate fmt vet controlplane $(KUSTOMIZE) ## Run unit and envtest suites against the control plane built from source.
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" go test $(GO_TEST_FLAGS) ./...
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
@@ -105,6 +105,40 @@ docker-push: ## Push the manager and welcome-web images.
 .PHONY: run-local
 run-local: controlplane ## Run the control plane, CRDs, webhooks and the manager on this machine; Ctrl-C stops it all.
 	go run ./cmd/run-local --assets "$(KUBEBUILDER_ASSETS)" --kubeconfig-out "$(LOCALBIN)/local/kubeconfig"
+
+##@ Deployment
+
+KUBECTL ?= kubectl
+ignore-not-found ?= false
+
+# kustomize_default builds config/default with the manager image set to $(IMG), in a copy of
+# config/ so the tracked kustomization is never edited.
+define kustomize_default
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -r config "$$tmp/" && \
+	(cd "$$tmp/config/manager" && $(KUSTOMIZE) edit set image controller=$(IMG)) && \
+	$(KUSTOMIZE) build "$$tmp/config/default"
+endef
+
+.PHONY: install
+install: manifests $(KUSTOMIZE) ## Install the CRDs into the cluster of the current kubeconfig.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
+
+.PHONY: uninstall
+uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs (and every custom resource) from the cluster.
+	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+.PHONY: deploy
+deploy: manifests $(KUSTOMIZE) ## Deploy the operator (needs cert-manager); IMG selects the manager image.
+	$(kustomize_default) | $(KUBECTL) apply --server-side -f -
+
+.PHONY: undeploy
+undeploy: $(KUSTOMIZE) ## Remove everything deploy created.
+	$(kustomize_default) | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
+
+.PHONY: build-installer
+build-installer: manifests generate $(KUSTOMIZE) ## Write dist/install.yaml, everything deploy applies, for users without kustomize.
+	mkdir -p dist
+	$(kustomize_default) > dist/install.yaml
 
 ##@ Control plane (built from the Go module proxy, never downloaded)
 

@@ -1,0 +1,612 @@
+// Package deploy checks what kustomize builds from config/: the manifests `make deploy` applies
+// and `make build-installer` writes to dist/install.yaml. It holds them to the manager's own
+// flags and to what controller-gen generates, and needs $KUSTOMIZE but no cluster.
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/test/testenv"
+)
+
+// What config/default names things.
+const (
+	namespace  = "webhook-operator-system"
+	namePrefix = "webhook-operator-"
+
+	deploymentName     = namePrefix + "controller-manager"
+	managerContainer   = "manager"
+	webhookService     = namePrefix + "webhook-service"
+	metricsService     = namePrefix + "controller-manager-metrics-service"
+	servingCertificate = namePrefix + "serving-cert"
+	metricsCertificate = namePrefix + "metrics-certs"
+	selfSignedIssuer   = namePrefix + "selfsigned-issuer"
+	managerRole        = namePrefix + "manager-role"
+	metricsAuthRole    = namePrefix + "metrics-auth-role"
+	leaderElectionRole = namePrefix + "leader-election-role"
+
+	// metricsCertDir is where controller-runtime's metrics server, given no CertDir, reads
+	// tls.crt and tls.key: $TMPDIR/k8s-metrics-server/serving-certs, and the pod sets no TMPDIR.
+	metricsCertDir = "/tmp/k8s-metrics-server/serving-certs"
+)
+
+// The scope of every kind the builds may hold; a kind in neither map fails the test until it is
+// added to one.
+var (
+	clusterScoped = map[string]bool{
+		"Namespace": true, "CustomResourceDefinition": true, "ClusterRole": true, "ClusterRoleBinding": true,
+		"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true,
+	}
+	namespaced = map[string]bool{
+		"ServiceAccount": true, "Role": true, "RoleBinding": true, "Service": true, "Deployment": true,
+		"Certificate": true, "Issuer": true, "ServiceMonitor": true, "NetworkPolicy": true,
+	}
+)
+
+// defaultInventory is every object config/default builds, sorted.
+var defaultInventory = []string{
+	"Certificate webhook-operator-system/webhook-operator-metrics-certs",
+	"Certificate webhook-operator-system/webhook-operator-serving-cert",
+	"ClusterRole webhook-operator-app-deployobject-editor-role",
+	"ClusterRole webhook-operator-app-deployobject-viewer-role",
+	"ClusterRole webhook-operator-auth-welcome-editor-role",
+	"ClusterRole webhook-operator-auth-welcome-viewer-role",
+	"ClusterRole webhook-operator-cache-memcached-editor-role",
+	"ClusterRole webhook-operator-cache-memcached-viewer-role",
+	"ClusterRole webhook-operator-manager-role",
+	"ClusterRole webhook-operator-metrics-auth-role",
+	"ClusterRole webhook-operator-metrics-reader",
+	"ClusterRoleBinding webhook-operator-manager-rolebinding",
+	"ClusterRoleBinding webhook-operator-metrics-auth-rolebinding",
+	"CustomResourceDefinition deployobjects.app.seedlabs.dev",
+	"CustomResourceDefinition memcacheds.cache.seedlabs.dev",
+	"CustomResourceDefinition welcomes.auth.seedlabs.dev",
+	"Deployment webhook-operator-system/webhook-operator-controller-manager",
+	"Issuer webhook-operator-system/webhook-operator-selfsigned-issuer",
+	"MutatingWebhookConfiguration webhook-operator-mutating-webhook-configuration",
+	"Namespace webhook-operator-system",
+	"Role webhook-operator-system/webhook-operator-leader-election-role",
+	"RoleBinding webhook-operator-system/webhook-operator-leader-election-rolebinding",
+	"Service webhook-operator-system/webhook-operator-controller-manager-metrics-service",
+	"Service webhook-operator-system/webhook-operator-webhook-service",
+	"ServiceAccount webhook-operator-system/webhook-operator-controller-manager",
+	"ValidatingWebhookConfiguration webhook-operator-validating-webhook-configuration",
+}
+
+// optionalInventory is what enabling config/prometheus and config/network-policy adds.
+var optionalInventory = []string{
+	"NetworkPolicy webhook-operator-system/webhook-operator-allow-metrics-traffic",
+	"NetworkPolicy webhook-operator-system/webhook-operator-allow-webhook-traffic",
+	"ServiceMonitor webhook-operator-system/webhook-operator-controller-manager-metrics-monitor",
+}
+
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	root, err := testenv.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// managerDeployment is the manager's Deployment, its container, and the configuration the
+// manager runs with given the container's args.
+type managerDeployment struct {
+	*appsv1.Deployment
+	pod     *corev1.PodSpec
+	manager *corev1.Container
+	opts    operator.Options
+}
+
+func getManager(t *testing.T, m manifests) managerDeployment {
+	t.Helper()
+	d := get[appsv1.Deployment](t, m, "Deployment", deploymentName)
+	pod := &d.Spec.Template.Spec
+	c := container(t, pod, managerContainer)
+	return managerDeployment{Deployment: d, pod: pod, manager: c, opts: managerOptions(t, c.Args)}
+}
+
+func TestConfigDefault(t *testing.T) {
+	root := moduleRoot(t)
+	m := kustomizeBuild(t, filepath.Join(root, "config", "default"))
+
+	t.Run("holds exactly the operator's objects", func(t *testing.T) {
+		checkInventory(t, m, defaultInventory)
+	})
+
+	t.Run("prefixes every name and puts every namespaced object in the operator's namespace", func(t *testing.T) {
+		checkNamesAndNamespaces(t, m)
+	})
+
+	t.Run("runs the manager under the restricted Pod Security Standard", func(t *testing.T) {
+		ns := m.get(t, "Namespace", namespace)
+		if got := ns.GetLabels()["pod-security.kubernetes.io/enforce"]; got != "restricted" {
+			t.Errorf("Namespace %s: pod-security.kubernetes.io/enforce=%q, want restricted", namespace, got)
+		}
+		checkRestricted(t, getManager(t, m).pod)
+	})
+
+	t.Run("configures the manager with flags it accepts", func(t *testing.T) {
+		checkManagerConfiguration(t, m)
+	})
+
+	t.Run("serves the webhooks through the webhook Service with the serving certificate", func(t *testing.T) {
+		mgr := getManager(t, m)
+
+		svc := get[corev1.Service](t, m, "Service", webhookService)
+		if !selects(svc.Spec.Selector, mgr.Spec.Template.Labels) {
+			t.Errorf("Service %s selects %v, not the manager's pods %v", webhookService, svc.Spec.Selector, mgr.Spec.Template.Labels)
+		}
+		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Port != 443 {
+			t.Fatalf("Service %s ports %+v; want 443 alone", webhookService, svc.Spec.Ports)
+		}
+		if got := containerPort(mgr.manager, svc.Spec.Ports[0].TargetPort); got != int32(mgr.opts.WebhookPort) {
+			t.Errorf("Service %s targets container port %d; the webhook server listens on %d (--webhook-port)",
+				webhookService, got, mgr.opts.WebhookPort)
+		}
+
+		secret := secretMountedAt(t, mgr.pod, mgr.manager, mgr.opts.WebhookCertDir)
+		checkCertificate(t, m, servingCertificate, secret, serviceDNSNames(webhookService, namespace))
+	})
+
+	t.Run("serves metrics through the metrics Service with the metrics certificate", func(t *testing.T) {
+		mgr := getManager(t, m)
+		if !mgr.opts.SecureMetrics {
+			t.Error("the manager serves metrics without TLS and authorization; want --metrics-secure")
+		}
+
+		svc := get[corev1.Service](t, m, "Service", metricsService)
+		if !selects(svc.Spec.Selector, mgr.Spec.Template.Labels) {
+			t.Errorf("Service %s selects %v, not the manager's pods %v", metricsService, svc.Spec.Selector, mgr.Spec.Template.Labels)
+		}
+		want := addressPort(t, "metrics-bind-address", mgr.opts.MetricsAddr)
+		if len(svc.Spec.Ports) != 1 || svc.Spec.Ports[0].Name != "https" ||
+			containerPort(mgr.manager, svc.Spec.Ports[0].TargetPort) != want {
+			t.Errorf("Service %s ports %+v; want one named https targeting %d (--metrics-bind-address)",
+				metricsService, svc.Spec.Ports, want)
+		}
+
+		secret := secretMountedAt(t, mgr.pod, mgr.manager, metricsCertDir)
+		checkCertificate(t, m, metricsCertificate, secret, serviceDNSNames(metricsService, namespace))
+	})
+
+	t.Run("registers every generated webhook, kept away from kube-system and the operator's namespace", func(t *testing.T) {
+		generated := readManifests(t, filepath.Join(root, "config", "webhook", "manifests.yaml"))
+		checkWebhooks(t, m, generated, "MutatingWebhookConfiguration", "mutating-webhook-configuration")
+		checkWebhooks(t, m, generated, "ValidatingWebhookConfiguration", "validating-webhook-configuration")
+	})
+
+	t.Run("grants the manager its generated role, leader election and metrics authorization, and nothing else", func(t *testing.T) {
+		checkRBAC(t, m, readManifests(t, filepath.Join(root, "config", "rbac", "role.yaml")))
+	})
+
+	t.Run("installs the three CRDs, without CA injection as none has a conversion webhook", func(t *testing.T) {
+		var names []string
+		for _, o := range m.ofKind("CustomResourceDefinition") {
+			names = append(names, o.GetName())
+			if a, ok := o.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
+				t.Errorf("%s has cert-manager.io/inject-ca-from=%q but no conversion webhook", o.key(), a)
+			}
+			if strategy, _, _ := unstructuredString(o, "spec", "conversion", "strategy"); strategy == "Webhook" {
+				t.Errorf("%s has a conversion webhook; config/crd would need its CA injection patch", o.key())
+			}
+		}
+		slices.Sort(names)
+		want := []string{"deployobjects.app.seedlabs.dev", "memcacheds.cache.seedlabs.dev", "welcomes.auth.seedlabs.dev"}
+		if diff := cmp.Diff(want, names); diff != "" {
+			t.Errorf("CRDs (-want +got):\n%s", diff)
+		}
+	})
+}
+
+func TestOptionalOverlaysBuildAlone(t *testing.T) {
+	root := moduleRoot(t)
+	for dir, want := range map[string][]string{
+		"network-policy": {"NetworkPolicy system/allow-metrics-traffic", "NetworkPolicy system/allow-webhook-traffic"},
+		"prometheus":     {"ServiceMonitor system/controller-manager-metrics-monitor"},
+	} {
+		t.Run(dir, func(t *testing.T) {
+			checkInventory(t, kustomizeBuild(t, filepath.Join(root, "config", dir)), want)
+		})
+	}
+}
+
+// TestConfigDefaultWithOptionalOverlays enables config/prometheus and config/network-policy
+// in a copy of config/, as a user would by uncommenting them in config/default.
+func TestConfigDefaultWithOptionalOverlays(t *testing.T) {
+	config := filepath.Join(t.TempDir(), "config")
+	if err := os.CopyFS(config, os.DirFS(filepath.Join(moduleRoot(t), "config"))); err != nil {
+		t.Fatal(err)
+	}
+	kustomization := filepath.Join(config, "default", "kustomization.yaml")
+	data, err := os.ReadFile(kustomization)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, overlay := range []string{"../prometheus", "../network-policy"} {
+		disabled := "\n#- " + overlay + "\n"
+		if !strings.Contains(text, disabled) {
+			t.Fatalf("config/default/kustomization.yaml has no %q line to uncomment", strings.TrimSpace(disabled))
+		}
+		text = strings.Replace(text, disabled, "\n- "+overlay+"\n", 1)
+	}
+	if err := os.WriteFile(kustomization, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	m := kustomizeBuild(t, filepath.Join(config, "default"))
+	checkInventory(t, m, slices.Sorted(slices.Values(slices.Concat(defaultInventory, optionalInventory))))
+	checkNamesAndNamespaces(t, m)
+	mgr := getManager(t, m)
+	metricsPort := addressPort(t, "metrics-bind-address", mgr.opts.MetricsAddr)
+
+	t.Run("the ServiceMonitor scrapes the metrics Service and verifies its certificate", func(t *testing.T) {
+		monitor := m.get(t, "ServiceMonitor", namePrefix+"controller-manager-metrics-monitor")
+		endpoints, _, err := unstructuredSlice(monitor, "spec", "endpoints")
+		if err != nil || len(endpoints) != 1 {
+			t.Fatalf("%s: want one endpoint, got %v (%v)", monitor.key(), endpoints, err)
+		}
+		endpoint := object{Unstructured: toUnstructured(endpoints[0])}
+		for field, want := range map[string]string{
+			"port":   "https",
+			"scheme": "https",
+			"path":   "/metrics",
+			// The manager authenticates the scraper's token and authorizes it for /metrics.
+			"bearerTokenFile":          "/var/run/secrets/kubernetes.io/serviceaccount/token",
+			"tlsConfig.serverName":     serviceDNSNames(metricsService, namespace)[0],
+			"tlsConfig.ca.secret.name": nestedString(t, m.get(t, "Certificate", metricsCertificate), "spec", "secretName"),
+			"tlsConfig.ca.secret.key":  "ca.crt",
+		} {
+			if got, _, _ := unstructuredString(endpoint, strings.Split(field, ".")...); got != want {
+				t.Errorf("%s: endpoint %s=%q, want %q", monitor.key(), field, got, want)
+			}
+		}
+		if skip, found, _ := unstructuredBool(endpoint, "tlsConfig", "insecureSkipVerify"); !found || skip {
+			t.Errorf("%s: tlsConfig.insecureSkipVerify must be false", monitor.key())
+		}
+
+		selector, _, _ := unstructuredStringMap(monitor, "spec", "selector", "matchLabels")
+		var selected []string
+		for _, o := range m.ofKind("Service") {
+			if o.GetNamespace() == monitor.GetNamespace() && selects(selector, o.GetLabels()) {
+				selected = append(selected, o.GetName())
+			}
+		}
+		if diff := cmp.Diff([]string{metricsService}, selected); diff != "" {
+			t.Errorf("%s selects Services (-want +got):\n%s", monitor.key(), diff)
+		}
+	})
+
+	t.Run("the NetworkPolicies admit webhook calls from anywhere and metrics scrapes from labelled namespaces", func(t *testing.T) {
+		tcp := corev1.ProtocolTCP
+		port := func(n int32) []networkingv1.NetworkPolicyPort {
+			p := intstr.FromInt32(n)
+			return []networkingv1.NetworkPolicyPort{{Protocol: &tcp, Port: &p}}
+		}
+		for name, want := range map[string][]networkingv1.NetworkPolicyIngressRule{
+			namePrefix + "allow-webhook-traffic": {{Ports: port(int32(mgr.opts.WebhookPort))}},
+			namePrefix + "allow-metrics-traffic": {{
+				From:  []networkingv1.NetworkPolicyPeer{{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"metrics": "enabled"}}}},
+				Ports: port(metricsPort),
+			}},
+		} {
+			np := get[networkingv1.NetworkPolicy](t, m, "NetworkPolicy", name)
+			if !selects(np.Spec.PodSelector.MatchLabels, mgr.Spec.Template.Labels) || len(np.Spec.PodSelector.MatchExpressions) != 0 {
+				t.Errorf("NetworkPolicy %s selects %v, not the manager's pods %v", name, np.Spec.PodSelector, mgr.Spec.Template.Labels)
+			}
+			if diff := cmp.Diff([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes); diff != "" {
+				t.Errorf("NetworkPolicy %s policyTypes (-want +got):\n%s", name, diff)
+			}
+			if diff := cmp.Diff(want, np.Spec.Ingress); diff != "" {
+				t.Errorf("NetworkPolicy %s ingress (-want +got):\n%s", name, diff)
+			}
+		}
+	})
+}
+
+func checkInventory(t *testing.T, m manifests, want []string) {
+	t.Helper()
+	var got []string
+	for _, o := range m {
+		got = append(got, o.key())
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("objects built (-want +got):\n%s", diff)
+	}
+}
+
+func checkNamesAndNamespaces(t *testing.T, m manifests) {
+	t.Helper()
+	for _, o := range m {
+		kind := o.GetKind()
+		switch {
+		case namespaced[kind]:
+			if o.GetNamespace() != namespace {
+				t.Errorf("%s: namespace %q, want %q", o.key(), o.GetNamespace(), namespace)
+			}
+		case clusterScoped[kind]:
+			if o.GetNamespace() != "" {
+				t.Errorf("%s is cluster-scoped but has namespace %q", o.key(), o.GetNamespace())
+			}
+		default:
+			t.Errorf("%s: unknown kind; add it to clusterScoped or namespaced", o.key())
+		}
+		// A CRD's name is <plural>.<group>; the prefix would break it.
+		if kind != "CustomResourceDefinition" && !strings.HasPrefix(o.GetName(), namePrefix) {
+			t.Errorf("%s: name lacks the prefix %q", o.key(), namePrefix)
+		}
+	}
+	m.get(t, "Namespace", namespace)
+}
+
+func checkRestricted(t *testing.T, pod *corev1.PodSpec) {
+	t.Helper()
+	if pod.HostNetwork || pod.HostPID || pod.HostIPC {
+		t.Error("the pod shares a host namespace")
+	}
+	sc := pod.SecurityContext
+	if sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
+		t.Error("pod securityContext.runAsNonRoot must be true")
+	}
+	if sc == nil || sc.SeccompProfile == nil || sc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+		t.Error("pod securityContext.seccompProfile.type must be RuntimeDefault")
+	}
+	for _, v := range pod.Volumes {
+		if v.HostPath != nil {
+			t.Errorf("volume %s is a hostPath", v.Name)
+		}
+	}
+	for _, c := range slices.Concat(pod.InitContainers, pod.Containers) {
+		csc := c.SecurityContext
+		if csc == nil {
+			t.Errorf("container %s has no securityContext", c.Name)
+			continue
+		}
+		if csc.AllowPrivilegeEscalation == nil || *csc.AllowPrivilegeEscalation {
+			t.Errorf("container %s: allowPrivilegeEscalation must be false", c.Name)
+		}
+		if csc.Privileged != nil && *csc.Privileged {
+			t.Errorf("container %s is privileged", c.Name)
+		}
+		if csc.Capabilities == nil || !slices.Equal(csc.Capabilities.Drop, []corev1.Capability{"ALL"}) ||
+			len(csc.Capabilities.Add) != 0 {
+			t.Errorf("container %s: capabilities %+v, want drop [ALL] and nothing added", c.Name, csc.Capabilities)
+		}
+		if csc.RunAsNonRoot != nil && !*csc.RunAsNonRoot || csc.RunAsUser != nil && *csc.RunAsUser == 0 {
+			t.Errorf("container %s may run as root", c.Name)
+		}
+		if csc.SeccompProfile != nil && csc.SeccompProfile.Type != corev1.SeccompProfileTypeRuntimeDefault {
+			t.Errorf("container %s: seccompProfile %s, want RuntimeDefault", c.Name, csc.SeccompProfile.Type)
+		}
+		if csc.ReadOnlyRootFilesystem == nil || !*csc.ReadOnlyRootFilesystem {
+			t.Errorf("container %s: readOnlyRootFilesystem must be true", c.Name)
+		}
+		for _, p := range c.Ports {
+			if p.HostPort != 0 {
+				t.Errorf("container %s: hostPort %d", c.Name, p.HostPort)
+			}
+		}
+	}
+}
+
+func checkManagerConfiguration(t *testing.T, m manifests) {
+	t.Helper()
+	mgr := getManager(t, m)
+
+	// `kustomize edit set image controller=IMG` on a copy of config/ sets the image; the tree
+	// keeps the placeholder.
+	if mgr.manager.Image != "controller:latest" {
+		t.Errorf("manager image %q, want the placeholder controller:latest", mgr.manager.Image)
+	}
+	if !mgr.opts.LeaderElection {
+		t.Error("the manager runs without --leader-elect")
+	}
+	if mgr.opts.LeaderElectionNamespace != "" {
+		t.Errorf("--leader-election-namespace=%s; the leader-election Role is in the manager's own namespace",
+			mgr.opts.LeaderElectionNamespace)
+	}
+
+	env := map[string]string{}
+	for _, e := range mgr.manager.Env {
+		env[e.Name] = e.Value
+	}
+	wantEnv := map[string]string{
+		operator.EnvWelcomeImage:   operator.DefaultWelcomeImage,
+		operator.EnvMemcachedImage: operator.DefaultMemcachedImage,
+	}
+	if diff := cmp.Diff(wantEnv, env); diff != "" {
+		t.Errorf("manager env (-want +got):\n%s", diff)
+	}
+
+	probePort := addressPort(t, "health-probe-bind-address", mgr.opts.ProbeAddr)
+	for name, probe := range map[string]*corev1.Probe{
+		"/healthz": mgr.manager.LivenessProbe,
+		"/readyz":  mgr.manager.ReadinessProbe,
+	} {
+		if probe == nil || probe.HTTPGet == nil {
+			t.Errorf("no HTTP probe for %s", name)
+			continue
+		}
+		if probe.HTTPGet.Path != name || containerPort(mgr.manager, probe.HTTPGet.Port) != probePort {
+			t.Errorf("probe %s:%s, want %s on %d (--health-probe-bind-address)",
+				probe.HTTPGet.Path, probe.HTTPGet.Port.String(), name, probePort)
+		}
+	}
+	if mgr.manager.ReadinessProbe == nil || mgr.manager.ReadinessProbe.HTTPGet == nil ||
+		mgr.manager.ReadinessProbe.HTTPGet.Path != "/readyz" {
+		t.Error("the readiness probe must be /readyz, the webhook server's TLS check")
+	}
+
+	for _, list := range []corev1.ResourceList{mgr.manager.Resources.Requests, mgr.manager.Resources.Limits} {
+		for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			if q, ok := list[name]; !ok || q.Cmp(resource.Quantity{}) <= 0 {
+				t.Errorf("manager resources %+v: want requests and limits of cpu and memory", mgr.manager.Resources)
+			}
+		}
+	}
+
+	sa := mgr.pod.ServiceAccountName
+	if sa != namePrefix+"controller-manager" {
+		t.Errorf("serviceAccountName %q, want %s", sa, namePrefix+"controller-manager")
+	}
+	m.get(t, "ServiceAccount", sa)
+}
+
+func checkCertificate(t *testing.T, m manifests, name, mountedSecret string, dnsNames []string) {
+	t.Helper()
+	cert := m.get(t, "Certificate", name)
+	if diff := cmp.Diff(dnsNames, nestedStrings(t, cert, "spec", "dnsNames")); diff != "" {
+		t.Errorf("Certificate %s dnsNames (-want +got):\n%s", name, diff)
+	}
+	if got := nestedString(t, cert, "spec", "secretName"); got != mountedSecret {
+		t.Errorf("Certificate %s writes Secret %s; the manager mounts %s", name, got, mountedSecret)
+	}
+	algorithm := nestedString(t, cert, "spec", "privateKey", "algorithm")
+	size := nestedInt(t, cert, "spec", "privateKey", "size")
+	rotation := nestedString(t, cert, "spec", "privateKey", "rotationPolicy")
+	if algorithm != "ECDSA" || size != 256 || rotation != "Always" {
+		t.Errorf("Certificate %s privateKey %s %d rotationPolicy %s; want ECDSA 256 (P-256), Always",
+			name, algorithm, size, rotation)
+	}
+
+	issuerKind := nestedString(t, cert, "spec", "issuerRef", "kind")
+	issuerName := nestedString(t, cert, "spec", "issuerRef", "name")
+	if issuerKind != "Issuer" || issuerName != selfSignedIssuer {
+		t.Fatalf("Certificate %s issuerRef %s %s, want Issuer %s", name, issuerKind, issuerName, selfSignedIssuer)
+	}
+	issuer := m.get(t, "Issuer", selfSignedIssuer)
+	if self, found, err := unstructuredMap(issuer, "spec", "selfSigned"); err != nil || !found || len(self) != 0 {
+		t.Errorf("Issuer %s: spec %v, want selfSigned: {}", selfSignedIssuer, issuer.Object["spec"])
+	}
+}
+
+// checkWebhooks holds a webhook configuration to the one controller-gen generated from the
+// same markers the manager registers its handlers from: every webhook, path and rule as
+// generated, only the Service reference and the namespaceSelector added by kustomize.
+func checkWebhooks(t *testing.T, m manifests, generated manifests, kind, name string) {
+	t.Helper()
+	built := m.get(t, kind, namePrefix+name)
+
+	want := generated.get(t, kind, name).DeepCopy()
+	webhooks, _, err := unstructuredSlice(object{Unstructured: want}, "webhooks")
+	if err != nil || len(webhooks) == 0 {
+		t.Fatalf("config/webhook/manifests.yaml: %s %s has no webhooks (%v)", kind, name, err)
+	}
+	for _, w := range webhooks {
+		hook := w.(map[string]any)
+		service := hook["clientConfig"].(map[string]any)["service"].(map[string]any)
+		service["name"], service["namespace"] = webhookService, namespace
+		hook["namespaceSelector"] = map[string]any{"matchExpressions": []any{map[string]any{
+			"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": []any{"kube-system", namespace},
+		}}}
+	}
+	got, _, _ := unstructuredSlice(built, "webhooks")
+	if diff := cmp.Diff(webhooks, got); diff != "" {
+		t.Errorf("%s webhooks (-generated with Service and namespaceSelector +built):\n%s", built.key(), diff)
+	}
+
+	const injectCAFrom = "cert-manager.io/inject-ca-from"
+	if got, want := built.GetAnnotations()[injectCAFrom], namespace+"/"+servingCertificate; got != want {
+		t.Errorf("%s: %s=%q, want %q", built.key(), injectCAFrom, got, want)
+	}
+
+	// The same, typed: what the API server would store.
+	svc := get[corev1.Service](t, m, "Service", webhookService)
+	check := func(hook string, cc admissionregistrationv1.WebhookClientConfig, sel *metav1.LabelSelector, timeout *int32) {
+		wantSelector := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
+			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", namespace},
+		}}}
+		if diff := cmp.Diff(wantSelector, sel); diff != "" {
+			t.Errorf("webhook %s namespaceSelector (-want +got):\n%s", hook, diff)
+		}
+		if timeout == nil {
+			t.Errorf("webhook %s leaves timeoutSeconds to the API server's default", hook)
+		}
+		if cc.URL != nil || cc.Service == nil || cc.Service.Name != svc.Name || cc.Service.Namespace != svc.Namespace {
+			t.Fatalf("webhook %s calls %+v, want Service %s/%s", hook, cc, svc.Namespace, svc.Name)
+		}
+		port := int32(443)
+		if cc.Service.Port != nil {
+			port = *cc.Service.Port
+		}
+		if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == port }) {
+			t.Errorf("webhook %s calls port %d, which Service %s does not expose", hook, port, svc.Name)
+		}
+		if cc.Service.Path == nil || !strings.HasPrefix(*cc.Service.Path, "/") {
+			t.Errorf("webhook %s has no path", hook)
+		}
+	}
+	switch kind {
+	case "MutatingWebhookConfiguration":
+		for _, w := range decode[admissionregistrationv1.MutatingWebhookConfiguration](t, built).Webhooks {
+			check(w.Name, w.ClientConfig, w.NamespaceSelector, w.TimeoutSeconds)
+		}
+	case "ValidatingWebhookConfiguration":
+		for _, w := range decode[admissionregistrationv1.ValidatingWebhookConfiguration](t, built).Webhooks {
+			check(w.Name, w.ClientConfig, w.NamespaceSelector, w.TimeoutSeconds)
+		}
+	default:
+		t.Fatalf("not a webhook configuration kind: %s", kind)
+	}
+}
+
+func checkRBAC(t *testing.T, m manifests, generatedRole manifests) {
+	t.Helper()
+	mgr := getManager(t, m)
+	sa := mgr.pod.ServiceAccountName
+
+	wantRefs := []string{"ClusterRole " + managerRole, "ClusterRole " + metricsAuthRole, "Role " + leaderElectionRole}
+	if diff := cmp.Diff(wantRefs, roleRefs(t, m, namespace, sa)); diff != "" {
+		t.Errorf("roles bound to ServiceAccount %s/%s (-want +got):\n%s", namespace, sa, diff)
+	}
+
+	generated := decode[rbacv1.ClusterRole](t, generatedRole.get(t, "ClusterRole", "manager-role"))
+	built := get[rbacv1.ClusterRole](t, m, "ClusterRole", managerRole)
+	if diff := cmp.Diff(generated.Rules, built.Rules); diff != "" {
+		t.Errorf("ClusterRole %s differs from the generated config/rbac/role.yaml (-generated +built):\n%s", managerRole, diff)
+	}
+
+	metricsAuth := get[rbacv1.ClusterRole](t, m, "ClusterRole", metricsAuthRole).Rules
+	if !allows(metricsAuth, "authentication.k8s.io", "tokenreviews", "", "create") ||
+		!allows(metricsAuth, "authorization.k8s.io", "subjectaccessreviews", "", "create") {
+		t.Errorf("ClusterRole %s cannot create TokenReviews and SubjectAccessReviews, which --metrics-secure needs", metricsAuthRole)
+	}
+
+	leaderElection := get[rbacv1.Role](t, m, "Role", leaderElectionRole)
+	if leaderElection.Namespace != mgr.Namespace {
+		t.Errorf("Role %s is in %s; the manager elects its leader in its own namespace %s",
+			leaderElectionRole, leaderElection.Namespace, mgr.Namespace)
+	}
+	lease := operator.LeaderElectionID
+	for verb, name := range map[string]string{"create": "", "get": lease, "update": lease} {
+		if !allows(leaderElection.Rules, "coordination.k8s.io", "leases", name, verb) {
+			t.Errorf("Role %s does not allow %s on Lease %q", leaderElectionRole, verb, name)
+		}
+	}
+	for _, verb := range []string{"get", "update", "delete"} {
+		if allows(leaderElection.Rules, "coordination.k8s.io", "leases", "someone-elses-lease", verb) {
+			t.Errorf("Role %s allows %s on every Lease; want only %s", leaderElectionRole, verb, lease)
+		}
+	}
+	// The leader election's event recorder still writes core/v1 Events.
+	if !allows(leaderElection.Rules, "", "events", "", "create") || !allows(leaderElection.Rules, "", "events", "", "patch") {
+		t.Errorf("Role %s does not allow creating and patching Events", leaderElectionRole)
+	}
+}
