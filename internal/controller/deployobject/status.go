@@ -4,13 +4,12 @@ import (
 	"fmt"
 
 	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	"k8s.io/utils/ptr"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	"github.com/seedlabs/webhook-operator/internal/controller/deploymentstatus"
 )
 
 // Messages of conditions whose text does not depend on the rollout.
@@ -32,33 +31,8 @@ type rollout struct {
 
 // rolloutOf reads the state of a Deployment from the object the API server returned on apply.
 func rolloutOf(dep *appsv1ac.DeploymentApplyConfiguration) rollout {
-	r := rollout{desired: 1, generation: ptr.Deref(dep.Generation, 0)}
-	if dep.Spec != nil {
-		r.desired = ptr.Deref(dep.Spec.Replicas, 1)
-	}
-	st := dep.Status
-	if st == nil {
-		return r
-	}
-	r.status = appsv1.DeploymentStatus{
-		ObservedGeneration:  ptr.Deref(st.ObservedGeneration, 0),
-		Replicas:            ptr.Deref(st.Replicas, 0),
-		UpdatedReplicas:     ptr.Deref(st.UpdatedReplicas, 0),
-		ReadyReplicas:       ptr.Deref(st.ReadyReplicas, 0),
-		AvailableReplicas:   ptr.Deref(st.AvailableReplicas, 0),
-		UnavailableReplicas: ptr.Deref(st.UnavailableReplicas, 0),
-	}
-	for _, c := range st.Conditions {
-		r.status.Conditions = append(r.status.Conditions, appsv1.DeploymentCondition{
-			Type:               ptr.Deref(c.Type, ""),
-			Status:             ptr.Deref(c.Status, ""),
-			LastUpdateTime:     ptr.Deref(c.LastUpdateTime, metav1.Time{}),
-			LastTransitionTime: ptr.Deref(c.LastTransitionTime, metav1.Time{}),
-			Reason:             ptr.Deref(c.Reason, ""),
-			Message:            ptr.Deref(c.Message, ""),
-		})
-	}
-	return r
+	desired, generation, status := deploymentstatus.Read(dep)
+	return rollout{desired: desired, generation: generation, status: status}
 }
 
 // current reports whether the Deployment controller has seen the Deployment's latest spec, so
@@ -68,21 +42,8 @@ func (r rollout) current() bool {
 }
 
 // failure returns why the Deployment says its rollout cannot progress, or "" when it does not.
-// A failure reported for an older generation of the Deployment says nothing about the current
-// spec, so it does not count.
 func (r rollout) failure() string {
-	if !r.current() {
-		return ""
-	}
-	failure := ""
-	for _, c := range r.status.Conditions {
-		stalled := c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse
-		replicaFailure := c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue
-		if stalled || replicaFailure {
-			failure = fmt.Sprintf("%s: %s", c.Reason, c.Message)
-		}
-	}
-	return failure
+	return deploymentstatus.Failure(r.generation, r.status)
 }
 
 // complete reports whether exactly the desired replicas run the current spec and are available,

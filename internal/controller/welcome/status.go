@@ -3,8 +3,6 @@ package welcome
 import (
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -12,6 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/deploymentstatus"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
@@ -30,31 +29,17 @@ type rollout struct {
 
 // rolloutOf reads the state of a Deployment from the object the API server returned on apply.
 func rolloutOf(dep *appsv1ac.DeploymentApplyConfiguration) rollout {
-	r := rollout{}
-	if dep.Spec != nil {
-		r.desired = ptr.Deref(dep.Spec.Replicas, 1)
+	desired, generation, st := deploymentstatus.Read(dep)
+	return rollout{
+		desired:            desired,
+		generation:         generation,
+		observedGeneration: st.ObservedGeneration,
+		replicas:           st.Replicas,
+		updated:            st.UpdatedReplicas,
+		ready:              st.ReadyReplicas,
+		available:          st.AvailableReplicas,
+		failure:            deploymentstatus.Failure(generation, st),
 	}
-	r.generation = ptr.Deref(dep.Generation, 0)
-	if st := dep.Status; st != nil {
-		r.observedGeneration = ptr.Deref(st.ObservedGeneration, 0)
-		r.replicas = ptr.Deref(st.Replicas, 0)
-		r.updated = ptr.Deref(st.UpdatedReplicas, 0)
-		r.ready = ptr.Deref(st.ReadyReplicas, 0)
-		r.available = ptr.Deref(st.AvailableReplicas, 0)
-		// A failure reported for an older generation of the Deployment says nothing about the
-		// current template.
-		if r.observedGeneration < r.generation {
-			return r
-		}
-		for _, c := range st.Conditions {
-			stalled := ptr.Deref(c.Type, "") == appsv1.DeploymentProgressing && ptr.Deref(c.Status, "") == corev1.ConditionFalse
-			replicaFailure := ptr.Deref(c.Type, "") == appsv1.DeploymentReplicaFailure && ptr.Deref(c.Status, "") == corev1.ConditionTrue
-			if stalled || replicaFailure {
-				r.failure = fmt.Sprintf("%s: %s", ptr.Deref(c.Reason, ""), ptr.Deref(c.Message, ""))
-			}
-		}
-	}
-	return r
 }
 
 // complete reports whether every desired replica runs the current template and is available,
