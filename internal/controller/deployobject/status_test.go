@@ -3,9 +3,10 @@ package deployobject
 import (
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/seedlabs/webhook-operator/test/conditiontest"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,48 +19,18 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 )
 
-// longAgo is a transition time no condition set during a test can carry.
-var longAgo = metav1.NewTime(time.Date(2020, time.January, 2, 3, 4, 5, 0, time.UTC))
+// Short names for the shared condition helpers keep the tables readable.
+var (
+	longAgo          = conditiontest.LongAgo
+	cond             = conditiontest.Condition
+	assertConditions = conditiontest.Assert
+)
 
 // Times the Deployment controller stamped on its conditions.
 var (
 	updatedAt    = metav1.NewTime(time.Date(2026, time.March, 4, 10, 11, 12, 0, time.UTC))
 	transitionAt = metav1.NewTime(time.Date(2026, time.March, 4, 10, 0, 0, 0, time.UTC))
 )
-
-func cond(conditionType string, status metav1.ConditionStatus, reason, message string, generation int64) metav1.Condition {
-	return metav1.Condition{
-		Type:               conditionType,
-		Status:             status,
-		Reason:             reason,
-		Message:            message,
-		ObservedGeneration: generation,
-		LastTransitionTime: longAgo,
-	}
-}
-
-// comparableConditions returns a copy of conditions sorted by type, without transition times.
-func comparableConditions(conditions []metav1.Condition) []metav1.Condition {
-	out := make([]metav1.Condition, len(conditions))
-	for i, c := range conditions {
-		c.LastTransitionTime = metav1.Time{}
-		out[i] = c
-	}
-	slices.SortFunc(out, func(a, b metav1.Condition) int { return strings.Compare(a.Type, b.Type) })
-	return out
-}
-
-func assertConditions(t *testing.T, got, want []metav1.Condition) {
-	t.Helper()
-	if g, w := comparableConditions(got), comparableConditions(want); !reflect.DeepEqual(g, w) {
-		t.Errorf("conditions mismatch, ignoring lastTransitionTime (-want +got):\n%s", diff.Diff(w, g))
-	}
-	for _, c := range got {
-		if c.LastTransitionTime.IsZero() {
-			t.Errorf("condition %s has no lastTransitionTime", c.Type)
-		}
-	}
-}
 
 func deployObjectAt(generation int64, conditions ...metav1.Condition) *appv1.DeployObject {
 	return &appv1.DeployObject{
