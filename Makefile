@@ -131,8 +131,13 @@ uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs (and every custom resource)
 deploy: manifests $(KUSTOMIZE) ## Deploy the operator (needs cert-manager); IMG selects the manager image.
 	$(kustomize_default) | $(KUBECTL) apply --server-side -f -
 
+# undeploy deletes the custom resources first, while the manager still runs to finalize them;
+# deleting the CRDs with the manager would leave them waiting on finalizers nobody removes.
 .PHONY: undeploy
-undeploy: $(KUSTOMIZE) ## Remove everything deploy created.
+undeploy: $(KUSTOMIZE) ## Remove everything deploy created, custom resources first.
+	for crd in $$($(KUSTOMIZE) build config/crd | $(KUBECTL) get --ignore-not-found -o name -f -); do \
+		$(KUBECTL) delete --all --all-namespaces --wait "$${crd#*/}"; \
+	done
 	$(kustomize_default) | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: build-installer
@@ -140,15 +145,56 @@ build-installer: manifests generate $(KUSTOMIZE) ## Write dist/install.yaml, eve
 	mkdir -p dist
 	$(kustomize_default) > dist/install.yaml
 
+##@ End-to-end test
+
+# The extra programs of the end-to-end test, built by test/tools/e2e: kwok and cert-manager's
+# controllers (k8s.io v0.36, which cert-manager v1.21 needs), kwok's stages and cert-manager's CRDs.
+E2E_TOOLS_MOD   = test/tools/e2e/go.mod
+E2E_BIN        ?= $(LOCALBIN)/e2e
+KWOK           ?= $(E2E_BIN)/kwok
+KWOK_STAGES    ?= $(E2E_BIN)/kwok-stages.yaml
+CERT_MANAGER   ?= $(E2E_BIN)/cert-manager
+CERT_MANAGER_CRDS ?= $(E2E_BIN)/cert-manager-crds
+E2E_ARTIFACTS  ?= $(E2E_BIN)/artifacts
+E2E_IMG        ?= ghcr.io/seedlabs/webhook-operator:e2e
+# module_dir is where the Go module cache holds module $(1) at the version test/tools/e2e requires.
+module_dir = $$(cd test/tools/e2e && go mod download $(1) && go list -m -f '{{.Dir}}' $(1))
+
+.PHONY: test-e2e
+test-e2e: build controlplane $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) e2e-tools $(KUSTOMIZE) ## Deploy the operator with make deploy onto a real control plane with kwok nodes and cert-manager, no containers, and test it.
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_MANAGER="$(LOCALBIN)/manager" E2E_IMG="$(E2E_IMG)" \
+	E2E_KWOK="$(KWOK)" E2E_KWOK_STAGES="$(KWOK_STAGES)" E2E_CERT_MANAGER="$(CERT_MANAGER)" E2E_CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" \
+	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 20m -v ./test/e2e/ -ginkgo.v
+
+.PHONY: e2e-tools
+e2e-tools: $(KWOK) $(KWOK_STAGES) $(CERT_MANAGER) $(CERT_MANAGER_CRDS) ## Build kwok and cert-manager's controllers, and fetch their stages and CRDs.
+
+$(KWOK): $(E2E_TOOLS_MOD)
+	cd test/tools/e2e && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ sigs.k8s.io/kwok/cmd/kwok
+
+$(CERT_MANAGER): $(E2E_TOOLS_MOD) test/tools/e2e/cmd/cert-manager/main.go
+	cd test/tools/e2e && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ ./cmd/cert-manager
+
+# kwok's "fast" stages, from its module: nodes Ready at once with a heartbeat lease, pods Ready at
+# once, and deleted pods removed.
+$(KWOK_STAGES): $(E2E_TOOLS_MOD) $(KUSTOMIZE)
+	mkdir -p $(dir $@)
+	$(KUSTOMIZE) build $(call module_dir,sigs.k8s.io/kwok)/kustomize/stage/fast > $@
+
+$(CERT_MANAGER_CRDS): $(E2E_TOOLS_MOD)
+	rm -rf $@ && mkdir -p $@
+	cp $(call module_dir,github.com/cert-manager/cert-manager)/deploy/crds/*.yaml $@/
+	chmod -R u+w $@
+
 ##@ Control plane (built from the Go module proxy, never downloaded)
 
 .PHONY: controlplane
-controlplane: $(KUBEBUILDER_ASSETS)/etcd $(KUBEBUILDER_ASSETS)/kube-apiserver $(KUBEBUILDER_ASSETS)/kube-controller-manager ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
+controlplane: $(addprefix $(KUBEBUILDER_ASSETS)/,etcd kube-apiserver kube-controller-manager) ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
 
 $(KUBEBUILDER_ASSETS)/etcd: test/tools/etcd/go.mod test/tools/etcd/main.go
 	cd test/tools/etcd && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ .
 
-$(KUBEBUILDER_ASSETS)/kube-apiserver $(KUBEBUILDER_ASSETS)/kube-controller-manager: $(KUBEBUILDER_ASSETS)/%: test/tools/kube/go.mod test/tools/kube/cmd/%/main.go
+$(addprefix $(KUBEBUILDER_ASSETS)/,kube-apiserver kube-controller-manager kube-scheduler kubectl): $(KUBEBUILDER_ASSETS)/%: test/tools/kube/go.mod test/tools/kube/cmd/%/main.go
 	cd test/tools/kube && CGO_ENABLED=0 go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@ ./cmd/$*
 
 ##@ Tools

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -71,6 +72,9 @@ type Options struct {
 	WebhookPort int
 	// WebhookCertDir holds tls.crt and tls.key; the server reloads them when they change.
 	WebhookCertDir string
+	// MetricsCertDir holds the metrics server's tls.crt and tls.key, reloaded when they change;
+	// without them there, the metrics server makes itself a self-signed certificate.
+	MetricsCertDir string
 	// EnableHTTP2 serves HTTP/2 on the webhook and metrics servers; off by default because of
 	// the HTTP/2 Stream Cancellation and Rapid Reset CVEs.
 	EnableHTTP2 bool
@@ -98,8 +102,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"The namespace of the leader election Lease; empty means the manager's own namespace.")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "The address the webhook server binds to; empty means every interface.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", webhook.DefaultPort, "The port the webhook server listens on.")
-	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs",
+	// Both certificate directories default to controller-runtime's own defaults, under TMPDIR.
+	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"),
 		"The directory holding the webhook server's tls.crt and tls.key.")
+	fs.StringVar(&o.MetricsCertDir, "metrics-cert-dir", filepath.Join(os.TempDir(), "k8s-metrics-server", "serving-certs"),
+		"The directory holding the metrics server's tls.crt and tls.key; without them it serves a self-signed certificate.")
 	fs.BoolVar(&o.EnableHTTP2, "enable-http2", false, "Serve HTTP/2 on the webhook and metrics servers.")
 	fs.StringVar(&o.WelcomeImage, "welcome-image", envOr(EnvWelcomeImage, DefaultWelcomeImage),
 		"The welcome-web image a Welcome runs unless it sets spec.image (env "+EnvWelcomeImage+").")
@@ -161,6 +168,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	metricsOptions := metricsserver.Options{
 		BindAddress:   o.MetricsAddr,
 		SecureServing: o.SecureMetrics,
+		CertDir:       o.MetricsCertDir,
 		TLSOpts:       o.tlsOptions(),
 	}
 	if o.SecureMetrics {

@@ -22,6 +22,7 @@ func parse(t *testing.T, args ...string) Options {
 func TestBindFlagsDefaults(t *testing.T) {
 	t.Setenv(EnvWelcomeImage, "")
 	t.Setenv(EnvMemcachedImage, "")
+	t.Setenv("TMPDIR", "")
 	got := parse(t)
 	want := Options{
 		MetricsAddr:    "0",
@@ -29,11 +30,23 @@ func TestBindFlagsDefaults(t *testing.T) {
 		ProbeAddr:      ":8081",
 		WebhookPort:    9443,
 		WebhookCertDir: "/tmp/k8s-webhook-server/serving-certs",
+		MetricsCertDir: "/tmp/k8s-metrics-server/serving-certs",
 		WelcomeImage:   DefaultWelcomeImage,
 		MemcachedImage: DefaultMemcachedImage,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestCertDirsFollowTMPDIR: both certificate directories live under TMPDIR, as
+// controller-runtime's own defaults do, so a process given another TMPDIR finds its mounted
+// certificates there.
+func TestCertDirsFollowTMPDIR(t *testing.T) {
+	t.Setenv("TMPDIR", "/run/pod")
+	got := parse(t)
+	if got.WebhookCertDir != "/run/pod/k8s-webhook-server/serving-certs" || got.MetricsCertDir != "/run/pod/k8s-metrics-server/serving-certs" {
+		t.Errorf("with TMPDIR=/run/pod: webhook %s, metrics %s", got.WebhookCertDir, got.MetricsCertDir)
 	}
 }
 

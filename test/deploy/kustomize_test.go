@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
@@ -35,14 +37,12 @@ const (
 	metricsService     = namePrefix + "controller-manager-metrics-service"
 	servingCertificate = namePrefix + "serving-cert"
 	metricsCertificate = namePrefix + "metrics-certs"
+	caCertificate      = namePrefix + "ca"
 	selfSignedIssuer   = namePrefix + "selfsigned-issuer"
+	caIssuer           = namePrefix + "ca-issuer"
 	managerRole        = namePrefix + "manager-role"
 	metricsAuthRole    = namePrefix + "metrics-auth-role"
 	leaderElectionRole = namePrefix + "leader-election-role"
-
-	// metricsCertDir is where controller-runtime's metrics server, given no CertDir, reads
-	// tls.crt and tls.key: $TMPDIR/k8s-metrics-server/serving-certs, and the pod sets no TMPDIR.
-	metricsCertDir = "/tmp/k8s-metrics-server/serving-certs"
 )
 
 // The scope of every kind the builds may hold; a kind in neither map fails the test until it is
@@ -60,6 +60,7 @@ var (
 
 // defaultInventory is every object config/default builds, sorted.
 var defaultInventory = []string{
+	"Certificate webhook-operator-system/webhook-operator-ca",
 	"Certificate webhook-operator-system/webhook-operator-metrics-certs",
 	"Certificate webhook-operator-system/webhook-operator-serving-cert",
 	"ClusterRole webhook-operator-app-deployobject-editor-role",
@@ -77,6 +78,7 @@ var defaultInventory = []string{
 	"CustomResourceDefinition memcacheds.cache.seedlabs.dev",
 	"CustomResourceDefinition welcomes.auth.seedlabs.dev",
 	"Deployment webhook-operator-system/webhook-operator-controller-manager",
+	"Issuer webhook-operator-system/webhook-operator-ca-issuer",
 	"Issuer webhook-operator-system/webhook-operator-selfsigned-issuer",
 	"MutatingWebhookConfiguration webhook-operator-mutating-webhook-configuration",
 	"Namespace webhook-operator-system",
@@ -181,7 +183,7 @@ func TestConfigDefault(t *testing.T) {
 				metricsService, svc.Spec.Ports, want)
 		}
 
-		secret := secretMountedAt(t, mgr.pod, mgr.manager, metricsCertDir)
+		secret := secretMountedAt(t, mgr.pod, mgr.manager, mgr.opts.MetricsCertDir)
 		checkCertificate(t, m, metricsCertificate, secret, serviceDNSNames(metricsService, namespace))
 	})
 
@@ -478,22 +480,46 @@ func checkCertificate(t *testing.T, m manifests, name, mountedSecret string, dns
 	if got := nestedString(t, cert, "spec", "secretName"); got != mountedSecret {
 		t.Errorf("Certificate %s writes Secret %s; the manager mounts %s", name, got, mountedSecret)
 	}
+	checkPrivateKey(t, cert, "Always")
+	checkIssuerRef(t, cert, caIssuer)
+
+	// The CA Issuer signs with the operator's own CA, which the self-signed Issuer signs and
+	// which keeps its key on renewal, so leaves it signed earlier stay valid.
+	issuer := m.get(t, "Issuer", caIssuer)
+	ca := m.get(t, "Certificate", caCertificate)
+	if got, want := nestedString(t, issuer, "spec", "ca", "secretName"), nestedString(t, ca, "spec", "secretName"); got != want {
+		t.Errorf("Issuer %s signs with Secret %q; the CA Certificate %s writes %q", caIssuer, got, caCertificate, want)
+	}
+	if isCA, found, err := unstructured.NestedBool(ca.Object, "spec", "isCA"); err != nil || !found || !isCA {
+		t.Errorf("Certificate %s: isCA %v (found %v, %v); want true", caCertificate, isCA, found, err)
+	}
+	checkPrivateKey(t, ca, "Never")
+	checkIssuerRef(t, ca, selfSignedIssuer)
+	selfSigned := m.get(t, "Issuer", selfSignedIssuer)
+	if self, found, err := unstructuredMap(selfSigned, "spec", "selfSigned"); err != nil || !found || len(self) != 0 {
+		t.Errorf("Issuer %s: spec %v, want selfSigned: {}", selfSignedIssuer, selfSigned.Object["spec"])
+	}
+}
+
+// checkPrivateKey holds a Certificate to an ECDSA P-256 key with the given rotation policy.
+func checkPrivateKey(t *testing.T, cert object, rotationPolicy string) {
+	t.Helper()
 	algorithm := nestedString(t, cert, "spec", "privateKey", "algorithm")
 	size := nestedInt(t, cert, "spec", "privateKey", "size")
 	rotation := nestedString(t, cert, "spec", "privateKey", "rotationPolicy")
-	if algorithm != "ECDSA" || size != 256 || rotation != "Always" {
-		t.Errorf("Certificate %s privateKey %s %d rotationPolicy %s; want ECDSA 256 (P-256), Always",
-			name, algorithm, size, rotation)
+	if algorithm != "ECDSA" || size != 256 || rotation != rotationPolicy {
+		t.Errorf("Certificate %s privateKey %s %d rotationPolicy %s; want ECDSA 256 (P-256), %s",
+			cert.GetName(), algorithm, size, rotation, rotationPolicy)
 	}
+}
 
-	issuerKind := nestedString(t, cert, "spec", "issuerRef", "kind")
-	issuerName := nestedString(t, cert, "spec", "issuerRef", "name")
-	if issuerKind != "Issuer" || issuerName != selfSignedIssuer {
-		t.Fatalf("Certificate %s issuerRef %s %s, want Issuer %s", name, issuerKind, issuerName, selfSignedIssuer)
-	}
-	issuer := m.get(t, "Issuer", selfSignedIssuer)
-	if self, found, err := unstructuredMap(issuer, "spec", "selfSigned"); err != nil || !found || len(self) != 0 {
-		t.Errorf("Issuer %s: spec %v, want selfSigned: {}", selfSignedIssuer, issuer.Object["spec"])
+// checkIssuerRef holds a Certificate to the namespaced Issuer of the given name.
+func checkIssuerRef(t *testing.T, cert object, issuer string) {
+	t.Helper()
+	kind := nestedString(t, cert, "spec", "issuerRef", "kind")
+	name := nestedString(t, cert, "spec", "issuerRef", "name")
+	if kind != "Issuer" || name != issuer {
+		t.Errorf("Certificate %s issuerRef %s %s, want Issuer %s", cert.GetName(), kind, name, issuer)
 	}
 }
 

@@ -141,6 +141,9 @@ func get[T any](t *testing.T, m manifests, kind, name string) *T {
 // configuration the manager would run with.
 func managerOptions(t *testing.T, args []string) operator.Options {
 	t.Helper()
+	// The certificate directories default to $TMPDIR/..., and the manager's container sets no
+	// TMPDIR, so they are read here as the container would see them.
+	t.Setenv("TMPDIR", "")
 	var opts operator.Options
 	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -1,0 +1,426 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// Binaries are the programs the cluster runs, all built from source by the Makefile.
+type Binaries struct {
+	Etcd                  string
+	KubeAPIServer         string
+	KubeControllerManager string
+	KubeScheduler         string
+	// Kwok plays kubelet for every node and pod: it makes nodes Ready and runs pods' lifecycles.
+	Kwok string
+	// KwokStages is kwok's configuration file holding the node and pod stages it applies.
+	KwokStages string
+	// CertManager runs cert-manager's controllers and CA injector in one process.
+	CertManager string
+	// CertManagerCRDs is a directory of cert-manager's CRD manifests.
+	CertManagerCRDs string
+}
+
+// NodeName is the one kwok node; every pod is scheduled onto it.
+const NodeName = "kwok-node-0"
+
+// kwokNodeAnnotation marks the nodes kwok manages.
+const kwokNodeAnnotation = "kwok.x-k8s.io/node"
+
+// Cluster is a running control plane with a kwok node and cert-manager.
+type Cluster struct {
+	// Kubeconfig is the path of a kubeconfig with cluster-admin rights.
+	Kubeconfig string
+	// Config is the same identity as a rest config.
+	Config *rest.Config
+	// Client is a client with that identity, for the built-in types and CRDs.
+	Client client.Client
+	// CAPEM is the cluster's CA, which kube-root-ca.crt publishes to every namespace.
+	CAPEM []byte
+	// LogDir holds each process's log.
+	LogDir string
+
+	processes []*Process
+}
+
+// stepTimeout bounds each wait while the cluster starts.
+const stepTimeout = 2 * time.Minute
+
+// Start runs the cluster with its state under dir. It must run inside SetUpNamespaces' namespaces.
+// On error it stops whatever it had started.
+func Start(ctx context.Context, bin Binaries, dir string) (c *Cluster, err error) {
+	c = &Cluster{LogDir: filepath.Join(dir, "logs")}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, c.Stop())
+		}
+	}()
+	if err := os.MkdirAll(c.LogDir, 0o755); err != nil {
+		return nil, err
+	}
+	certs, err := newPKI(filepath.Join(dir, "pki"))
+	if err != nil {
+		return nil, fmt.Errorf("creating the cluster's certificates: %w", err)
+	}
+	c.CAPEM = certs.caPEM
+	token, err := randomToken()
+	if err != nil {
+		return nil, err
+	}
+	tokenFile := filepath.Join(dir, "pki", "tokens.csv")
+	if err := os.WriteFile(tokenFile, []byte(token+`,cluster-admin,cluster-admin,"system:masters"`+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	c.Kubeconfig = filepath.Join(dir, "admin.kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, certs.caPEM, token); err != nil {
+		return nil, err
+	}
+	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		return nil, err
+	}
+	scheme := runtime.NewScheme()
+	if err := errors.Join(clientgoscheme.AddToScheme(scheme), apiextensionsv1.AddToScheme(scheme)); err != nil {
+		return nil, err
+	}
+	if c.Client, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+
+	if err := c.start("etcd", bin.Etcd,
+		"--name=e2e",
+		"--data-dir="+filepath.Join(dir, "etcd"),
+		"--listen-client-urls=http://127.0.0.1:2379",
+		"--advertise-client-urls=http://127.0.0.1:2379",
+		"--listen-peer-urls=http://127.0.0.1:2380",
+		"--initial-advertise-peer-urls=http://127.0.0.1:2380",
+		"--initial-cluster=e2e=http://127.0.0.1:2380",
+		"--unsafe-no-fsync",
+		"--log-level=warn",
+	); err != nil {
+		return nil, err
+	}
+
+	apiserver, err := c.startProcess("kube-apiserver", bin.KubeAPIServer,
+		"--etcd-servers=http://127.0.0.1:2379",
+		"--bind-address="+APIServerIP,
+		"--advertise-address="+APIServerIP,
+		"--secure-port="+strconv.Itoa(APIServerPort),
+		"--tls-cert-file="+certs.servingCert,
+		"--tls-private-key-file="+certs.servingKey,
+		"--client-ca-file="+certs.caCert,
+		"--token-auth-file="+tokenFile,
+		"--authorization-mode=Node,RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+certs.serviceAccountPub,
+		"--service-account-signing-key-file="+certs.serviceAccountKey,
+		"--service-cluster-ip-range="+ServiceCIDR,
+		"--allow-privileged=true",
+		// Admission webhooks are called at their Service's endpoints, as there is no kube-proxy.
+		"--enable-aggregator-routing=true",
+		"--cert-dir="+filepath.Join(dir, "kube-apiserver"),
+	)
+	if err != nil {
+		return nil, err
+	}
+	discoveryClient, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitFor(ctx, "kube-apiserver to be ready", apiserver, func(ctx context.Context) error {
+		_, err := discoveryClient.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+
+	componentKubeconfig := []string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--authentication-kubeconfig=" + c.Kubeconfig,
+		"--authorization-kubeconfig=" + c.Kubeconfig,
+		"--leader-elect=false",
+		"--bind-address=127.0.0.1",
+	}
+	controllerManager, err := c.startProcess("kube-controller-manager", bin.KubeControllerManager, append(componentKubeconfig,
+		"--controllers=*",
+		"--service-account-private-key-file="+certs.serviceAccountKey,
+		"--root-ca-file="+certs.caCert,
+		"--cert-dir="+filepath.Join(dir, "kube-controller-manager"),
+	)...)
+	if err != nil {
+		return nil, err
+	}
+	// The root CA publisher and the service account controller are the ones pods need first.
+	if err := c.waitFor(ctx, "kube-controller-manager to publish kube-root-ca.crt and the default ServiceAccount", controllerManager,
+		func(ctx context.Context) error {
+			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "kube-root-ca.crt"}, &corev1.ConfigMap{}); err != nil {
+				return err
+			}
+			return c.Client.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "default"}, &corev1.ServiceAccount{})
+		}); err != nil {
+		return nil, err
+	}
+
+	scheduler, err := c.startProcess("kube-scheduler", bin.KubeScheduler, append(componentKubeconfig,
+		"--cert-dir="+filepath.Join(dir, "kube-scheduler"),
+	)...)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitFor(ctx, "kube-scheduler to be healthy", scheduler, healthz("https://127.0.0.1:10259/healthz")); err != nil {
+		return nil, err
+	}
+
+	kwok, err := c.startProcess("kwok", bin.Kwok,
+		"--kubeconfig="+c.Kubeconfig,
+		"--config="+bin.KwokStages,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector="+kwokNodeAnnotation+"=fake",
+		"--cidr="+PodCIDR,
+		"--node-ip="+NodeIP,
+	)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.createNode(ctx); err != nil {
+		return nil, err
+	}
+	if err := c.waitFor(ctx, "the kwok node to be Ready", kwok, func(ctx context.Context) error {
+		node := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: NodeName}, node); err != nil {
+			return err
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return errors.New("not Ready")
+	}); err != nil {
+		return nil, err
+	}
+
+	if err := c.installCRDs(ctx, bin.CertManagerCRDs); err != nil {
+		return nil, fmt.Errorf("installing cert-manager's CRDs: %w", err)
+	}
+	certManager, err := c.startProcess("cert-manager", bin.CertManager, "--kubeconfig="+c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitFor(ctx, "cert-manager's controllers to start", certManager, logContains(certManager, CertManagerStarted)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// CertManagerStarted is the line the cert-manager program logs once every controller runs.
+const CertManagerStarted = "cert-manager controllers started"
+
+// Stop stops every process in the reverse order of their start. How a component exits on
+// SIGTERM is its own affair (kube-scheduler without leader election exits 1 by design); Stop
+// fails only when one has to be killed.
+func (c *Cluster) Stop() error {
+	var errs []error
+	for i := len(c.processes) - 1; i >= 0; i-- {
+		var exit *exec.ExitError
+		if err := c.processes[i].Stop(15 * time.Second); err != nil && !errors.As(err, &exit) {
+			errs = append(errs, err)
+		}
+	}
+	c.processes = nil
+	return errors.Join(errs...)
+}
+
+// Running returns an error naming the first cluster process that has exited.
+func (c *Cluster) Running() error {
+	for _, p := range c.processes {
+		if err := p.Running(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) start(name, binary string, args ...string) error {
+	_, err := c.startProcess(name, binary, args...)
+	return err
+}
+
+func (c *Cluster) startProcess(name, binary string, args ...string) (*Process, error) {
+	p, err := StartProcess(name, c.LogDir, binary, args, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.processes = append(c.processes, p)
+	return p, nil
+}
+
+// waitFor polls check until it succeeds, failing early when p exits.
+func (c *Cluster) waitFor(ctx context.Context, what string, p *Process, check func(context.Context) error) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, stepTimeout, true, func(ctx context.Context) (bool, error) {
+		if err := p.Running(); err != nil {
+			return false, err
+		}
+		last = check(ctx)
+		return last == nil, nil
+	})
+	if err != nil && last != nil {
+		return fmt.Errorf("waiting for %s: %w (last: %w)", what, err, last)
+	}
+	if err != nil {
+		return fmt.Errorf("waiting for %s: %w", what, err)
+	}
+	return nil
+}
+
+// createNode registers the one kwok node, big enough for every pod the test creates.
+func (c *Cluster) createNode(ctx context.Context) error {
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        NodeName,
+			Annotations: map[string]string{kwokNodeAnnotation: "fake"},
+			Labels:      map[string]string{corev1.LabelHostname: NodeName, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64", "type": "kwok"},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+	if err := c.Client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating the kwok node: %w", err)
+	}
+	return nil
+}
+
+// installCRDs creates the CRDs in every YAML file of dir and waits until they are established.
+func (c *Cluster) installCRDs(ctx context.Context, dir string) error {
+	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	if len(files) == 0 {
+		return fmt.Errorf("no CRD manifests in %s", dir)
+	}
+	var names []string
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		for _, doc := range strings.Split(string(data), "\n---") {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := yaml.Unmarshal([]byte(doc), crd); err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			if crd.Kind != "CustomResourceDefinition" {
+				continue
+			}
+			if err := c.Client.Create(ctx, crd); err != nil {
+				return fmt.Errorf("%s: %w", file, err)
+			}
+			names = append(names, crd.Name)
+		}
+	}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, stepTimeout, true, func(ctx context.Context) (bool, error) {
+		for _, name := range names {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+				return false, nil //nolint:nilerr // Not yet visible: poll again.
+			}
+			established := false
+			for _, cond := range crd.Status.Conditions {
+				established = established || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
+			}
+			if !established {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+}
+
+// healthz checks a component's /healthz, which its authorization always allows; its serving
+// certificate is self-signed, and the answer is all that matters here.
+func healthz(url string) func(context.Context) error {
+	httpClient := &http.Client{Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // A health probe of a self-signed test component.
+	}}
+	return func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: %s", url, resp.Status)
+		}
+		return nil
+	}
+}
+
+// logContains checks that p's log holds line.
+func logContains(p *Process, line string) func(context.Context) error {
+	return func(context.Context) error {
+		data, err := os.ReadFile(p.LogPath)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(data), line) {
+			return fmt.Errorf("%s has not logged %q", p.Name, line)
+		}
+		return nil
+	}
+}
+
+func randomToken() (string, error) {
+	b := make([]byte, 24)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
+
+// writeKubeconfig writes a kubeconfig for the API server with a bearer token.
+func writeKubeconfig(path string, caPEM []byte, token string) error {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["e2e"] = &clientcmdapi.Cluster{
+		Server:                   "https://" + APIServerIP + ":" + strconv.Itoa(APIServerPort),
+		CertificateAuthorityData: caPEM,
+	}
+	cfg.AuthInfos["e2e"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["e2e"] = &clientcmdapi.Context{Cluster: "e2e", AuthInfo: "e2e"}
+	cfg.CurrentContext = "e2e"
+	return clientcmd.WriteToFile(*cfg, path)
+}

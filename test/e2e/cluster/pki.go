@@ -1,0 +1,78 @@
+package cluster
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/seedlabs/webhook-operator/certs"
+)
+
+// pki is the cluster's certificate authority, kube-apiserver's serving pair and the service
+// account signing key, written under a directory.
+type pki struct {
+	caCert, servingCert, servingKey      string
+	serviceAccountKey, serviceAccountPub string
+	caPEM                                []byte
+}
+
+// kubernetesServiceIP is the first address of ServiceCIDR, which the kubernetes Service takes.
+const kubernetesServiceIP = "10.96.0.1"
+
+func newPKI(dir string) (*pki, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	ca, err := certs.NewCA("e2e-cluster-ca", 24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	serving, err := ca.NewServingPair(
+		[]string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"},
+		[]net.IP{net.ParseIP(APIServerIP), net.ParseIP(kubernetesServiceIP), net.IPv4(127, 0, 0, 1)},
+		24*time.Hour)
+	if err != nil {
+		return nil, err
+	}
+	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("generating the service account key: %w", err)
+	}
+	saKeyDER, err := x509.MarshalPKCS8PrivateKey(saKey)
+	if err != nil {
+		return nil, err
+	}
+	saPubDER, err := x509.MarshalPKIXPublicKey(saKey.Public())
+	if err != nil {
+		return nil, err
+	}
+
+	p := &pki{
+		caCert:            filepath.Join(dir, "ca.crt"),
+		servingCert:       filepath.Join(dir, "apiserver.crt"),
+		servingKey:        filepath.Join(dir, "apiserver.key"),
+		serviceAccountKey: filepath.Join(dir, "sa.key"),
+		serviceAccountPub: filepath.Join(dir, "sa.pub"),
+		caPEM:             ca.CertPEM,
+	}
+	files := map[string][]byte{
+		p.caCert:            ca.CertPEM,
+		p.servingCert:       serving.CertPEM,
+		p.servingKey:        serving.KeyPEM,
+		p.serviceAccountKey: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
+		p.serviceAccountPub: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+	}
+	for path, data := range files {
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}

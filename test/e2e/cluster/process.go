@@ -1,0 +1,105 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+)
+
+// Process is a program the harness started, with its output in a log file.
+type Process struct {
+	// Name names the process in errors and is the base name of its log file.
+	Name string
+	// LogPath is the file holding its stdout and stderr.
+	LogPath string
+	// Started is when the process started.
+	Started time.Time
+
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// StartProcess starts binary with args and env (added to this process's environment), writing
+// its output to <logDir>/<name>.log. The process is killed if the harness dies first.
+func StartProcess(name, logDir, binary string, args, env []string) (*Process, error) {
+	logPath := filepath.Join(logDir, name+".log")
+	log, err := os.Create(logPath)
+	if err != nil {
+		return nil, fmt.Errorf("creating the log of %s: %w", name, err)
+	}
+	cmd := exec.Command(binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		_ = log.Close()
+		return nil, fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &Process{Name: name, LogPath: logPath, Started: time.Now(), cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		_ = log.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Err is how the process ended; only meaningful once Done is closed.
+func (p *Process) Err() error { return p.err }
+
+// Running returns an error when the process has already exited, naming its log.
+func (p *Process) Running() error {
+	select {
+	case <-p.done:
+		if p.err == nil {
+			return fmt.Errorf("%s exited; see %s", p.Name, p.LogPath)
+		}
+		return fmt.Errorf("%s exited: %w; see %s", p.Name, p.err, p.LogPath)
+	default:
+		return nil
+	}
+}
+
+// Stop sends SIGTERM and waits up to grace for the process to exit, then kills it. It returns
+// the process's own error when it exited on SIGTERM with a failure.
+func (p *Process) Stop(grace time.Duration) error {
+	select {
+	case <-p.done:
+		return p.exitError()
+	default:
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("stopping %s: %w", p.Name, err)
+	}
+	select {
+	case <-p.done:
+		return p.exitError()
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+		return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed; see %s", p.Name, grace, p.LogPath)
+	}
+}
+
+// exitError is nil for a clean exit, or for death by the SIGTERM Stop sent (programs without a
+// handler for it), and the exit status otherwise.
+func (p *Process) exitError() error {
+	var exit *exec.ExitError
+	if errors.As(p.err, &exit) {
+		if status, ok := exit.Sys().(syscall.WaitStatus); ok && status.Signaled() && status.Signal() == syscall.SIGTERM {
+			return nil
+		}
+	}
+	if p.err != nil {
+		return fmt.Errorf("%s: %w; see %s", p.Name, p.err, p.LogPath)
+	}
+	return nil
+}

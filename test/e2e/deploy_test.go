@@ -1,0 +1,636 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
+)
+
+// What config/default installs.
+const (
+	operatorNamespace  = "webhook-operator-system"
+	namePrefix         = "webhook-operator-"
+	managerDeployment  = namePrefix + "controller-manager"
+	managerContainer   = "manager"
+	webhookService     = namePrefix + "webhook-service"
+	servingCertificate = namePrefix + "serving-cert"
+	servingSecret      = "webhook-server-cert"
+	mutatingConfig     = namePrefix + "mutating-webhook-configuration"
+	validatingConfig   = namePrefix + "validating-webhook-configuration"
+)
+
+// samplesNamespace holds the samples; it enforces the restricted Pod Security Standard, so
+// every pod the operator creates must meet it or never start.
+const samplesNamespace = "e2e-samples"
+
+var certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: "v1", Kind: "Certificate"}
+
+var _ = Describe("The operator installed with make deploy", Ordered, func() {
+	var (
+		manager *cluster.PodProcess
+		// readyAt receives when the manager's /readyz first answered 200.
+		readyAt = make(chan time.Time, 1)
+		// logBeforeUndeploy is the manager's log up to `make undeploy`.
+		logBeforeUndeploy []byte
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		start := time.Now()
+		out, err := makeTarget(ctx, "deploy")
+		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
+		AddReportEntry("make deploy", time.Since(start).Round(time.Millisecond).String())
+		DeferCleanup(func() {
+			if manager != nil {
+				_ = manager.Stop()
+			}
+		})
+	}, NodeTimeout(3*time.Minute))
+
+	It("runs the manager's pod on the kwok node, as the process it stands for, once its certificate Secret exists", func(ctx SpecContext) {
+		pod := &corev1.Pod{}
+		Eventually(func(g Gomega) {
+			deployment := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: managerDeployment}, deployment)).To(Succeed())
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels(deployment.Spec.Selector.MatchLabels))).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1))
+			*pod = pods.Items[0]
+			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+			g.Expect(pod.Status.PodIP).NotTo(BeEmpty())
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		Expect(pod.Spec.NodeName).To(Equal(cluster.NodeName))
+		Expect(containerOf(pod, managerContainer).Image).To(Equal(cfg.image), "make deploy IMG= sets the manager's image")
+		Expect(net.ParseIP(pod.Status.PodIP).IsLoopback()).To(BeFalse())
+
+		var err error
+		manager, err = kube.RunPod(ctx, pod, managerContainer, cfg.manager)
+		Expect(err).NotTo(HaveOccurred())
+		go watchReadiness(manager, readinessURL(pod, containerOf(pod, managerContainer)), readyAt)
+	}, SpecTimeout(2*time.Minute))
+
+	It("gets its serving certificate from cert-manager, with the CA injected into both webhook configurations", func(ctx SpecContext) {
+		Eventually(certificateReady).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		secret := servingSecretData(ctx)
+		Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
+		Expect(secret.Data["ca.crt"]).NotTo(BeEmpty())
+
+		Eventually(caBundles).WithContext(ctx).WithTimeout(time.Minute).Should(HaveEach(Equal(secret.Data["ca.crt"])),
+			"every webhook's caBundle is the serving Secret's ca.crt")
+		Expect(caBundles(ctx)).To(HaveLen(7))
+
+		leaf := parseCertificate(secret.Data["tls.crt"])
+		Expect(leaf.DNSNames).To(ContainElement(webhookService + "." + operatorNamespace + ".svc"))
+		Expect(leaf.PublicKeyAlgorithm).To(Equal(x509.ECDSA))
+	}, SpecTimeout(2*time.Minute))
+
+	It("turns ready only after the certificate is issued, serving it under the Service's name", func(ctx SpecContext) {
+		var ready time.Time
+		Eventually(readyAt).WithContext(ctx).WithTimeout(time.Minute).Should(Receive(&ready))
+		issued := certificateReadySince(ctx)
+		Expect(ready).To(BeTemporally(">=", issued), "the manager was ready at %s, before its certificate at %s", ready, issued)
+		AddReportEntry("manager ready after process start", ready.Sub(manager.Started).Round(time.Millisecond).String())
+
+		secret := servingSecretData(ctx)
+		served, err := servedCertificate(manager.Pod.Status.PodIP, secret.Data["ca.crt"])
+		Expect(err).NotTo(HaveOccurred())
+		Expect(served.Raw).To(Equal(parseCertificate(secret.Data["tls.crt"]).Raw))
+	}, SpecTimeout(2*time.Minute))
+
+	It("routes every admission webhook through the webhook Service", func(ctx SpecContext) {
+		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: mutatingConfig}, mutating)).To(Succeed())
+		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: validatingConfig}, validating)).To(Succeed())
+		var configs []admissionregistrationv1.WebhookClientConfig
+		for _, w := range mutating.Webhooks {
+			configs = append(configs, w.ClientConfig)
+		}
+		for _, w := range validating.Webhooks {
+			configs = append(configs, w.ClientConfig)
+		}
+		for _, c := range configs {
+			Expect(c.URL).To(BeNil())
+			Expect(c.Service).NotTo(BeNil())
+			Expect(c.Service.Namespace).To(Equal(operatorNamespace))
+			Expect(c.Service.Name).To(Equal(webhookService))
+		}
+
+		// The EndpointSlice the API server dials holds the manager's pod IP.
+		Eventually(func(g Gomega) {
+			slices := &discoveryv1.EndpointSliceList{}
+			g.Expect(k8s.List(ctx, slices, client.InNamespace(operatorNamespace),
+				client.MatchingLabels{discoveryv1.LabelServiceName: webhookService})).To(Succeed())
+			var addresses []string
+			for _, slice := range slices.Items {
+				for _, e := range slice.Endpoints {
+					if ptr.Deref(e.Conditions.Ready, false) {
+						addresses = append(addresses, e.Addresses...)
+					}
+				}
+			}
+			g.Expect(addresses).To(ConsistOf(manager.Pod.Status.PodIP))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: samplesNamespace, Labels: map[string]string{
+			"pod-security.kubernetes.io/enforce":         "restricted",
+			"pod-security.kubernetes.io/enforce-version": "latest",
+		}}})).To(Succeed())
+	}, SpecTimeout(time.Minute))
+
+	It("applies every valid sample with kubectl, with the defaults admission promises", func(ctx SpecContext) {
+		for _, path := range sampleFiles("") {
+			s, err := readSample(path)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(s.kind.admit(s.obj)).To(BeEmpty(), "%s breaks the webhook's own rules", path)
+
+			out, stderr, err := kubectl(ctx, "apply", "-n", samplesNamespace, "-f", path)
+			Expect(err).NotTo(HaveOccurred(), "kubectl apply -f %s: %s", path, stderr)
+			Expect(out).To(ContainSubstring("created"))
+
+			stored := s.kind.newObject()
+			Expect(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: s.obj.GetName()}, stored)).To(Succeed())
+			Expect(equality.Semantic.DeepEqual(s.kind.spec(stored), s.kind.spec(s.obj))).To(BeTrue(),
+				"%s: stored spec\n%+v\nwant the defaulted spec\n%+v", filepath.Base(path), s.kind.spec(stored), s.kind.spec(s.obj))
+		}
+	}, SpecTimeout(2*time.Minute))
+
+	It("refuses every invalid sample with the violations admission promises, storing nothing", func(ctx SpecContext) {
+		for _, path := range sampleFiles("invalid") {
+			s, err := readSample(path)
+			Expect(err).NotTo(HaveOccurred())
+			want := expectedRefusal(s)
+
+			_, stderr, err := kubectl(ctx, "apply", "-n", samplesNamespace, "-f", path)
+			Expect(err).To(HaveOccurred(), "kubectl apply -f %s was accepted", path)
+			for _, violation := range want {
+				Expect(stderr).To(ContainSubstring(violation), "%s", filepath.Base(path))
+			}
+			Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: s.obj.GetName()}, s.kind.newObject()))).
+				To(BeTrue(), "%s was stored", path)
+		}
+	}, SpecTimeout(2*time.Minute))
+
+	It("rolls each sample out: a Deployment and a Service it owns, pods kwok makes Ready, status Available", func(ctx SpecContext) {
+		for _, path := range sampleFiles("") {
+			s, err := readSample(path)
+			Expect(err).NotTo(HaveOccurred())
+			key := types.NamespacedName{Namespace: samplesNamespace, Name: s.obj.GetName()}
+			obj := s.kind.newObject()
+			Expect(k8s.Get(ctx, key, obj)).To(Succeed())
+
+			Eventually(func(g Gomega) {
+				deployments, services := owned(ctx, g, obj)
+				g.Expect(deployments).To(HaveLen(1))
+				g.Expect(services).To(HaveLen(1))
+				g.Expect(deployments[0].Status.ReadyReplicas).To(Equal(s.kind.replicas(obj)))
+				g.Expect(s.kind.available(get(ctx, g, key, s.kind.newObject()))).To(Succeed())
+			}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "%s", filepath.Base(path))
+		}
+	}, SpecTimeout(3*time.Minute))
+
+	It("picks up a re-issued serving certificate without failing one admission request", func(ctx SpecContext) {
+		before := servingSecretData(ctx)
+		load := startAdmissionLoad(ctx, manager.Pod.Status.PodIP)
+		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
+
+		start := time.Now()
+		renewCertificate(ctx)
+		var after *corev1.Secret
+		Eventually(func(g Gomega) {
+			after = servingSecretData(ctx)
+			g.Expect(after.Data["tls.crt"]).NotTo(Equal(before.Data["tls.crt"]))
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		Expect(after.Data["ca.crt"]).To(Equal(before.Data["ca.crt"]), "the CA stays, so the caBundle stays valid")
+
+		// The running manager serves the new certificate once its mounted Secret is updated.
+		newLeaf := parseCertificate(after.Data["tls.crt"])
+		Expect(newLeaf.PublicKey).NotTo(Equal(parseCertificate(before.Data["tls.crt"]).PublicKey), "rotationPolicy Always gives the new certificate a new key")
+		Eventually(func() ([]byte, error) {
+			served, err := servedCertificate(manager.Pod.Status.PodIP, after.Data["ca.crt"])
+			if err != nil {
+				return nil, err
+			}
+			return served.Raw, nil
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(newLeaf.Raw))
+		AddReportEntry("re-issue to new certificate served", time.Since(start).Round(time.Millisecond).String())
+
+		served := load.answered.Load()
+		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", served+20),
+			"admission keeps answering after the rotation")
+		Expect(load.stop()).To(BeEmpty(), "failed admission requests during the rotation")
+		AddReportEntry("admission requests answered during the rotation", load.answered.Load())
+		Expect(caBundles(ctx)).To(HaveEach(Equal(after.Data["ca.crt"])))
+	}, SpecTimeout(3*time.Minute))
+
+	It("garbage-collects what a custom resource owns when it is deleted", func(ctx SpecContext) {
+		// memcached-sample stays, with its finalizer, for make undeploy.
+		for _, path := range sampleFiles("") {
+			s, err := readSample(path)
+			Expect(err).NotTo(HaveOccurred())
+			if s.obj.GetName() == "memcached-sample" {
+				continue
+			}
+			obj := s.kind.newObject()
+			Expect(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: s.obj.GetName()}, obj)).To(Succeed())
+			_, stderr, err := kubectl(ctx, "delete", "-n", samplesNamespace, "-f", path)
+			Expect(err).NotTo(HaveOccurred(), stderr)
+
+			Eventually(func(g Gomega) {
+				deployments, services := owned(ctx, g, obj)
+				g.Expect(deployments).To(BeEmpty())
+				g.Expect(services).To(BeEmpty())
+				pods := &corev1.PodList{}
+				g.Expect(k8s.List(ctx, pods, client.InNamespace(samplesNamespace))).To(Succeed())
+				for _, p := range pods.Items {
+					for _, ref := range p.OwnerReferences {
+						g.Expect(strings.HasPrefix(ref.Name, obj.GetName()+"-")).To(BeFalse(), "pod %s remains", p.Name)
+					}
+				}
+			}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "%s", filepath.Base(path))
+		}
+	}, SpecTimeout(3*time.Minute))
+
+	It("has never been refused by RBAC: the ServiceAccount holds every permission the manager uses", func() {
+		var err error
+		logBeforeUndeploy, err = os.ReadFile(manager.LogPath)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(logBeforeUndeploy)).To(ContainSubstring("Starting workers"), "the manager's log is where the test reads it")
+		var refused []string
+		for _, line := range strings.Split(string(logBeforeUndeploy), "\n") {
+			if strings.Contains(strings.ToLower(line), "forbidden") {
+				refused = append(refused, line)
+			}
+		}
+		Expect(refused).To(BeEmpty(), "the manager was refused by RBAC")
+	})
+
+	It("is removed by make undeploy: custom resources first, then everything deploy created", func(ctx SpecContext) {
+		out, err := makeTarget(ctx, "undeploy")
+		Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
+
+		Eventually(manager.Stopped()).WithContext(ctx).WithTimeout(time.Minute).Should(BeClosed(), "the manager's pod was deleted")
+		Expect(manager.StopErr()).NotTo(HaveOccurred(), "the manager exits cleanly on SIGTERM")
+
+		Eventually(func(g Gomega) {
+			crds := &apiextensionsv1.CustomResourceDefinitionList{}
+			g.Expect(k8s.List(ctx, crds)).To(Succeed())
+			for _, crd := range crds.Items {
+				g.Expect(crd.Spec.Group).NotTo(HaveSuffix("seedlabs.dev"), "CRD %s remains", crd.Name)
+			}
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Name: operatorNamespace}, &corev1.Namespace{}))).To(BeTrue(),
+				"namespace %s remains", operatorNamespace)
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Name: mutatingConfig}, &admissionregistrationv1.MutatingWebhookConfiguration{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Name: validatingConfig}, &admissionregistrationv1.ValidatingWebhookConfiguration{}))).To(BeTrue())
+			roles := &rbacv1.ClusterRoleList{}
+			g.Expect(k8s.List(ctx, roles)).To(Succeed())
+			for _, r := range roles.Items {
+				g.Expect(r.Name).NotTo(HavePrefix(namePrefix))
+			}
+			bindings := &rbacv1.ClusterRoleBindingList{}
+			g.Expect(k8s.List(ctx, bindings)).To(Succeed())
+			for _, b := range bindings.Items {
+				g.Expect(b.Name).NotTo(HavePrefix(namePrefix))
+			}
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+	}, SpecTimeout(4*time.Minute))
+})
+
+func containerOf(pod *corev1.Pod, name string) *corev1.Container {
+	for i := range pod.Spec.Containers {
+		if pod.Spec.Containers[i].Name == name {
+			return &pod.Spec.Containers[i]
+		}
+	}
+	Fail(fmt.Sprintf("pod %s has no container %s", pod.Name, name))
+	return nil
+}
+
+func sampleFiles(dir string) []string {
+	files, err := filepath.Glob(filepath.Join(cfg.root, "config", "samples", dir, "*.yaml"))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	ExpectWithOffset(1, files).NotTo(BeEmpty())
+	return files
+}
+
+// refusedBeforeAdmission are samples kube-apiserver refuses itself before any webhook runs,
+// with its own message: a negative size fails the scale subresource's replicas check.
+var refusedBeforeAdmission = map[string][]string{
+	"memcached-size-negative.yaml": {"spec.size", "should be a non-negative integer"},
+}
+
+// expectedRefusal is every violation the webhooks' rules find in a sample, as the API server
+// words them.
+func expectedRefusal(s sample) []string {
+	if want, ok := refusedBeforeAdmission[filepath.Base(s.file)]; ok {
+		return want
+	}
+	errs := s.kind.admit(s.obj)
+	ExpectWithOffset(1, errs).NotTo(BeEmpty(), "%s passes the webhook's own rules", s.file)
+	want := make([]string, 0, len(errs))
+	for _, e := range errs {
+		want = append(want, e.Error())
+	}
+	return want
+}
+
+func get(ctx context.Context, g Gomega, key types.NamespacedName, obj client.Object) client.Object {
+	g.ExpectWithOffset(1, k8s.Get(ctx, key, obj)).To(Succeed())
+	return obj
+}
+
+// owned lists the Deployments and Services obj is the controller of.
+func owned(ctx context.Context, g Gomega, obj client.Object) ([]appsv1.Deployment, []corev1.Service) {
+	deployments := &appsv1.DeploymentList{}
+	g.ExpectWithOffset(1, k8s.List(ctx, deployments, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	services := &corev1.ServiceList{}
+	g.ExpectWithOffset(1, k8s.List(ctx, services, client.InNamespace(obj.GetNamespace()))).To(Succeed())
+	var ds []appsv1.Deployment
+	for _, d := range deployments.Items {
+		if isControlledBy(&d, obj) {
+			ds = append(ds, d)
+		}
+	}
+	var ss []corev1.Service
+	for _, s := range services.Items {
+		if isControlledBy(&s, obj) {
+			ss = append(ss, s)
+		}
+	}
+	return ds, ss
+}
+
+func isControlledBy(obj, owner client.Object) bool {
+	ref := metav1.GetControllerOf(obj)
+	return ref != nil && ref.UID == owner.GetUID()
+}
+
+func certificate(ctx context.Context) (*unstructured.Unstructured, error) {
+	cert := &unstructured.Unstructured{}
+	cert.SetGroupVersionKind(certificateGVK)
+	err := k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: servingCertificate}, cert)
+	return cert, err
+}
+
+// certificateCondition finds a condition of the serving Certificate.
+func certificateCondition(ctx context.Context, conditionType string) (map[string]any, error) {
+	cert, err := certificate(ctx)
+	if err != nil {
+		return nil, err
+	}
+	conditions, _, err := unstructured.NestedSlice(cert.Object, "status", "conditions")
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == conditionType {
+			return m, nil
+		}
+	}
+	return nil, fmt.Errorf("certificate %s has no %s condition", servingCertificate, conditionType)
+}
+
+func certificateReady(ctx context.Context) error {
+	ready, err := certificateCondition(ctx, "Ready")
+	if err != nil {
+		return err
+	}
+	if ready["status"] != "True" {
+		return fmt.Errorf("certificate %s not Ready: %v", servingCertificate, ready["message"])
+	}
+	return nil
+}
+
+// certificateReadySince is when the serving Certificate last turned Ready (to the second).
+func certificateReadySince(ctx context.Context) time.Time {
+	ready, err := certificateCondition(ctx, "Ready")
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	since, err := time.Parse(time.RFC3339, fmt.Sprint(ready["lastTransitionTime"]))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return since
+}
+
+// renewCertificate asks cert-manager to re-issue the serving certificate now, as
+// `cmctl renew` does: by setting the Issuing condition.
+func renewCertificate(ctx context.Context) {
+	cert, err := certificate(ctx)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	conditions, _, err := unstructured.NestedSlice(cert.Object, "status", "conditions")
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	conditions = append(conditions, map[string]any{
+		"type":               "Issuing",
+		"status":             "True",
+		"reason":             "ManuallyTriggered",
+		"message":            "Certificate re-issuance manually triggered",
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339),
+		"observedGeneration": cert.GetGeneration(),
+	})
+	ExpectWithOffset(1, unstructured.SetNestedSlice(cert.Object, conditions, "status", "conditions")).To(Succeed())
+	ExpectWithOffset(1, k8s.Status().Update(ctx, cert)).To(Succeed())
+}
+
+func servingSecretData(ctx context.Context) *corev1.Secret {
+	secret := &corev1.Secret{}
+	ExpectWithOffset(1, k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: servingSecret}, secret)).To(Succeed())
+	return secret
+}
+
+// caBundles returns the caBundle of every webhook in both configurations.
+func caBundles(ctx context.Context) ([][]byte, error) {
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := k8s.Get(ctx, types.NamespacedName{Name: mutatingConfig}, mutating); err != nil {
+		return nil, err
+	}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := k8s.Get(ctx, types.NamespacedName{Name: validatingConfig}, validating); err != nil {
+		return nil, err
+	}
+	var bundles [][]byte
+	for _, w := range mutating.Webhooks {
+		bundles = append(bundles, w.ClientConfig.CABundle)
+	}
+	for _, w := range validating.Webhooks {
+		bundles = append(bundles, w.ClientConfig.CABundle)
+	}
+	return bundles, nil
+}
+
+func parseCertificate(pemData []byte) *x509.Certificate {
+	block, _ := pem.Decode(pemData)
+	ExpectWithOffset(1, block).NotTo(BeNil(), "no PEM block")
+	cert, err := x509.ParseCertificate(block.Bytes)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return cert
+}
+
+// servedCertificate completes a TLS handshake with the webhook server at the pod's IP, verifying
+// it as kube-apiserver does: against the caBundle, for <service>.<namespace>.svc.
+func servedCertificate(podIP string, caPEM []byte) (*x509.Certificate, error) {
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("no CA certificate in the bundle")
+	}
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	conn, err := tls.DialWithDialer(dialer, "tcp", net.JoinHostPort(podIP, "9443"), &tls.Config{
+		RootCAs:    roots,
+		ServerName: webhookService + "." + operatorNamespace + ".svc",
+		MinVersion: tls.VersionTLS12,
+	})
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = conn.Close() }()
+	return conn.ConnectionState().PeerCertificates[0], nil
+}
+
+// readinessURL is where kubelet would send the container's readiness probe.
+func readinessURL(pod *corev1.Pod, c *corev1.Container) string {
+	probe := c.ReadinessProbe
+	ExpectWithOffset(1, probe).NotTo(BeNil())
+	ExpectWithOffset(1, probe.HTTPGet).NotTo(BeNil())
+	port := probe.HTTPGet.Port.IntValue()
+	for _, p := range c.Ports {
+		if p.Name == probe.HTTPGet.Port.String() {
+			port = int(p.ContainerPort)
+		}
+	}
+	ExpectWithOffset(1, port).NotTo(BeZero(), "readiness probe port %s", probe.HTTPGet.Port.String())
+	return "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + probe.HTTPGet.Path
+}
+
+// watchReadiness probes url every 50ms from the start of the process, and sends the time of the
+// first 200 on readyAt.
+func watchReadiness(p *cluster.PodProcess, url string, readyAt chan<- time.Time) {
+	defer GinkgoRecover()
+	httpClient := &http.Client{Timeout: time.Second}
+	ticker := time.NewTicker(50 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-p.Done():
+			return
+		case <-ticker.C:
+		}
+		resp, err := httpClient.Get(url) //nolint:noctx // Bounded by the client's timeout.
+		if err != nil {
+			continue
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			readyAt <- time.Now()
+			return
+		}
+	}
+}
+
+// admissionLoad sends admission requests in a loop: dry-run creates of a valid Welcome, which
+// the mutating and validating webhooks must both admit, and of an invalid one, which the
+// validating webhook must refuse with its own message. Anything else is a failed request.
+//
+// kube-apiserver keeps its connections to a webhook open, so on its own it might not shake
+// hands again until well after a rotation. Each round therefore also makes the handshake a new
+// connection of the API server would make at that moment: to the pod, verified against the
+// caBundle then in the webhook configuration, for the Service's name.
+type admissionLoad struct {
+	answered atomic.Int64
+	stop     func() []string
+
+	mu       sync.Mutex
+	failures []string
+}
+
+func (l *admissionLoad) fail(format string, args ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failures = append(l.failures, fmt.Sprintf(format, args...))
+}
+
+func startAdmissionLoad(ctx context.Context, podIP string) *admissionLoad {
+	ctx, cancel := context.WithCancel(ctx)
+	load := &admissionLoad{}
+	done := make(chan struct{})
+	go func() {
+		defer GinkgoRecover()
+		defer close(done)
+		for i := 0; ctx.Err() == nil; i++ {
+			valid := &authv1alpha1.Welcome{
+				ObjectMeta: metav1.ObjectMeta{Namespace: samplesNamespace, Name: "load-" + strconv.Itoa(i)},
+				Spec:       authv1alpha1.WelcomeSpec{Name: "Load"},
+			}
+			err := k8s.Create(ctx, valid, client.DryRunAll)
+			if ctx.Err() != nil {
+				return
+			}
+			switch {
+			case err != nil:
+				load.fail("valid Welcome refused: %v", err)
+			case valid.Spec.Replicas == nil || *valid.Spec.Replicas != 1:
+				load.fail("valid Welcome not defaulted by the mutating webhook")
+			}
+
+			invalid := &authv1alpha1.Welcome{
+				ObjectMeta: metav1.ObjectMeta{Namespace: samplesNamespace, Name: "load-invalid-" + strconv.Itoa(i)},
+				Spec:       authv1alpha1.WelcomeSpec{Name: "Load", Replicas: ptr.To[int32](-1)},
+			}
+			err = k8s.Create(ctx, invalid, client.DryRunAll)
+			if ctx.Err() != nil {
+				return
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.replicas") {
+				load.fail("invalid Welcome: want the webhook's 422 on spec.replicas, got %v", err)
+			}
+
+			bundles, err := caBundles(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			if err != nil {
+				load.fail("reading the caBundle: %v", err)
+			} else if _, err := servedCertificate(podIP, bundles[0]); err != nil {
+				load.fail("a new connection verified against the current caBundle: %v", err)
+			}
+			load.answered.Add(2)
+		}
+	}()
+	load.stop = func() []string {
+		cancel()
+		<-done
+		load.mu.Lock()
+		defer load.mu.Unlock()
+		return load.failures
+	}
+	return load
+}

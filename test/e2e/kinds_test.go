@@ -1,0 +1,144 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+// kind is what the suite needs of each of the operator's kinds: the admission rules the unit
+// tests hold the webhooks to, and what "rolled out" means for its status.
+type kind struct {
+	newObject func() client.Object
+	// admit applies the webhooks' own rules to obj, as admission would on create: defaults,
+	// then the violations.
+	admit func(obj client.Object) field.ErrorList
+	// spec is the object's spec, to compare what the API server stored with what the rules give.
+	spec func(obj client.Object) any
+	// replicas is how many pods the object asks for.
+	replicas func(obj client.Object) int32
+	// available returns nil once the status reports every replica ready and the object
+	// Available, for the generation it was given.
+	available func(obj client.Object) error
+}
+
+// defaultImagePolicy is the DeployObject image policy of a manager deployed without
+// --allowed-registries, as config/default deploys it.
+var defaultImagePolicy = func() webhooks.ImagePolicy {
+	p, err := webhooks.NewImagePolicy(nil)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}()
+
+var kinds = map[string]kind{
+	"Welcome": {
+		newObject: func() client.Object { return &authv1alpha1.Welcome{} },
+		admit: func(obj client.Object) field.ErrorList {
+			w := obj.(*authv1alpha1.Welcome)
+			webhooks.DefaultWelcome(w)
+			errs, _ := webhooks.ValidateWelcome(nil, w)
+			return errs
+		},
+		spec:     func(obj client.Object) any { return obj.(*authv1alpha1.Welcome).Spec },
+		replicas: func(obj client.Object) int32 { return *obj.(*authv1alpha1.Welcome).Spec.Replicas },
+		available: func(obj client.Object) error {
+			w := obj.(*authv1alpha1.Welcome)
+			if w.Status.ServiceURL == "" {
+				return errors.New("status.serviceURL is empty")
+			}
+			return rolledOut(w, w.Status.ObservedGeneration, w.Status.ReadyReplicas, *w.Spec.Replicas, w.Status.Conditions, authv1alpha1.ConditionAvailable)
+		},
+	},
+	"Memcached": {
+		newObject: func() client.Object { return &cachev1alpha1.Memcached{} },
+		admit: func(obj client.Object) field.ErrorList {
+			m := obj.(*cachev1alpha1.Memcached)
+			webhooks.DefaultMemcached(m)
+			errs, _ := webhooks.ValidateMemcached(nil, m)
+			return errs
+		},
+		spec:     func(obj client.Object) any { return obj.(*cachev1alpha1.Memcached).Spec },
+		replicas: func(obj client.Object) int32 { return *obj.(*cachev1alpha1.Memcached).Spec.Size },
+		available: func(obj client.Object) error {
+			m := obj.(*cachev1alpha1.Memcached)
+			if len(m.Status.Nodes) != int(*m.Spec.Size) {
+				return fmt.Errorf("status.nodes %v, want %d", m.Status.Nodes, *m.Spec.Size)
+			}
+			return rolledOut(m, m.Status.ObservedGeneration, m.Status.Replicas, *m.Spec.Size, m.Status.Conditions, cachev1alpha1.ConditionAvailable)
+		},
+	},
+	"DeployObject": {
+		newObject: func() client.Object { return &appv1.DeployObject{} },
+		admit: func(obj client.Object) field.ErrorList {
+			d := obj.(*appv1.DeployObject)
+			webhooks.DefaultDeployObject(d)
+			errs, _ := webhooks.ValidateDeployObject(nil, d, defaultImagePolicy)
+			return errs
+		},
+		spec:     func(obj client.Object) any { return obj.(*appv1.DeployObject).Spec },
+		replicas: func(obj client.Object) int32 { return *obj.(*appv1.DeployObject).Spec.Replicas },
+		available: func(obj client.Object) error {
+			d := obj.(*appv1.DeployObject)
+			var conditions []metav1.Condition
+			for _, c := range d.Status.DeploymentConditions {
+				conditions = append(conditions, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason})
+			}
+			return rolledOut(d, d.Status.ObservedGeneration, d.Status.ReadyReplicas, *d.Spec.Replicas, conditions, appv1.ConditionAvailable)
+		},
+	},
+}
+
+func rolledOut(obj client.Object, observedGeneration int64, ready, want int32, conditions []metav1.Condition, available string) error {
+	if observedGeneration != obj.GetGeneration() {
+		return fmt.Errorf("status describes generation %d, not %d", observedGeneration, obj.GetGeneration())
+	}
+	if ready != want {
+		return fmt.Errorf("%d of %d replicas ready", ready, want)
+	}
+	if !meta.IsStatusConditionTrue(conditions, available) {
+		return fmt.Errorf("not %s: %+v", available, meta.FindStatusCondition(conditions, available))
+	}
+	return nil
+}
+
+// sample is one file of config/samples, decoded into its kind.
+type sample struct {
+	file string
+	kind kind
+	obj  client.Object
+}
+
+func readSample(path string) (sample, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return sample{}, err
+	}
+	var typeMeta metav1.TypeMeta
+	if err := yaml.Unmarshal(data, &typeMeta); err != nil {
+		return sample{}, fmt.Errorf("%s: %w", path, err)
+	}
+	k, known := kinds[typeMeta.Kind]
+	if !known {
+		return sample{}, fmt.Errorf("%s: kind %q is not one of the operator's", path, typeMeta.Kind)
+	}
+	obj := k.newObject()
+	if err := yaml.UnmarshalStrict(data, obj); err != nil {
+		return sample{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return sample{file: path, kind: k, obj: obj}, nil
+}

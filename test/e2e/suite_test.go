@@ -1,0 +1,149 @@
+//go:build e2e
+
+// Package e2e tests the operator as users install it: `make deploy` onto a cluster whose
+// control plane, nodes and cert-manager all run for real, without containers. See
+// test/e2e/cluster for how the cluster runs, and `make test-e2e` for how it is built.
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
+	"github.com/seedlabs/webhook-operator/test/testenv"
+)
+
+// TestMain runs the suite inside namespaces of its own: see cluster.RunInNamespaces.
+func TestMain(m *testing.M) {
+	if !cluster.InNamespaces() {
+		code, err := cluster.RunInNamespaces()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		os.Exit(code)
+	}
+	if err := cluster.SetUpNamespaces(); err != nil {
+		fmt.Fprintln(os.Stderr, "setting up the test's namespaces:", err)
+		os.Exit(1)
+	}
+	os.Exit(m.Run())
+}
+
+func TestE2E(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "Deployed operator end to end")
+}
+
+// settings are what `make test-e2e` hands the suite.
+type settings struct {
+	root      string // the repository, where `make deploy` runs
+	assets    string // etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
+	kustomize string
+	manager   string // the manager binary, built with the Dockerfile's flags
+	image     string // the image `make deploy IMG=` sets
+	artifacts string // logs and cluster state, kept after the run
+	binaries  cluster.Binaries
+}
+
+func readSettings() settings {
+	get := func(name string) string {
+		v := os.Getenv(name)
+		ExpectWithOffset(2, v).NotTo(BeEmpty(), "%s is not set: run the suite with 'make test-e2e', which builds what it needs", name)
+		return v
+	}
+	root, err := testenv.ModuleRoot()
+	Expect(err).NotTo(HaveOccurred())
+	s := settings{
+		root:      root,
+		assets:    get("KUBEBUILDER_ASSETS"),
+		kustomize: get("KUSTOMIZE"),
+		manager:   get("E2E_MANAGER"),
+		image:     get("E2E_IMG"),
+		artifacts: get("E2E_ARTIFACTS"),
+	}
+	s.binaries = cluster.Binaries{
+		Etcd:                  filepath.Join(s.assets, "etcd"),
+		KubeAPIServer:         filepath.Join(s.assets, "kube-apiserver"),
+		KubeControllerManager: filepath.Join(s.assets, "kube-controller-manager"),
+		KubeScheduler:         filepath.Join(s.assets, "kube-scheduler"),
+		Kwok:                  get("E2E_KWOK"),
+		KwokStages:            get("E2E_KWOK_STAGES"),
+		CertManager:           get("E2E_CERT_MANAGER"),
+		CertManagerCRDs:       get("E2E_CERT_MANAGER_CRDS"),
+	}
+	return s
+}
+
+var (
+	cfg settings
+	// kube is the running cluster.
+	kube *cluster.Cluster
+	// k8s is a cluster-admin client that knows the operator's types.
+	k8s client.Client
+)
+
+var _ = BeforeSuite(func(ctx SpecContext) {
+	cfg = readSettings()
+	Expect(os.RemoveAll(cfg.artifacts)).To(Succeed())
+	Expect(os.MkdirAll(cfg.artifacts, 0o755)).To(Succeed())
+
+	start := time.Now()
+	var err error
+	kube, err = cluster.Start(ctx, cfg.binaries, cfg.artifacts)
+	Expect(err).NotTo(HaveOccurred())
+	AddReportEntry("cluster start", time.Since(start).Round(time.Millisecond).String())
+	DeferCleanup(func() { Expect(kube.Stop()).To(Succeed()) })
+
+	scheme := operator.NewScheme()
+	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
+	k8s, err = client.New(kube.Config, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+}, NodeTimeout(5*time.Minute))
+
+// ReportAfterEach points at the logs of every process when a spec fails.
+var _ = ReportAfterEach(func(report SpecReport) {
+	if report.Failed() && kube != nil {
+		AddReportEntry("logs", kube.LogDir)
+	}
+})
+
+// kubectl runs the kubectl built with the cluster as the admin, returning stdout and stderr.
+func kubectl(ctx context.Context, args ...string) (string, string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(cfg.assets, "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// makeTarget runs `make <target>` in the repository as a user would, with the cluster's
+// kubeconfig and the pinned kustomize and the built kubectl.
+func makeTarget(ctx context.Context, target string) (string, error) {
+	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-C", cfg.root, target,
+		"IMG="+cfg.image, "KUSTOMIZE="+cfg.kustomize, "KUBECTL="+filepath.Join(cfg.assets, "kubectl"))
+	// A user's shell has no make variables of an outer make.
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "MAKEFLAGS=") && !strings.HasPrefix(e, "MAKELEVEL=") && !strings.HasPrefix(e, "MFLAGS=") {
+			env = append(env, e)
+		}
+	}
+	cmd.Env = append(env, "KUBECONFIG="+kube.Kubeconfig)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
