@@ -62,8 +62,8 @@ const (
 // element of the container's command). Like kubelet, it waits until every volume can be
 // mounted (a Secret that cert-manager has yet to write keeps the container from starting), then
 // starts the process with the container's arguments and environment. The volumes must be
-// Secrets, or the projected service account token volume; their mount paths are the container's
-// own, which SetUpNamespaces backs with private tmpfs.
+// Secrets, or the projected service account token volume; each is a tmpfs mounted at the
+// container's own mount path, in the namespaces SetUpNamespaces prepared.
 //
 // Until the pod is deleted, and beyond ctx, RunPod keeps the mounted Secrets current and stops the
 // process when the pod is deleted, as kubelet does, within its termination grace period; Stop
@@ -87,6 +87,15 @@ func (c *Cluster) RunPod(ctx context.Context, pod *corev1.Pod, containerName, bi
 	}
 	if err := p.resolveVolumes(); err != nil {
 		return nil, err
+	}
+	// Like kubelet, give each Secret and projected volume a tmpfs of its own.
+	for _, v := range p.volumes {
+		if err := os.MkdirAll(v.path, 0o755); err != nil {
+			return nil, err
+		}
+		if err := mountTmpfs(v.path); err != nil {
+			return nil, err
+		}
 	}
 
 	// Mount every volume once it can be, as kubelet does before it starts a container.
@@ -149,7 +158,7 @@ func (p *PodProcess) resolveVolumes() error {
 		case m.SubPath != "":
 			return fmt.Errorf("volume mount %s: subPath is not supported", m.Name)
 		case !strings.HasPrefix(m.MountPath, "/tmp/") && !strings.HasPrefix(m.MountPath, "/var/run/"):
-			return fmt.Errorf("volume mount %s at %s: only paths under /tmp and /var/run are backed by the test's own tmpfs", m.Name, m.MountPath)
+			return fmt.Errorf("volume mount %s at %s: only paths under /tmp and /var/run are the test's own", m.Name, m.MountPath)
 		case v.Secret != nil:
 			p.volumes = append(p.volumes, mountedVolume{path: m.MountPath, mode: fileMode(v.Secret.DefaultMode), files: p.secretFiles(v.Secret)})
 		case v.Projected != nil:

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -45,8 +46,8 @@ func InNamespaces() bool {
 //   - The user namespace maps the caller to root, which grants the rest without privileges.
 //   - The network namespace holds only a loopback device, so the cluster's ports cannot clash
 //     with anything on the machine, and nothing on it can reach the cluster.
-//   - The mount namespace lets the copy put private tmpfs over /tmp and /run, where kubelet
-//     would mount a pod's Secrets and its service account token.
+//   - The mount namespace lets the copy mount a pod's volumes at their own paths, as kubelet
+//     does, without touching the machine's /tmp or /run.
 //   - The copy is PID 1 of the PID namespace: when it exits, however it exits, the kernel kills
 //     every process it started.
 func RunInNamespaces() (int, error) {
@@ -85,7 +86,7 @@ func RunInNamespaces() (int, error) {
 }
 
 // SetUpNamespaces prepares the namespaces from inside: loopback up with the cluster's addresses
-// on it, and private tmpfs over /tmp and /run.
+// on it, a private tmpfs over /run, and a private /tmp (see privateTmp).
 func SetUpNamespaces() error {
 	lo, err := netlink.LinkByName("lo")
 	if err != nil {
@@ -108,10 +109,66 @@ func SetUpNamespaces() error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
 	}
-	for _, dir := range []string{"/tmp", "/run"} {
-		if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {
-			return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
+	if err := mountTmpfs("/run"); err != nil {
+		return err
+	}
+	return privateTmp()
+}
+
+// hostTmp is where the machine's /tmp stays reachable once privateTmp has covered it.
+const hostTmp = "/run/host-tmp"
+
+// privateTmp puts a tmpfs over /tmp and binds every entry of the machine's /tmp back into it, so
+// that whatever the test was given under /tmp (its working copy, perhaps, and Go's build
+// directories) stays where it was, while whatever the test creates directly in /tmp, such as the
+// mount points of a pod's volumes, is its own.
+func privateTmp() error {
+	if err := os.Mkdir(hostTmp, 0o700); err != nil {
+		return err
+	}
+	if err := syscall.Mount("/tmp", hostTmp, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+		return fmt.Errorf("keeping the machine's /tmp reachable: %w", err)
+	}
+	if err := mountTmpfs("/tmp"); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(hostTmp)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		src, dst := filepath.Join(hostTmp, e.Name()), filepath.Join("/tmp", e.Name())
+		switch {
+		case e.Type()&os.ModeSymlink != 0:
+			target, err := os.Readlink(src)
+			if err != nil {
+				return err
+			}
+			if err := os.Symlink(target, dst); err != nil {
+				return err
+			}
+			continue
+		case e.IsDir():
+			err = os.Mkdir(dst, 0o755)
+		case e.Type().IsRegular():
+			err = os.WriteFile(dst, nil, 0o600)
+		default:
+			continue // Sockets and devices of other programs are no business of the test.
 		}
+		if err != nil {
+			return err
+		}
+		if err := syscall.Mount(src, dst, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
+			return fmt.Errorf("binding %s back into the private /tmp: %w", dst, err)
+		}
+	}
+	return nil
+}
+
+// mountTmpfs mounts a new tmpfs at dir, which must exist.
+func mountTmpfs(dir string) error {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {
+		return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
 	}
 	return nil
 }
