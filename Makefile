@@ -18,7 +18,7 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE      ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 
-## The control plane for envtest and run-local, built from source by the tools modules in test/tools.
+## The control plane for envtest, run-local and test-e2e, built from source by the tools modules in test/tools.
 ## KUBE_VERSION must match the k8s.io/kubernetes version in test/tools/kube/go.mod.
 KUBE_VERSION     ?= v1.37.1
 KUBE_MINOR        = $(word 2,$(subst ., ,$(KUBE_VERSION)))
@@ -31,6 +31,8 @@ GO_TEST_FLAGS ?= -race -timeout 15m
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
+# A recipe that fails leaves no half-written target behind for the next run to trust.
+.DELETE_ON_ERROR:
 
 .PHONY: all
 all: build
@@ -135,8 +137,9 @@ deploy: manifests $(KUSTOMIZE) ## Deploy the operator (needs cert-manager); IMG 
 # deleting the CRDs with the manager would leave them waiting on finalizers nobody removes.
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) ## Remove everything deploy created, custom resources first.
-	for crd in $$($(KUSTOMIZE) build config/crd | $(KUBECTL) get --ignore-not-found -o name -f -); do \
-		$(KUBECTL) delete --all --all-namespaces --wait "$${crd#*/}"; \
+	crds=$$($(KUSTOMIZE) build config/crd | $(KUBECTL) get --ignore-not-found -o name -f -) && \
+	for crd in $$crds; do \
+		$(KUBECTL) delete --all --all-namespaces --wait --timeout=2m "$${crd#*/}"; \
 	done
 	$(kustomize_default) | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
@@ -149,7 +152,7 @@ build-installer: manifests generate $(KUSTOMIZE) ## Write dist/install.yaml, eve
 
 # The extra programs of the end-to-end test, built by test/tools/e2e: kwok and cert-manager's
 # controllers (k8s.io v0.36, which cert-manager v1.21 needs), kwok's stages and cert-manager's CRDs.
-E2E_TOOLS_MOD   = test/tools/e2e/go.mod
+E2E_TOOLS_MOD   = test/tools/e2e/go.mod test/tools/e2e/go.sum
 E2E_BIN        ?= $(LOCALBIN)/e2e
 KWOK           ?= $(E2E_BIN)/kwok
 KWOK_STAGES    ?= $(E2E_BIN)/kwok-stages.yaml
@@ -164,7 +167,7 @@ module_dir = $$(cd test/tools/e2e && go mod download $(1) && go list -m -f '{{.D
 test-e2e: build controlplane $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) e2e-tools $(KUSTOMIZE) ## Deploy the operator with make deploy onto a real control plane with kwok nodes and cert-manager, no containers, and test it.
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_MANAGER="$(LOCALBIN)/manager" E2E_IMG="$(E2E_IMG)" \
 	E2E_KWOK="$(KWOK)" E2E_KWOK_STAGES="$(KWOK_STAGES)" E2E_CERT_MANAGER="$(CERT_MANAGER)" E2E_CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" \
-	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 20m -v ./test/e2e/ -ginkgo.v
+	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/ -ginkgo.v
 
 .PHONY: e2e-tools
 e2e-tools: $(KWOK) $(KWOK_STAGES) $(CERT_MANAGER) $(CERT_MANAGER_CRDS) ## Build kwok and cert-manager's controllers, and fetch their stages and CRDs.
@@ -179,12 +182,13 @@ $(CERT_MANAGER): $(E2E_TOOLS_MOD) test/tools/e2e/cmd/cert-manager/main.go
 # once, and deleted pods removed.
 $(KWOK_STAGES): $(E2E_TOOLS_MOD) $(KUSTOMIZE)
 	mkdir -p $(dir $@)
-	$(KUSTOMIZE) build $(call module_dir,sigs.k8s.io/kwok)/kustomize/stage/fast > $@
+	$(KUSTOMIZE) build $(call module_dir,sigs.k8s.io/kwok)/kustomize/stage/fast > $@.tmp
+	mv $@.tmp $@
 
 $(CERT_MANAGER_CRDS): $(E2E_TOOLS_MOD)
-	rm -rf $@ && mkdir -p $@
-	cp $(call module_dir,github.com/cert-manager/cert-manager)/deploy/crds/*.yaml $@/
-	chmod -R u+w $@
+	rm -rf $@ $@.tmp && mkdir -p $@.tmp
+	cp $(call module_dir,github.com/cert-manager/cert-manager)/deploy/crds/*.yaml $@.tmp/
+	chmod -R u+w $@.tmp && mv $@.tmp $@
 
 ##@ Control plane (built from the Go module proxy, never downloaded)
 

@@ -13,6 +13,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -112,7 +113,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	k8s, err = client.New(kube.Config, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
-}, NodeTimeout(5*time.Minute))
+}, NodeTimeout(3*time.Minute))
 
 // ReportAfterEach points at the logs of every process when a spec fails.
 var _ = ReportAfterEach(func(report SpecReport) {
@@ -144,6 +145,10 @@ func makeTarget(ctx context.Context, target string) (string, error) {
 		}
 	}
 	cmd.Env = append(env, "KUBECONFIG="+kube.Kubeconfig)
+	// On timeout, stop make and the kubectl and kustomize it runs, not make alone.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

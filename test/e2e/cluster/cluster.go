@@ -1,3 +1,5 @@
+//go:build linux
+
 package cluster
 
 import (
@@ -74,8 +76,8 @@ const stepTimeout = 2 * time.Minute
 
 // Start runs the cluster with its state under dir. It must run inside SetUpNamespaces' namespaces.
 // On error it stops whatever it had started.
-func Start(ctx context.Context, bin Binaries, dir string) (c *Cluster, err error) {
-	c = &Cluster{LogDir: filepath.Join(dir, "logs")}
+func Start(ctx context.Context, bin Binaries, dir string) (_ *Cluster, err error) {
+	c := &Cluster{LogDir: filepath.Join(dir, "logs")}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())

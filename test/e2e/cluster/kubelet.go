@@ -1,3 +1,5 @@
+//go:build linux
+
 package cluster
 
 import (
@@ -7,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,6 +37,8 @@ type PodProcess struct {
 	container *corev1.Container
 	volumes   []mountedVolume
 	written   map[string]map[string][]byte
+	// kubeletLog records what the harness did for the pod, and what failed.
+	kubeletLog *os.File
 
 	stopOnce      sync.Once
 	stopErr       error
@@ -51,7 +56,7 @@ type mountedVolume struct {
 const (
 	// mountPoll is how often a volume that cannot be mounted yet is tried again.
 	mountPoll = 250 * time.Millisecond
-	// volumeRefresh is how often mounted Secret and ConfigMap volumes are brought up to date.
+	// volumeRefresh is how often mounted Secret and projected volumes are brought up to date.
 	// kubelet takes up to a minute or more; a few seconds keep the test short while leaving the
 	// window a real cluster has, in which a Secret, a caBundle injected from it and the files a
 	// running process reads disagree.
@@ -93,9 +98,12 @@ func (c *Cluster) RunPod(ctx context.Context, pod *corev1.Pod, containerName, bi
 		if err := os.MkdirAll(v.path, 0o755); err != nil {
 			return nil, err
 		}
-		if err := mountTmpfs(v.path); err != nil {
+		if err := mountTmpfs(v.path, 0o755); err != nil {
 			return nil, err
 		}
+	}
+	if p.kubeletLog, err = os.Create(filepath.Join(c.LogDir, pod.Name+".kubelet.log")); err != nil {
+		return nil, err
 	}
 
 	// Mount every volume once it can be, as kubelet does before it starts a container.
@@ -108,9 +116,10 @@ func (c *Cluster) RunPod(ctx context.Context, pod *corev1.Pod, containerName, bi
 	}
 
 	args := append(append([]string{}, p.container.Command[1:]...), p.container.Args...)
-	if p.Process, err = StartProcess(pod.Name, c.LogDir, binary, args, env); err != nil {
+	if p.Process, err = startProcess(pod.Name, c.LogDir, binary, args, env); err != nil {
 		return nil, err
 	}
+	p.logf("started %s %q", binary, args)
 	superviseCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	p.stopSupervise = cancel
 	go p.supervise(superviseCtx)
@@ -123,11 +132,13 @@ func (p *PodProcess) Stopped() <-chan struct{} { return p.stopped }
 // StopErr is how the process ended when it was stopped; only meaningful once Stopped is closed.
 func (p *PodProcess) StopErr() error { return p.stopErr }
 
-// environment is the container's environment as kubelet gives it: its env values, the API
-// server's address and the pod's host name. The API server is given by its own address, not
-// the kubernetes Service's cluster IP, as nothing here routes cluster IPs.
+// environment is the container's environment as kubelet gives it, and nothing of the test's own:
+// a PATH, the container's env values, the API server's address and the pod's host name. The API
+// server is given by its own address, not the kubernetes Service's cluster IP, as nothing here
+// routes cluster IPs.
 func (p *PodProcess) environment() ([]string, error) {
 	env := []string{
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 		"KUBERNETES_SERVICE_HOST=" + APIServerIP,
 		"KUBERNETES_SERVICE_PORT=" + strconv.Itoa(APIServerPort),
 		"HOSTNAME=" + p.Pod.Name,
@@ -152,21 +163,22 @@ func (p *PodProcess) resolveVolumes() error {
 	}
 	for _, m := range p.container.VolumeMounts {
 		v := volumes[m.Name]
+		path := filepath.Clean(m.MountPath)
 		switch {
 		case v == nil:
 			return fmt.Errorf("volume mount %s names no volume", m.Name)
 		case m.SubPath != "":
 			return fmt.Errorf("volume mount %s: subPath is not supported", m.Name)
-		case !strings.HasPrefix(m.MountPath, "/tmp/") && !strings.HasPrefix(m.MountPath, "/var/run/"):
+		case !strings.HasPrefix(path, "/tmp/") && !strings.HasPrefix(path, "/var/run/"):
 			return fmt.Errorf("volume mount %s at %s: only paths under /tmp and /var/run are the test's own", m.Name, m.MountPath)
 		case v.Secret != nil:
-			p.volumes = append(p.volumes, mountedVolume{path: m.MountPath, mode: fileMode(v.Secret.DefaultMode), files: p.secretFiles(v.Secret)})
+			p.volumes = append(p.volumes, mountedVolume{path: path, mode: fileMode(v.Secret.DefaultMode), files: p.secretFiles(v.Secret)})
 		case v.Projected != nil:
 			files, err := p.projectedFiles(v.Projected)
 			if err != nil {
 				return fmt.Errorf("volume %s: %w", m.Name, err)
 			}
-			p.volumes = append(p.volumes, mountedVolume{path: m.MountPath, mode: fileMode(v.Projected.DefaultMode), files: files})
+			p.volumes = append(p.volumes, mountedVolume{path: path, mode: fileMode(v.Projected.DefaultMode), files: files})
 		default:
 			return fmt.Errorf("volume %s: only Secret and projected service account volumes are supported", m.Name)
 		}
@@ -192,7 +204,11 @@ func (p *PodProcess) secretFiles(src *corev1.SecretVolumeSource) func(context.Co
 		}
 		files := map[string][]byte{}
 		for _, item := range src.Items {
-			files[item.Path] = secret.Data[item.Key]
+			data, ok := secret.Data[item.Key]
+			if !ok {
+				return nil, fmt.Errorf("secret %s has no key %s", src.SecretName, item.Key)
+			}
+			files[item.Path] = data
 		}
 		return files, nil
 	}
@@ -265,7 +281,11 @@ func (p *PodProcess) configMapFiles(src *corev1.ConfigMapProjection) func(contex
 			return fmt.Errorf("configmap %s: %w", src.Name, err)
 		}
 		for _, item := range src.Items {
-			files[item.Path] = []byte(cm.Data[item.Key])
+			data, ok := cm.Data[item.Key]
+			if !ok {
+				return fmt.Errorf("configmap %s has no key %s", src.Name, item.Key)
+			}
+			files[item.Path] = []byte(data)
 		}
 		return nil
 	}
@@ -285,6 +305,7 @@ func (p *PodProcess) syncVolumes(ctx context.Context) error {
 			return fmt.Errorf("writing %s: %w", v.path, err)
 		}
 		p.written[v.path] = files
+		p.logf("wrote volume %s", v.path)
 	}
 	return nil
 }
@@ -299,21 +320,30 @@ func (p *PodProcess) supervise(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-p.Done():
+			p.logf("the container exited on its own: %v", p.Err())
 			return
 		case <-ticker.C:
 		}
 		pod := &corev1.Pod{}
 		err := p.cluster.Client.Get(ctx, client.ObjectKeyFromObject(p.Pod), pod)
 		if apierrors.IsNotFound(err) || (err == nil && (pod.UID != p.Pod.UID || pod.DeletionTimestamp != nil)) {
+			p.logf("the pod was deleted: stopping the container")
 			p.stop()
 			return
 		}
 		if time.Since(lastSync) >= volumeRefresh {
 			// A failed refresh is retried at the next one, as kubelet retries.
-			_ = p.syncVolumes(ctx)
+			if err := p.syncVolumes(ctx); err != nil {
+				p.logf("refreshing the volumes: %v", err)
+			}
 			lastSync = time.Now()
 		}
 	}
+}
+
+// logf appends a line to the pod's kubelet log.
+func (p *PodProcess) logf(format string, args ...any) {
+	_, _ = fmt.Fprintf(p.kubeletLog, time.Now().Format(time.RFC3339Nano)+" "+format+"\n", args...)
 }
 
 // stop sends SIGTERM and waits for the pod's termination grace period.
@@ -328,9 +358,20 @@ func (p *PodProcess) stop() {
 	})
 }
 
+// Crashed returns an error when the process has exited without being stopped.
+func (p *PodProcess) Crashed() error {
+	select {
+	case <-p.stopped:
+		return nil
+	default:
+		return p.Running()
+	}
+}
+
 // Stop stops the process now, whatever its pod's state; for the end of a test.
 func (p *PodProcess) Stop() error {
 	p.stopSupervise()
 	p.stop()
+	_ = p.kubeletLog.Close()
 	return p.stopErr
 }

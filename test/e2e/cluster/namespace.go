@@ -1,3 +1,5 @@
+//go:build linux
+
 // Package cluster runs a Kubernetes cluster without containers for the end-to-end test of the
 // deployed operator: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok for nodes
 // and pods, and cert-manager's controllers, all as local processes inside namespaces of the test's
@@ -11,6 +13,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 
 	"github.com/vishvananda/netlink"
@@ -53,7 +56,16 @@ func InNamespaces() bool {
 func RunInNamespaces() (int, error) {
 	cmd := exec.Command("/proc/self/exe", os.Args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), namespacesEnv+"=1")
+	// Nothing in the network namespace can reach a proxy, and every address in it is local.
+	cmd.Env = []string{namespacesEnv + "=1"}
+	for _, e := range os.Environ() {
+		name, _, _ := strings.Cut(e, "=")
+		switch strings.ToUpper(name) {
+		case "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY":
+		default:
+			cmd.Env = append(cmd.Env, e)
+		}
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  syscall.CLONE_NEWUSER | syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: os.Getuid(), Size: 1}},
@@ -109,7 +121,7 @@ func SetUpNamespaces() error {
 	if err := syscall.Mount("", "/", "", syscall.MS_REC|syscall.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("making the mounts private: %w", err)
 	}
-	if err := mountTmpfs("/run"); err != nil {
+	if err := mountTmpfs("/run", 0o755); err != nil {
 		return err
 	}
 	return privateTmp()
@@ -129,7 +141,7 @@ func privateTmp() error {
 	if err := syscall.Mount("/tmp", hostTmp, "", syscall.MS_BIND|syscall.MS_REC, ""); err != nil {
 		return fmt.Errorf("keeping the machine's /tmp reachable: %w", err)
 	}
-	if err := mountTmpfs("/tmp"); err != nil {
+	if err := mountTmpfs("/tmp", 0o1777); err != nil {
 		return err
 	}
 	entries, err := os.ReadDir(hostTmp)
@@ -165,9 +177,9 @@ func privateTmp() error {
 	return nil
 }
 
-// mountTmpfs mounts a new tmpfs at dir, which must exist.
-func mountTmpfs(dir string) error {
-	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, "mode=1777"); err != nil {
+// mountTmpfs mounts a new tmpfs at dir, which must exist, with its root in the given mode.
+func mountTmpfs(dir string, mode uint32) error {
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", syscall.MS_NOSUID|syscall.MS_NODEV, fmt.Sprintf("mode=%o", mode)); err != nil {
 		return fmt.Errorf("mounting a tmpfs on %s: %w", dir, err)
 	}
 	return nil

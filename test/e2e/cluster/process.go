@@ -1,3 +1,5 @@
+//go:build linux
+
 package cluster
 
 import (
@@ -24,9 +26,14 @@ type Process struct {
 	err  error
 }
 
-// StartProcess starts binary with args and env (added to this process's environment), writing
-// its output to <logDir>/<name>.log. The process is killed if the harness dies first.
+// StartProcess starts binary with args and env added to this process's environment, writing its
+// output to <logDir>/<name>.log. The process is killed if the harness dies first.
 func StartProcess(name, logDir, binary string, args, env []string) (*Process, error) {
+	return startProcess(name, logDir, binary, args, append(os.Environ(), env...))
+}
+
+// startProcess is StartProcess with exactly the environment env.
+func startProcess(name, logDir, binary string, args, env []string) (*Process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	log, err := os.Create(logPath)
 	if err != nil {
@@ -34,7 +41,7 @@ func StartProcess(name, logDir, binary string, args, env []string) (*Process, er
 	}
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), env...)
+	cmd.Env = env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()
