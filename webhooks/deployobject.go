@@ -152,6 +152,8 @@ func validateServicePorts(ports []corev1.ServicePort, path *field.Path) field.Er
 	var errs field.ErrorList
 	names := make(map[string]bool, len(ports))
 	portProtocols := make(map[string]bool, len(ports))
+	// namedTargets maps a named targetPort to the first port that targets it.
+	namedTargets := make(map[string]int, len(ports))
 	for i, p := range ports {
 		pp := path.Index(i)
 		switch {
@@ -171,6 +173,14 @@ func validateServicePorts(ports []corev1.ServicePort, path *field.Path) field.Er
 		case intstr.String:
 			for _, msg := range validation.IsValidPortName(p.TargetPort.StrVal) {
 				errs = append(errs, field.Invalid(pp.Child("targetPort"), p.TargetPort.StrVal, msg))
+			}
+			// A named target is one container port, and a container port has one protocol.
+			if first, seen := namedTargets[p.TargetPort.StrVal]; !seen {
+				namedTargets[p.TargetPort.StrVal] = i
+			} else if ports[first].Protocol != p.Protocol {
+				errs = append(errs, field.Invalid(pp.Child("targetPort"), p.TargetPort.StrVal, fmt.Sprintf(
+					"must name a container port of its own: %s already targets it over %s, and a container port has one protocol",
+					path.Index(first), ports[first].Protocol)))
 			}
 		default:
 			errs = append(errs, validatePort(p.TargetPort.IntVal, pp.Child("targetPort"))...)

@@ -471,6 +471,27 @@ func TestValidateServicePorts(t *testing.T) {
 			want: field.ErrorList{duplicate("spec.ports[1].name", "http")},
 		},
 		{
+			name: "one named target for two ports over one protocol",
+			ports: []corev1.ServicePort{
+				servicePort("http", 80, intstr.FromString("web"), tcp),
+				servicePort("alt", 8080, intstr.FromString("web"), tcp),
+			},
+		},
+		{
+			name: "one named target for two ports over two protocols",
+			ports: []corev1.ServicePort{
+				servicePort("dns-tcp", 53, intstr.FromString("dns"), tcp),
+				servicePort("dns-udp", 53, intstr.FromString("dns"), corev1.ProtocolUDP),
+				servicePort("dns-sctp", 5353, intstr.FromString("dns"), corev1.ProtocolSCTP),
+			},
+			want: field.ErrorList{
+				invalid("spec.ports[1].targetPort", "dns",
+					"must name a container port of its own: spec.ports[0] already targets it over TCP, and a container port has one protocol"),
+				invalid("spec.ports[2].targetPort", "dns",
+					"must name a container port of its own: spec.ports[0] already targets it over TCP, and a container port has one protocol"),
+			},
+		},
+		{
 			name:  "uppercase name",
 			ports: []corev1.ServicePort{servicePort("HTTP", 80, intstr.FromInt32(8080), tcp)},
 			want:  field.ErrorList{invalid("spec.ports[0].name", "HTTP", dnsLabelDetail)},

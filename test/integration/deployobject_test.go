@@ -73,6 +73,17 @@ var _ = Describe("DeployObject admission", func() {
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appv1.DeployObject{}))).To(BeTrue())
 	})
 
+	It("refuses one named target port for two protocols, which no single container port can serve", func(ctx SpecContext) {
+		d := newDeployObject(ns, "dns", "coredns/coredns:1.12.0",
+			corev1.ServicePort{Name: "dns-tcp", Port: 53, TargetPort: intstr.FromString("dns")},
+			corev1.ServicePort{Name: "dns-udp", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromString("dns")})
+		err := k8s.Create(ctx, d)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(causes(err)).To(ConsistOf("spec.ports[1].targetPort"))
+		Expect(err.Error()).To(ContainSubstring("spec.ports[0] already targets it over TCP"))
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appv1.DeployObject{}))).To(BeTrue())
+	})
+
 	It("fills replicas and each port's protocol and targetPort", func(ctx SpecContext) {
 		d := newDeployObject(ns, "defaults", "nginx:1.27",
 			corev1.ServicePort{Name: "http", Port: 80}, corev1.ServicePort{Name: "metrics", Port: 9090, TargetPort: intstr.FromString("prom")})
