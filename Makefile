@@ -167,7 +167,7 @@ module_dir = $$(cd test/tools/e2e && go mod download $(1) && go list -m -f '{{.D
 test-e2e: build controlplane $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) e2e-tools $(KUSTOMIZE) ## Deploy the operator with make deploy onto a real control plane with kwok nodes and cert-manager, no containers, and test it.
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_MANAGER="$(LOCALBIN)/manager" E2E_IMG="$(E2E_IMG)" \
 	E2E_KWOK="$(KWOK)" E2E_KWOK_STAGES="$(KWOK_STAGES)" E2E_CERT_MANAGER="$(CERT_MANAGER)" E2E_CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" \
-	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 30m -v ./test/e2e/ -ginkgo.v
+	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 35m -v ./test/e2e/ -ginkgo.v
 
 .PHONY: e2e-tools
 e2e-tools: $(KWOK) $(KWOK_STAGES) $(CERT_MANAGER) $(CERT_MANAGER_CRDS) ## Build kwok and cert-manager's controllers, and fetch their stages and CRDs.

@@ -235,6 +235,24 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		}
 	}, SpecTimeout(3*time.Minute))
 
+	It("scales a Memcached with kubectl scale: the scale webhook refuses 4, and 2 is rolled out", func(ctx SpecContext) {
+		_, stderr, err := kubectl(ctx, "scale", "-n", samplesNamespace, "memcached/memcached-sample", "--replicas=4")
+		Expect(err).To(HaveOccurred(), "kubectl scale --replicas=4 was accepted")
+		Expect(stderr).To(ContainSubstring("spec.size: Invalid value: 4: must be between 1 and 3"))
+
+		_, stderr, err = kubectl(ctx, "scale", "-n", samplesNamespace, "memcached/memcached-sample", "--replicas=2")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		key := types.NamespacedName{Namespace: samplesNamespace, Name: "memcached-sample"}
+		Eventually(func(g Gomega) {
+			m := get(ctx, g, key, &cachev1alpha1.Memcached{}).(*cachev1alpha1.Memcached)
+			g.Expect(m.Spec.Size).To(HaveValue(BeEquivalentTo(2)))
+			g.Expect(kinds["Memcached"].available(m)).To(Succeed())
+			deployments, _ := ownedBy(ctx, g, m)
+			g.Expect(deployments).To(HaveLen(1))
+			g.Expect(controlledPods(ctx, g, controlledReplicaSets(ctx, g, &deployments[0]))).To(HaveLen(2))
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+	}, SpecTimeout(2*time.Minute))
+
 	It("picks up a re-issued serving certificate without failing one admission request", func(ctx SpecContext) {
 		before := servingSecretData(ctx)
 		load := startAdmissionLoad(ctx, manager.Pod.Status.PodIP)
