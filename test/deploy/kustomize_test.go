@@ -22,23 +22,24 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
 // What config/default names things.
 const (
-	namespace  = "webhook-operator-system"
-	namePrefix = "webhook-operator-"
+	namespace  = fixtures.Namespace
+	namePrefix = fixtures.NamePrefix
 
-	deploymentName     = namePrefix + "controller-manager"
-	managerContainer   = "manager"
-	webhookService     = namePrefix + "webhook-service"
-	metricsService     = namePrefix + "controller-manager-metrics-service"
-	servingCertificate = namePrefix + "serving-cert"
-	metricsCertificate = namePrefix + "metrics-certs"
-	caCertificate      = namePrefix + "ca"
-	selfSignedIssuer   = namePrefix + "selfsigned-issuer"
-	caIssuer           = namePrefix + "ca-issuer"
+	deploymentName     = fixtures.ManagerDeployment
+	managerContainer   = fixtures.ManagerContainer
+	webhookService     = fixtures.WebhookService
+	metricsService     = fixtures.MetricsService
+	servingCertificate = fixtures.ServingCertificate
+	metricsCertificate = fixtures.MetricsCertificate
+	caCertificate      = fixtures.CACertificate
+	selfSignedIssuer   = fixtures.SelfSignedIssuer
+	caIssuer           = fixtures.CAIssuer
 	managerRole        = namePrefix + "manager-role"
 	metricsAuthRole    = namePrefix + "metrics-auth-role"
 	leaderElectionRole = namePrefix + "leader-election-role"

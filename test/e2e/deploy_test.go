@@ -42,19 +42,7 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
-)
-
-// What config/default installs.
-const (
-	operatorNamespace  = "webhook-operator-system"
-	namePrefix         = "webhook-operator-"
-	managerDeployment  = namePrefix + "controller-manager"
-	managerContainer   = "manager"
-	webhookService     = namePrefix + "webhook-service"
-	servingCertificate = namePrefix + "serving-cert"
-	servingSecret      = "webhook-server-cert"
-	mutatingConfig     = namePrefix + "mutating-webhook-configuration"
-	validatingConfig   = namePrefix + "validating-webhook-configuration"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
 // samplesNamespace holds the samples; it enforces the restricted Pod Security Standard, so
@@ -93,22 +81,22 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		pod := &corev1.Pod{}
 		Eventually(func(g Gomega) {
 			deployment := &appsv1.Deployment{}
-			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: managerDeployment}, deployment)).To(Succeed())
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: fixtures.Namespace, Name: fixtures.ManagerDeployment}, deployment)).To(Succeed())
 			pods := &corev1.PodList{}
-			g.Expect(k8s.List(ctx, pods, client.InNamespace(operatorNamespace), client.MatchingLabels(deployment.Spec.Selector.MatchLabels))).To(Succeed())
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(fixtures.Namespace), client.MatchingLabels(deployment.Spec.Selector.MatchLabels))).To(Succeed())
 			g.Expect(pods.Items).To(HaveLen(1))
 			*pod = pods.Items[0]
 			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 			g.Expect(pod.Status.PodIP).NotTo(BeEmpty())
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 		Expect(pod.Spec.NodeName).To(Equal(cluster.NodeName))
-		Expect(containerOf(pod, managerContainer).Image).To(Equal(cfg.image), "make deploy IMG= sets the manager's image")
+		Expect(containerOf(pod, fixtures.ManagerContainer).Image).To(Equal(cfg.image), "make deploy IMG= sets the manager's image")
 		Expect(net.ParseIP(pod.Status.PodIP).IsLoopback()).To(BeFalse())
 
 		var err error
-		manager, err = kube.RunPod(ctx, pod, managerContainer, cfg.manager)
+		manager, err = kube.RunPod(ctx, pod, fixtures.ManagerContainer, cfg.manager)
 		Expect(err).NotTo(HaveOccurred())
-		go watchReadiness(manager, readinessURL(pod, containerOf(pod, managerContainer)), readyAt)
+		go watchReadiness(manager, readinessURL(pod, containerOf(pod, fixtures.ManagerContainer)), readyAt)
 	}, SpecTimeout(2*time.Minute))
 
 	It("gets its serving certificate from cert-manager, with the CA injected into both webhook configurations", func(ctx SpecContext) {
@@ -122,7 +110,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		Expect(caBundles(ctx)).To(HaveLen(generatedWebhooks()), "one caBundle per webhook config/webhook generates")
 
 		leaf := parseCertificate(secret.Data["tls.crt"])
-		Expect(leaf.DNSNames).To(ContainElement(webhookService + "." + operatorNamespace + ".svc"))
+		Expect(leaf.DNSNames).To(ContainElement(fixtures.WebhookService + "." + fixtures.Namespace + ".svc"))
 		Expect(leaf.PublicKeyAlgorithm).To(Equal(x509.ECDSA))
 	}, SpecTimeout(2*time.Minute))
 
@@ -143,9 +131,9 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 
 	It("routes every admission webhook through the webhook Service", func(ctx SpecContext) {
 		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		Expect(k8s.Get(ctx, types.NamespacedName{Name: mutatingConfig}, mutating)).To(Succeed())
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: fixtures.MutatingWebhookConfiguration}, mutating)).To(Succeed())
 		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		Expect(k8s.Get(ctx, types.NamespacedName{Name: validatingConfig}, validating)).To(Succeed())
+		Expect(k8s.Get(ctx, types.NamespacedName{Name: fixtures.ValidatingWebhookConfiguration}, validating)).To(Succeed())
 		var configs []admissionregistrationv1.WebhookClientConfig
 		for _, w := range mutating.Webhooks {
 			configs = append(configs, w.ClientConfig)
@@ -156,15 +144,15 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		for _, c := range configs {
 			Expect(c.URL).To(BeNil())
 			Expect(c.Service).NotTo(BeNil())
-			Expect(c.Service.Namespace).To(Equal(operatorNamespace))
-			Expect(c.Service.Name).To(Equal(webhookService))
+			Expect(c.Service.Namespace).To(Equal(fixtures.Namespace))
+			Expect(c.Service.Name).To(Equal(fixtures.WebhookService))
 		}
 
 		// The EndpointSlice the API server dials holds the manager's pod IP.
 		Eventually(func(g Gomega) {
 			slices := &discoveryv1.EndpointSliceList{}
-			g.Expect(k8s.List(ctx, slices, client.InNamespace(operatorNamespace),
-				client.MatchingLabels{discoveryv1.LabelServiceName: webhookService})).To(Succeed())
+			g.Expect(k8s.List(ctx, slices, client.InNamespace(fixtures.Namespace),
+				client.MatchingLabels{discoveryv1.LabelServiceName: fixtures.WebhookService})).To(Succeed())
 			var addresses []string
 			for _, slice := range slices.Items {
 				for _, e := range slice.Endpoints {
@@ -358,19 +346,19 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 			for _, crd := range crds.Items {
 				g.Expect(crd.Spec.Group).NotTo(HaveSuffix("seedlabs.dev"), "CRD %s remains", crd.Name)
 			}
-			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Name: operatorNamespace}, &corev1.Namespace{}))).To(BeTrue(),
-				"namespace %s remains", operatorNamespace)
-			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Name: mutatingConfig}, &admissionregistrationv1.MutatingWebhookConfiguration{}))).To(BeTrue())
-			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Name: validatingConfig}, &admissionregistrationv1.ValidatingWebhookConfiguration{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Name: fixtures.Namespace}, &corev1.Namespace{}))).To(BeTrue(),
+				"namespace %s remains", fixtures.Namespace)
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Name: fixtures.MutatingWebhookConfiguration}, &admissionregistrationv1.MutatingWebhookConfiguration{}))).To(BeTrue())
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Name: fixtures.ValidatingWebhookConfiguration}, &admissionregistrationv1.ValidatingWebhookConfiguration{}))).To(BeTrue())
 			roles := &rbacv1.ClusterRoleList{}
 			g.Expect(k8s.List(ctx, roles)).To(Succeed())
 			for _, r := range roles.Items {
-				g.Expect(r.Name).NotTo(HavePrefix(namePrefix))
+				g.Expect(r.Name).NotTo(HavePrefix(fixtures.NamePrefix))
 			}
 			bindings := &rbacv1.ClusterRoleBindingList{}
 			g.Expect(k8s.List(ctx, bindings)).To(Succeed())
 			for _, b := range bindings.Items {
-				g.Expect(b.Name).NotTo(HavePrefix(namePrefix))
+				g.Expect(b.Name).NotTo(HavePrefix(fixtures.NamePrefix))
 			}
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 	}, SpecTimeout(3*time.Minute))
@@ -503,7 +491,7 @@ func isControlledBy(obj, owner client.Object) bool {
 func certificate(ctx context.Context) (*unstructured.Unstructured, error) {
 	cert := &unstructured.Unstructured{}
 	cert.SetGroupVersionKind(certificateGVK)
-	err := k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: servingCertificate}, cert)
+	err := k8s.Get(ctx, types.NamespacedName{Namespace: fixtures.Namespace, Name: fixtures.ServingCertificate}, cert)
 	return cert, err
 }
 
@@ -522,7 +510,7 @@ func certificateCondition(ctx context.Context, conditionType string) (map[string
 			return m, nil
 		}
 	}
-	return nil, fmt.Errorf("certificate %s has no %s condition", servingCertificate, conditionType)
+	return nil, fmt.Errorf("certificate %s has no %s condition", fixtures.ServingCertificate, conditionType)
 }
 
 func certificateReady(ctx context.Context) error {
@@ -531,7 +519,7 @@ func certificateReady(ctx context.Context) error {
 		return err
 	}
 	if ready["status"] != "True" {
-		return fmt.Errorf("certificate %s not Ready: %v", servingCertificate, ready["message"])
+		return fmt.Errorf("certificate %s not Ready: %v", fixtures.ServingCertificate, ready["message"])
 	}
 	return nil
 }
@@ -566,18 +554,18 @@ func renewCertificate(ctx context.Context) {
 
 func servingSecretData(ctx context.Context) *corev1.Secret {
 	secret := &corev1.Secret{}
-	ExpectWithOffset(1, k8s.Get(ctx, types.NamespacedName{Namespace: operatorNamespace, Name: servingSecret}, secret)).To(Succeed())
+	ExpectWithOffset(1, k8s.Get(ctx, types.NamespacedName{Namespace: fixtures.Namespace, Name: fixtures.ServingSecret}, secret)).To(Succeed())
 	return secret
 }
 
 // caBundles returns the caBundle of every webhook in both configurations.
 func caBundles(ctx context.Context) ([][]byte, error) {
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if err := k8s.Get(ctx, types.NamespacedName{Name: mutatingConfig}, mutating); err != nil {
+	if err := k8s.Get(ctx, types.NamespacedName{Name: fixtures.MutatingWebhookConfiguration}, mutating); err != nil {
 		return nil, err
 	}
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := k8s.Get(ctx, types.NamespacedName{Name: validatingConfig}, validating); err != nil {
+	if err := k8s.Get(ctx, types.NamespacedName{Name: fixtures.ValidatingWebhookConfiguration}, validating); err != nil {
 		return nil, err
 	}
 	var bundles [][]byte
@@ -608,7 +596,7 @@ func servedCertificate(podIP string, caPEM []byte) (*x509.Certificate, error) {
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
 	conn, err := tls.DialWithDialer(dialer, "tcp", net.JoinHostPort(podIP, "9443"), &tls.Config{
 		RootCAs:    roots,
-		ServerName: webhookService + "." + operatorNamespace + ".svc",
+		ServerName: fixtures.WebhookService + "." + fixtures.Namespace + ".svc",
 		MinVersion: tls.VersionTLS12,
 	})
 	if err != nil {
