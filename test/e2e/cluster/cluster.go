@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -63,8 +64,6 @@ type Cluster struct {
 	Config *rest.Config
 	// Client is a client with that identity, for the built-in types and CRDs.
 	Client client.Client
-	// CAPEM is the cluster's CA, which kube-root-ca.crt publishes to every namespace.
-	CAPEM []byte
 	// LogDir holds each process's log.
 	LogDir string
 
@@ -90,7 +89,6 @@ func Start(ctx context.Context, bin Binaries, dir string) (_ *Cluster, err error
 	if err != nil {
 		return nil, fmt.Errorf("creating the cluster's certificates: %w", err)
 	}
-	c.CAPEM = certs.caPEM
 	token, err := randomToken()
 	if err != nil {
 		return nil, err
@@ -114,7 +112,7 @@ func Start(ctx context.Context, bin Binaries, dir string) (_ *Cluster, err error
 		return nil, err
 	}
 
-	if err := c.start("etcd", bin.Etcd,
+	if _, err := c.startProcess("etcd", bin.Etcd,
 		"--name=e2e",
 		"--data-dir="+filepath.Join(dir, "etcd"),
 		"--listen-client-urls=http://127.0.0.1:2379",
@@ -227,8 +225,12 @@ func Start(ctx context.Context, bin Binaries, dir string) (_ *Cluster, err error
 		return nil, err
 	}
 
-	if err := c.installCRDs(ctx, bin.CertManagerCRDs); err != nil {
+	crds, err := c.createCRDs(ctx, bin.CertManagerCRDs)
+	if err != nil {
 		return nil, fmt.Errorf("installing cert-manager's CRDs: %w", err)
+	}
+	if err := c.waitFor(ctx, "cert-manager's CRDs to be established", apiserver, established(c.Client, crds)); err != nil {
+		return nil, err
 	}
 	certManager, err := c.startProcess("cert-manager", bin.CertManager, "--kubeconfig="+c.Kubeconfig)
 	if err != nil {
@@ -256,21 +258,6 @@ func (c *Cluster) Stop() error {
 	}
 	c.processes = nil
 	return errors.Join(errs...)
-}
-
-// Running returns an error naming the first cluster process that has exited.
-func (c *Cluster) Running() error {
-	for _, p := range c.processes {
-		if err := p.Running(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (c *Cluster) start(name, binary string, args ...string) error {
-	_, err := c.startProcess(name, binary, args...)
-	return err
 }
 
 func (c *Cluster) startProcess(name, binary string, args ...string) (*Process, error) {
@@ -322,51 +309,54 @@ func (c *Cluster) createNode(ctx context.Context) error {
 	return nil
 }
 
-// installCRDs creates the CRDs in every YAML file of dir and waits until they are established.
-func (c *Cluster) installCRDs(ctx context.Context, dir string) error {
+// createCRDs creates the CRDs in every YAML file of dir and returns their names.
+func (c *Cluster) createCRDs(ctx context.Context, dir string) ([]string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if len(files) == 0 {
-		return fmt.Errorf("no CRD manifests in %s", dir)
+		return nil, fmt.Errorf("no CRD manifests in %s", dir)
 	}
 	var names []string
 	for _, file := range files {
 		data, err := os.ReadFile(file)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, doc := range strings.Split(string(data), "\n---") {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
 			if err := yaml.Unmarshal([]byte(doc), crd); err != nil {
-				return fmt.Errorf("%s: %w", file, err)
+				return nil, fmt.Errorf("%s: %w", file, err)
 			}
 			if crd.Kind != "CustomResourceDefinition" {
 				continue
 			}
 			if err := c.Client.Create(ctx, crd); err != nil {
-				return fmt.Errorf("%s: %w", file, err)
+				return nil, fmt.Errorf("%s: %w", file, err)
 			}
 			names = append(names, crd.Name)
 		}
 	}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, stepTimeout, true, func(ctx context.Context) (bool, error) {
+	return names, nil
+}
+
+// established checks that every named CRD is established.
+func established(k8s client.Client, names []string) func(context.Context) error {
+	return func(ctx context.Context) error {
 		for _, name := range names {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-				return false, nil //nolint:nilerr // Not yet visible: poll again.
+			if err := k8s.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+				return err
 			}
-			established := false
-			for _, cond := range crd.Status.Conditions {
-				established = established || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
-			}
-			if !established {
-				return false, nil
+			if !slices.ContainsFunc(crd.Status.Conditions, func(c apiextensionsv1.CustomResourceDefinitionCondition) bool {
+				return c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue
+			}) {
+				return fmt.Errorf("CRD %s is not established", name)
 			}
 		}
-		return true, nil
-	})
+		return nil
+	}
 }
 
 // healthz checks a component's /healthz, which its authorization always allows; its serving
