@@ -83,9 +83,10 @@ func DefaultDeployObject(d *appv1.DeployObject) {
 // stays admitted while it is left untouched.
 func ValidateDeployObject(old, d *appv1.DeployObject, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
 	errs, warnings := validateDeployObjectSpec(&d.Spec, policy, field.NewPath("spec"))
+	errs = append(validateObjectName(d.Name), errs...)
 	if old != nil {
 		oldErrs, _ := validateDeployObjectSpec(&old.Spec, policy, field.NewPath("spec"))
-		errs = ratchet(errs, oldErrs)
+		errs = ratchet(errs, append(validateObjectName(old.Name), oldErrs...))
 	}
 	return errs, warnings
 }
@@ -99,7 +100,7 @@ func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy ImagePolicy, 
 	envErrs, envWarnings := validateEnv(spec.Env, path.Child("env"))
 	errs = append(errs, envErrs...)
 	warnings = append(warnings, envWarnings...)
-	errs = append(errs, validateRequestsWithinLimits(spec.Resources, path.Child("resources"))...)
+	errs = append(errs, validateResources(spec.Resources, path.Child("resources"))...)
 	return errs, warnings
 }
 
@@ -185,6 +186,7 @@ func validateServicePorts(ports []corev1.ServicePort, path *field.Path) field.Er
 		default:
 			errs = append(errs, validatePort(p.TargetPort.IntVal, pp.Child("targetPort"))...)
 		}
+		errs = append(errs, validateAppProtocol(p.AppProtocol, pp.Child("appProtocol"))...)
 		if !slices.Contains(serviceProtocols, p.Protocol) {
 			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, serviceProtocols))
 		}
@@ -201,18 +203,15 @@ func validateServicePorts(ports []corev1.ServicePort, path *field.Path) field.Er
 	return errs
 }
 
-// validateEnv requires a name for every variable; a repeated name is allowed with a warning, as
-// Kubernetes keeps the last value.
+// validateEnv holds every variable to the Pod API's rules (validateEnvVar); a repeated name is
+// allowed with a warning, as Kubernetes keeps the last value.
 func validateEnv(env []corev1.EnvVar, path *field.Path) (field.ErrorList, admission.Warnings) {
 	var errs field.ErrorList
 	var warnings admission.Warnings
 	first := make(map[string]int, len(env))
 	for i, e := range env {
-		if strings.TrimSpace(e.Name) == "" {
-			errs = append(errs, field.Required(path.Index(i).Child("name"), "every environment variable needs a name"))
-			continue
-		}
-		if j, seen := first[e.Name]; seen {
+		errs = append(errs, validateEnvVar(e, path.Index(i))...)
+		if j, seen := first[e.Name]; seen && strings.TrimSpace(e.Name) != "" {
 			warnings = append(warnings, fmt.Sprintf("%s: %s is also set by %s; Kubernetes keeps the last value",
 				path.Index(i).Child("name"), e.Name, path.Index(j)))
 			continue
@@ -220,24 +219,6 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) (field.ErrorList, admiss
 		first[e.Name] = i
 	}
 	return errs, warnings
-}
-
-// validateRequestsWithinLimits refuses a request above the limit of the same resource.
-func validateRequestsWithinLimits(res corev1.ResourceRequirements, path *field.Path) field.ErrorList {
-	var errs field.ErrorList
-	names := make([]corev1.ResourceName, 0, len(res.Requests))
-	for name := range res.Requests {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		request := res.Requests[name]
-		if limit, ok := res.Limits[name]; ok && request.Cmp(limit) > 0 {
-			errs = append(errs, field.Invalid(path.Child("requests").Key(string(name)), request.String(),
-				fmt.Sprintf("must not be above the limit %s", limit.String())))
-		}
-	}
-	return errs
 }
 
 type deployObjectDefaulter struct{}

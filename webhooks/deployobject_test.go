@@ -716,7 +716,7 @@ func TestValidateEnv(t *testing.T) {
 			name: "value and valueFrom under one name",
 			env: []corev1.EnvVar{
 				{Name: "PASSWORD", Value: "x"},
-				{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				{Name: "PASSWORD", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{
 					LocalObjectReference: corev1.LocalObjectReference{Name: "app"}, Key: "password",
 				}}},
 			},
@@ -738,7 +738,6 @@ func TestValidateEnv(t *testing.T) {
 }
 
 func TestValidateRequestsWithinLimits(t *testing.T) {
-	q := resource.MustParse
 	tests := []struct {
 		name      string
 		resources corev1.ResourceRequirements
@@ -835,15 +834,15 @@ func TestValidateRequestsWithinLimits(t *testing.T) {
 			want: field.ErrorList{
 				invalid("spec.resources.requests[cpu]", "2", "must not be above the limit 1"),
 				invalid("spec.resources.requests[ephemeral-storage]", "2Gi", "must not be above the limit 1Gi"),
-				invalid("spec.resources.requests[example.com/gpu]", "2", "must not be above the limit 1"),
-				invalid("spec.resources.requests[hugepages-2Mi]", "4Mi", "must not be above the limit 2Mi"),
+				invalid("spec.resources.requests[example.com/gpu]", "2", "must equal the limit 1: example.com/gpu cannot be overcommitted"),
+				invalid("spec.resources.requests[hugepages-2Mi]", "4Mi", "must equal the limit 2Mi: hugepages-2Mi cannot be overcommitted"),
 				invalid("spec.resources.requests[memory]", "2Gi", "must not be above the limit 1Gi"),
 			},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := validateRequestsWithinLimits(tc.resources, field.NewPath("spec", "resources"))
+			got := validateResources(tc.resources, field.NewPath("spec", "resources"))
 
 			if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
@@ -1015,7 +1014,6 @@ func TestDefaultDeployObject(t *testing.T) {
 }
 
 func TestValidateDeployObject(t *testing.T) {
-	q := resource.MustParse
 	tests := []struct {
 		name         string
 		object       *appv1.DeployObject

@@ -47,20 +47,29 @@ func ValidateMemcached(old, m *cachev1alpha1.Memcached) (field.ErrorList, admiss
 		oldSize = old.Spec.Size
 	}
 	errs, warnings := validateSizeChange(oldSize, m.Spec.Size, path.Child("size"))
+	errs = append(validateObjectName(m.Name), errs...)
 	if m.Spec.ContainerPort != nil {
 		errs = append(errs, validatePort(*m.Spec.ContainerPort, path.Child("containerPort"))...)
 	}
-	if old != nil && old.Spec.ContainerPort != nil {
-		errs = ratchet(errs, validatePort(*old.Spec.ContainerPort, path.Child("containerPort")))
+	if old != nil {
+		oldErrs := validateObjectName(old.Name)
+		if old.Spec.ContainerPort != nil {
+			oldErrs = append(oldErrs, validatePort(*old.Spec.ContainerPort, path.Child("containerPort"))...)
+		}
+		errs = ratchet(errs, oldErrs)
 	}
 	return errs, warnings
 }
 
-// validateSizeChange checks a size against the allowed range. Keeping or lowering the stored size
-// is always allowed, so a pool stored above the range (before the rule existed) can still be edited
-// and scaled down step by step; a size below the range never is.
+// validateSizeChange checks a size against the allowed range. Keeping the stored size is always
+// allowed, so that an object stored out of range (before the rule existed) can still have its
+// metadata and other fields edited; lowering a size above the range is allowed too, so that the
+// pool can be scaled down step by step. Any other size outside the range is refused.
 func validateSizeChange(old, size *int32, path *field.Path) (field.ErrorList, admission.Warnings) {
 	if size == nil || (*size >= cachev1alpha1.MinSize && *size <= cachev1alpha1.MaxSize) {
+		return nil, nil
+	}
+	if old != nil && *size == *old && *size < cachev1alpha1.MinSize {
 		return nil, nil
 	}
 	if old != nil && *size <= *old && *size >= cachev1alpha1.MinSize {

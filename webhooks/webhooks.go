@@ -21,7 +21,8 @@ import (
 
 // Options configure the admission webhooks.
 type Options struct {
-	// ImagePolicy is what a DeployObject's image must satisfy beyond a pinned reference.
+	// ImagePolicy is what the image of a DeployObject, and of a Welcome that sets one, must
+	// satisfy beyond a pinned reference.
 	ImagePolicy ImagePolicy
 }
 
@@ -29,7 +30,7 @@ type Options struct {
 func Setup(mgr ctrl.Manager, opts Options) error {
 	if err := ctrl.NewWebhookManagedBy(mgr, &authv1alpha1.Welcome{}).
 		WithDefaulter(welcomeDefaulter{}).
-		WithValidator(welcomeValidator{}).
+		WithValidator(welcomeValidator{policy: opts.ImagePolicy}).
 		Complete(); err != nil {
 		return fmt.Errorf("setting up the Welcome webhooks: %w", err)
 	}

@@ -42,12 +42,26 @@ func DefaultWelcome(w *authv1alpha1.Welcome) {
 // ValidateWelcome returns every rule the Welcome breaks, and warnings for what is allowed but
 // unwise. old is nil on create; on update, violations old already had are not held against the update.
 // Unset fields that defaulting fills are not violations.
-func ValidateWelcome(old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
-	errs := validateWelcomeSpec(&w.Spec, field.NewPath("spec"))
+//
+// spec.image, when set, is held to the image rules of a DeployObject under the same policy, so
+// that a Welcome is no way around them.
+func ValidateWelcome(old, w *authv1alpha1.Welcome, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
+	errs, warnings := validateWelcome(w, policy)
 	if old != nil {
-		errs = ratchet(errs, validateWelcomeSpec(&old.Spec, field.NewPath("spec")))
+		oldErrs, _ := validateWelcome(old, policy)
+		errs = ratchet(errs, oldErrs)
 	}
-	return errs, welcomeWarnings(&w.Spec, field.NewPath("spec"))
+	return errs, append(warnings, welcomeWarnings(&w.Spec, field.NewPath("spec"))...)
+}
+
+func validateWelcome(w *authv1alpha1.Welcome, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
+	errs := validateObjectName(w.Name)
+	errs = append(errs, validateWelcomeSpec(&w.Spec, field.NewPath("spec"))...)
+	if w.Spec.Image == "" {
+		return errs, nil
+	}
+	imageErrs, warnings := validateImage(w.Spec.Image, policy, field.NewPath("spec", "image"))
+	return append(errs, imageErrs...), warnings
 }
 
 func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, path *field.Path) field.ErrorList {
@@ -132,17 +146,19 @@ func (welcomeDefaulter) Default(_ context.Context, w *authv1alpha1.Welcome) erro
 	return nil
 }
 
-type welcomeValidator struct{}
+type welcomeValidator struct {
+	policy ImagePolicy
+}
 
 // ValidateCreate implements admission.Validator.
-func (welcomeValidator) ValidateCreate(_ context.Context, w *authv1alpha1.Welcome) (admission.Warnings, error) {
-	errs, warnings := ValidateWelcome(nil, w)
+func (v welcomeValidator) ValidateCreate(_ context.Context, w *authv1alpha1.Welcome) (admission.Warnings, error) {
+	errs, warnings := ValidateWelcome(nil, w, v.policy)
 	return admissionResult(welcomeGK, w.Name, errs, warnings)
 }
 
 // ValidateUpdate implements admission.Validator.
-func (welcomeValidator) ValidateUpdate(_ context.Context, old, w *authv1alpha1.Welcome) (admission.Warnings, error) {
-	errs, warnings := ValidateWelcome(old, w)
+func (v welcomeValidator) ValidateUpdate(_ context.Context, old, w *authv1alpha1.Welcome) (admission.Warnings, error) {
+	errs, warnings := ValidateWelcome(old, w, v.policy)
 	return admissionResult(welcomeGK, w.Name, errs, warnings)
 }
 

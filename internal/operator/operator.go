@@ -203,22 +203,25 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, err
 	}
 	if err := (&welcome.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder(EventSource),
-		Image:    o.WelcomeImage,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+		Image:     o.WelcomeImage,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
 	}
 	if err := (&memcached.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder(EventSource),
-		Image:    o.MemcachedImage,
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
+		Image:     o.MemcachedImage,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
 	}
 	if err := (&deployobject.Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder(EventSource),
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(EventSource),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
 	}

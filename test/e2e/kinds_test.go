@@ -51,7 +51,7 @@ var kinds = map[string]kind{
 		admit: func(obj client.Object) field.ErrorList {
 			w := obj.(*authv1alpha1.Welcome)
 			webhooks.DefaultWelcome(w)
-			errs, _ := webhooks.ValidateWelcome(nil, w)
+			errs, _ := webhooks.ValidateWelcome(nil, w, defaultImagePolicy)
 			return errs
 		},
 		spec:     func(obj client.Object) any { return obj.(*authv1alpha1.Welcome).Spec },

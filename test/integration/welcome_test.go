@@ -14,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -304,7 +305,7 @@ var _ = Describe("Welcome controller", func() {
 		w.Spec.Name = "Grace"
 		w.Spec.Replicas = ptr.To[int32](3)
 		w.Spec.Port = ptr.To[int32](9000)
-		w.Spec.Image = "registry.example.test/welcome-web:v2"
+		w.Spec.Image = "ghcr.io/seedlabs/welcome-web:v2"
 		w.Spec.ServiceType = corev1.ServiceTypeClusterIP
 		Expect(k8s.Update(ctx, w)).To(Succeed())
 
@@ -312,7 +313,7 @@ var _ = Describe("Welcome controller", func() {
 			d := getDeployment(g, ctx, "rollout")
 			g.Expect(d.Spec.Replicas).To(HaveValue(BeEquivalentTo(3)))
 			c := container(d)
-			g.Expect(c.Image).To(Equal("registry.example.test/welcome-web:v2"))
+			g.Expect(c.Image).To(Equal("ghcr.io/seedlabs/welcome-web:v2"))
 			g.Expect(c.Env).To(Equal([]corev1.EnvVar{{Name: "NAME", Value: "Grace"}, {Name: "PORT", Value: "9000"}}))
 			g.Expect(c.Ports[0].ContainerPort).To(BeEquivalentTo(9000))
 		}).Should(Succeed())
@@ -378,19 +379,14 @@ var _ = Describe("Welcome controller", func() {
 	})
 
 	It("reports a Deployment it cannot apply as Degraded, with an event", func(ctx SpecContext) {
-		By("taking the name with a Deployment whose immutable selector differs from ours")
-		labels := map[string]string{"app": "someone-else"}
-		clash := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "clash"},
-			Spec: appsv1.DeploymentSpec{
-				Selector: &metav1.LabelSelector{MatchLabels: labels},
-				Template: corev1.PodTemplateSpec{
-					ObjectMeta: metav1.ObjectMeta{Labels: labels},
-					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example.test/app:1"}}},
-				},
-			},
+		By("allowing no Deployment in the namespace through a ResourceQuota")
+		quota := &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-deployments"},
+			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}},
 		}
-		Expect(k8s.Create(ctx, clash)).To(Succeed())
+		Expect(k8s.Create(ctx, quota)).To(Succeed())
+		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}}
+		Expect(k8s.Status().Update(ctx, quota)).To(Succeed())
 
 		w := newWelcome(ns, "clash", authv1alpha1.WelcomeSpec{Name: "Ada"})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
@@ -401,7 +397,7 @@ var _ = Describe("Welcome controller", func() {
 			g.Expect(degraded).To(PointTo(MatchFields(IgnoreExtras, Fields{
 				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(authv1alpha1.ReasonApplyFailed),
 			})))
-			g.Expect(degraded.Message).To(And(ContainSubstring("applying the Deployment"), ContainSubstring("spec.selector")))
+			g.Expect(degraded.Message).To(And(ContainSubstring("applying the Deployment"), ContainSubstring("exceeded quota")))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			events := &eventsv1.EventList{}

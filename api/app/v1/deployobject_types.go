@@ -33,6 +33,10 @@ const (
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonApplyFailed means the Deployment or Service could not be applied.
 	ReasonApplyFailed = "ApplyFailed"
+	// ReasonNameConflict means a Deployment or Service of the object's name exists that the
+	// object does not control, so nothing is applied: the operator never takes over what it did
+	// not create.
+	ReasonNameConflict = "NameConflict"
 	// ReasonRolloutFailed means the Deployment reports that its rollout cannot progress.
 	ReasonRolloutFailed = "RolloutFailed"
 	// ReasonAsExpected means nothing is wrong.

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,8 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
+	"github.com/seedlabs/webhook-operator/internal/controller/message"
+	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -38,7 +41,10 @@ const (
 // Reconciler turns a DeployObject into its Deployment and Service and reports their state.
 type Reconciler struct {
 	client.Client
-	Recorder recorder.EventRecorder
+	// APIReader reads from the API server, past the cache, which holds only the operator's own
+	// Deployments and Services: it finds a user's object standing under a DeployObject's name.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
 }
 
 // +kubebuilder:rbac:groups=app.seedlabs.dev,resources=deployobjects,verbs=get;list;watch
@@ -73,7 +79,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	desired := d.DeepCopy()
 	webhooks.DefaultDeployObject(desired)
 	if errs, _ := webhooks.ValidateDeployObject(nil, desired, webhooks.ImagePolicy{}); len(errs) > 0 {
-		return ctrl.Result{}, r.refuseInvalidSpec(ctx, before, d, current, errs.ToAggregate().Error())
+		return ctrl.Result{}, r.refuseInvalidSpec(ctx, before, d, current, errs)
+	}
+	if len(current.conflicts) > 0 {
+		return ctrl.Result{RequeueAfter: ownership.RecheckAfter}, r.refuseNameConflict(ctx, before, d, current)
 	}
 
 	owner := resources.ControllerReference(appv1.GroupVersion.String(), "DeployObject", d.Name, d.UID)
@@ -102,31 +111,39 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.patchStatus(ctx, before, d)
 }
 
-// observed is what the manager's cache holds for a DeployObject before anything is applied.
+// observed is what exists of a DeployObject's Deployment and Service before anything is applied.
 type observed struct {
-	// deployment is nil when there is none.
+	// deployment is nil when the DeployObject controls none.
 	deployment    *appsv1.Deployment
 	serviceExists bool
+	// conflicts describe the objects under the DeployObject's name that it does not control.
+	conflicts []string
 }
 
-// observe reads the DeployObject's Deployment and Service from the cache.
+// observe reads the DeployObject's Deployment and Service, from the cache or, for objects the
+// cache cannot hold, from the API server.
 func (r *Reconciler) observe(ctx context.Context, d *appv1.DeployObject) (observed, error) {
 	var o observed
 	key := client.ObjectKeyFromObject(d)
 
 	dep := &appsv1.Deployment{}
-	switch err := r.Get(ctx, key, dep); {
-	case err == nil:
+	ours, conflict, err := ownership.Observe(ctx, r.Client, r.APIReader, key, dep, "Deployment", "DeployObject", d.UID)
+	if err != nil {
+		return o, err
+	}
+	if ours {
 		o.deployment = dep
-	case !apierrors.IsNotFound(err):
-		return o, fmt.Errorf("reading the Deployment %s: %w", key, err)
+	}
+	if conflict != "" {
+		o.conflicts = append(o.conflicts, conflict)
 	}
 
-	switch err := r.Get(ctx, key, &corev1.Service{}); {
-	case err == nil:
-		o.serviceExists = true
-	case !apierrors.IsNotFound(err):
-		return o, fmt.Errorf("reading the Service %s: %w", key, err)
+	o.serviceExists, conflict, err = ownership.Observe(ctx, r.Client, r.APIReader, key, &corev1.Service{}, "Service", "DeployObject", d.UID)
+	if err != nil {
+		return o, err
+	}
+	if conflict != "" {
+		o.conflicts = append(o.conflicts, conflict)
 	}
 	return o, nil
 }
@@ -142,11 +159,23 @@ func (o observed) deploymentStatus() appsv1.DeploymentStatus {
 // refuseInvalidSpec records that the stored spec breaks the admission rules, without applying
 // anything. The Deployment of an earlier spec, if any, keeps running, so its status is still
 // mirrored.
-func (r *Reconciler) refuseInvalidSpec(ctx context.Context, before, d *appv1.DeployObject, current observed, violations string) error {
+func (r *Reconciler) refuseInvalidSpec(ctx context.Context, before, d *appv1.DeployObject, current observed, errs field.ErrorList) error {
 	mirrorDeploymentStatus(d, current.deploymentStatus())
-	if setInvalidSpec(d, violations) {
+	if setInvalidSpec(d, message.Violations(errs, message.ConditionLimit)) {
 		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, appv1.ReasonInvalidSpec, "Validate",
-			"spec is not rolled out: %s", violations)
+			"%s", message.Note("spec is not rolled out: ", errs))
+	}
+	return r.patchStatus(ctx, before, d)
+}
+
+// refuseNameConflict records that a Deployment or Service of the DeployObject's name is someone
+// else's, without applying anything.
+func (r *Reconciler) refuseNameConflict(ctx context.Context, before, d *appv1.DeployObject, current observed) error {
+	mirrorDeploymentStatus(d, current.deploymentStatus())
+	conflict := strings.Join(current.conflicts, "; ")
+	if setNameConflict(d, message.Truncate(conflict, message.ConditionLimit)) {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, appv1.ReasonNameConflict, "Apply",
+			"%s", message.Truncate(conflict, message.EventNoteLimit))
 	}
 	return r.patchStatus(ctx, before, d)
 }
@@ -155,8 +184,9 @@ func (r *Reconciler) refuseInvalidSpec(ctx context.Context, before, d *appv1.Dep
 // work queue retries with backoff.
 func (r *Reconciler) applyFailed(ctx context.Context, before, d *appv1.DeployObject, kind string, err error) error {
 	err = fmt.Errorf("applying the %s: %w", kind, err)
-	if setApplyFailed(d, err.Error()) {
-		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, appv1.ReasonApplyFailed, "Apply", "%s", err.Error())
+	if setApplyFailed(d, message.Truncate(err.Error(), message.ConditionLimit)) {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, appv1.ReasonApplyFailed, "Apply", "%s",
+			message.Truncate(err.Error(), message.EventNoteLimit))
 	}
 	if statusErr := r.patchStatus(ctx, before, d); statusErr != nil && !apierrors.IsNotFound(statusErr) {
 		return errors.Join(err, statusErr)

@@ -114,11 +114,24 @@ func setRolloutConditions(d *appv1.DeployObject, r rollout) {
 // that is news. Available is left as it is when a rollout of an earlier spec set it: those pods
 // still run.
 func setInvalidSpec(d *appv1.DeployObject, message string) bool {
+	return setNotApplied(d, appv1.ReasonInvalidSpec, message, messageNotRolledOut)
+}
+
+// setNameConflict records that a Deployment or Service of the name exists that d does not
+// control, so nothing is applied, and reports whether that is news.
+func setNameConflict(d *appv1.DeployObject, message string) bool {
+	return setNotApplied(d, appv1.ReasonNameConflict, message, "nothing is applied until the name conflict is resolved")
+}
+
+// setNotApplied records why nothing is applied for the current generation: Degraded carries the
+// reason and message, Progressing says what would unblock it, and Available, unless a rollout of
+// an earlier spec set it, says that nothing was rolled out. It reports whether Degraded changed.
+func setNotApplied(d *appv1.DeployObject, reason, message, progressing string) bool {
 	d.Status.ObservedGeneration = d.Generation
-	changed := setCondition(d, appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonInvalidSpec, message)
-	setCondition(d, appv1.ConditionProgressing, metav1.ConditionFalse, appv1.ReasonInvalidSpec, messageNotRolledOut)
+	changed := setCondition(d, appv1.ConditionDegraded, metav1.ConditionTrue, reason, message)
+	setCondition(d, appv1.ConditionProgressing, metav1.ConditionFalse, reason, progressing)
 	if meta.FindStatusCondition(d.Status.Conditions, appv1.ConditionAvailable) == nil {
-		setCondition(d, appv1.ConditionAvailable, metav1.ConditionFalse, appv1.ReasonInvalidSpec, messageNothingRolled)
+		setCondition(d, appv1.ConditionAvailable, metav1.ConditionFalse, reason, messageNothingRolled)
 	}
 	return changed
 }

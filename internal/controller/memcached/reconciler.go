@@ -7,12 +7,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -26,6 +28,8 @@ import (
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
+	"github.com/seedlabs/webhook-operator/internal/controller/message"
+	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -46,7 +50,10 @@ const (
 // Reconciler turns a Memcached into its Deployment and Service and reports their state.
 type Reconciler struct {
 	client.Client
-	Recorder recorder.EventRecorder
+	// APIReader reads from the API server, past the cache, which holds only the operator's own
+	// Deployments and Services: it finds a user's object standing under a Memcached's name.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
 	// Image is the memcached image every Memcached runs.
 	Image string
 }
@@ -77,7 +84,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	desired := m.DeepCopy()
 	webhooks.DefaultMemcached(desired)
 	if errs, _ := webhooks.ValidateMemcached(nil, desired); len(errs) > 0 {
-		return ctrl.Result{}, r.refuseInvalidSpec(ctx, m, errs.ToAggregate().Error())
+		return ctrl.Result{}, r.refuseInvalidSpec(ctx, m, errs)
 	}
 
 	if !controllerutil.ContainsFinalizer(m, cachev1alpha1.Finalizer) {
@@ -90,6 +97,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	current, err := r.observe(ctx, m)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if len(current.conflicts) > 0 {
+		return ctrl.Result{RequeueAfter: ownership.RecheckAfter}, r.refuseNameConflict(ctx, before, m, current)
 	}
 
 	owner := resources.ControllerReference(cachev1alpha1.GroupVersion.String(), "Memcached", m.Name, m.UID)
@@ -115,32 +125,40 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.patchStatus(ctx, before, m)
 }
 
-// observed is what the manager's cache holds for a Memcached before anything is applied.
+// observed is what exists of a Memcached's Deployment, Service and pods before anything is applied.
 type observed struct {
-	// deployment is nil when there is none.
+	// deployment is nil when the Memcached controls none.
 	deployment    *appsv1.Deployment
 	serviceExists bool
 	pods          []corev1.Pod
+	// conflicts describe the objects under the Memcached's name that it does not control.
+	conflicts []string
 }
 
-// observe reads the Memcached's Deployment, Service and pods from the cache.
+// observe reads the Memcached's Deployment and Service, from the cache or, for objects the cache
+// cannot hold, from the API server, and its pods from the cache.
 func (r *Reconciler) observe(ctx context.Context, m *cachev1alpha1.Memcached) (observed, error) {
 	var o observed
 	key := client.ObjectKeyFromObject(m)
 
 	dep := &appsv1.Deployment{}
-	switch err := r.Get(ctx, key, dep); {
-	case err == nil:
+	ours, conflict, err := ownership.Observe(ctx, r.Client, r.APIReader, key, dep, "Deployment", "Memcached", m.UID)
+	if err != nil {
+		return o, err
+	}
+	if ours {
 		o.deployment = dep
-	case !apierrors.IsNotFound(err):
-		return o, fmt.Errorf("reading the Deployment %s: %w", key, err)
+	}
+	if conflict != "" {
+		o.conflicts = append(o.conflicts, conflict)
 	}
 
-	switch err := r.Get(ctx, key, &corev1.Service{}); {
-	case err == nil:
-		o.serviceExists = true
-	case !apierrors.IsNotFound(err):
-		return o, fmt.Errorf("reading the Service %s: %w", key, err)
+	o.serviceExists, conflict, err = ownership.Observe(ctx, r.Client, r.APIReader, key, &corev1.Service{}, "Service", "Memcached", m.UID)
+	if err != nil {
+		return o, err
+	}
+	if conflict != "" {
+		o.conflicts = append(o.conflicts, conflict)
 	}
 
 	pods := &corev1.PodList{}
@@ -178,16 +196,28 @@ func (r *Reconciler) recordDeploymentChange(m *cachev1alpha1.Memcached, before *
 
 // refuseInvalidSpec records that the stored spec breaks the admission rules, without applying
 // anything.
-func (r *Reconciler) refuseInvalidSpec(ctx context.Context, m *cachev1alpha1.Memcached, violations string) error {
+func (r *Reconciler) refuseInvalidSpec(ctx context.Context, m *cachev1alpha1.Memcached, errs field.ErrorList) error {
 	before := m.DeepCopy()
 	current, err := r.observe(ctx, m)
 	if err != nil {
 		return err
 	}
 	setPoolStatus(m, current.replicas(), current.pods)
-	if setInvalidSpec(m, violations) {
+	if setInvalidSpec(m, message.Violations(errs, message.ConditionLimit)) {
 		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonInvalidSpec, "Validate",
-			"spec is not rolled out: %s", violations)
+			"%s", message.Note("spec is not rolled out: ", errs))
+	}
+	return r.patchStatus(ctx, before, m)
+}
+
+// refuseNameConflict records that a Deployment or Service of the Memcached's name is someone
+// else's, without applying anything.
+func (r *Reconciler) refuseNameConflict(ctx context.Context, before, m *cachev1alpha1.Memcached, current observed) error {
+	setPoolStatus(m, current.replicas(), current.pods)
+	conflict := strings.Join(current.conflicts, "; ")
+	if setNameConflict(m, message.Truncate(conflict, message.ConditionLimit)) {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonNameConflict, "Apply",
+			"%s", message.Truncate(conflict, message.EventNoteLimit))
 	}
 	return r.patchStatus(ctx, before, m)
 }
@@ -197,8 +227,9 @@ func (r *Reconciler) refuseInvalidSpec(ctx context.Context, m *cachev1alpha1.Mem
 func (r *Reconciler) applyFailed(ctx context.Context, before, m *cachev1alpha1.Memcached, current observed, kind string, err error) error {
 	err = fmt.Errorf("applying the %s: %w", kind, err)
 	setPoolStatus(m, current.replicas(), current.pods)
-	if setApplyFailed(m, err.Error()) {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonApplyFailed, "Apply", "%s", err.Error())
+	if setApplyFailed(m, message.Truncate(err.Error(), message.ConditionLimit)) {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonApplyFailed, "Apply", "%s",
+			message.Truncate(err.Error(), message.EventNoteLimit))
 	}
 	if statusErr := r.patchStatus(ctx, before, m); statusErr != nil && !apierrors.IsNotFound(statusErr) {
 		return errors.Join(err, statusErr)

@@ -67,7 +67,7 @@ func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *
 	}
 	c := b.Build()
 	rec := events.NewFakeRecorder(50)
-	return &harness{r: &Reconciler{Client: c, Recorder: rec, Image: testImage}, c: c, events: rec}
+	return &harness{r: &Reconciler{Client: c, APIReader: c, Recorder: rec, Image: testImage}, c: c, events: rec}
 }
 
 func (h *harness) reconcile(t *testing.T) error {

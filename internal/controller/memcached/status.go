@@ -133,11 +133,24 @@ func setRolloutConditions(m *cachev1alpha1.Memcached, r rollout) {
 // setInvalidSpec records that the stored spec breaks the admission rules and reports whether
 // that is news. Available is left as it is when a rollout of an earlier spec set it.
 func setInvalidSpec(m *cachev1alpha1.Memcached, message string) bool {
+	return setNotApplied(m, cachev1alpha1.ReasonInvalidSpec, message, messageNotRolledOut)
+}
+
+// setNameConflict records that a Deployment or Service of the name exists that m does not
+// control, so nothing is applied, and reports whether that is news.
+func setNameConflict(m *cachev1alpha1.Memcached, message string) bool {
+	return setNotApplied(m, cachev1alpha1.ReasonNameConflict, message, "nothing is applied until the name conflict is resolved")
+}
+
+// setNotApplied records why nothing is applied for the current generation: Degraded carries the
+// reason and message, Progressing says what would unblock it, and Available, unless a rollout of
+// an earlier spec set it, says that nothing was rolled out. It reports whether Degraded changed.
+func setNotApplied(m *cachev1alpha1.Memcached, reason, message, progressing string) bool {
 	m.Status.ObservedGeneration = m.Generation
-	changed := setCondition(m, cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, cachev1alpha1.ReasonInvalidSpec, message)
-	setCondition(m, cachev1alpha1.ConditionProgressing, metav1.ConditionFalse, cachev1alpha1.ReasonInvalidSpec, messageNotRolledOut)
+	changed := setCondition(m, cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, message)
+	setCondition(m, cachev1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, progressing)
 	if meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionAvailable) == nil {
-		setCondition(m, cachev1alpha1.ConditionAvailable, metav1.ConditionFalse, cachev1alpha1.ReasonInvalidSpec, messageNothingRolled)
+		setCondition(m, cachev1alpha1.ConditionAvailable, metav1.ConditionFalse, reason, messageNothingRolled)
 	}
 	return changed
 }

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -21,6 +23,8 @@ import (
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
+	"github.com/seedlabs/webhook-operator/internal/controller/message"
+	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -28,7 +32,10 @@ import (
 // Reconciler turns a Welcome into its Deployment and Service and reports their state.
 type Reconciler struct {
 	client.Client
-	Recorder recorder.EventRecorder
+	// APIReader reads from the API server, past the cache, which holds only the operator's own
+	// Deployments and Services: it finds a user's object standing under a Welcome's name.
+	APIReader client.Reader
+	Recorder  recorder.EventRecorder
 	// Image is the welcome-web image used when a Welcome does not set spec.image.
 	Image string
 }
@@ -56,13 +63,23 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// bypassed) is held to the same rules and never rolled out while it breaks them.
 	desired := w.DeepCopy()
 	webhooks.DefaultWelcome(desired)
-	if errs, _ := webhooks.ValidateWelcome(nil, desired); len(errs) > 0 {
-		violations := errs.ToAggregate().Error()
-		if setInvalidSpec(w, violations) {
+	if errs, _ := webhooks.ValidateWelcome(nil, desired, webhooks.ImagePolicy{}); len(errs) > 0 {
+		if setInvalidSpec(w, message.Violations(errs, message.ConditionLimit)) {
 			r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonInvalidSpec, "Validate",
-				"spec is not rolled out: %s", violations)
+				"%s", message.Note("spec is not rolled out: ", errs))
 		}
 		return ctrl.Result{}, r.patchStatus(ctx, before, w)
+	}
+	if conflicts, err := r.conflicts(ctx, w); err != nil || len(conflicts) > 0 {
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		conflict := strings.Join(conflicts, "; ")
+		if setNameConflict(w, message.Truncate(conflict, message.ConditionLimit)) {
+			r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonNameConflict, "Apply",
+				"%s", message.Truncate(conflict, message.EventNoteLimit))
+		}
+		return ctrl.Result{RequeueAfter: ownership.RecheckAfter}, r.patchStatus(ctx, before, w)
 	}
 
 	owner := resources.ControllerReference(authv1alpha1.GroupVersion.String(), "Welcome", w.Name, w.UID)
@@ -84,12 +101,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return ctrl.Result{}, r.patchStatus(ctx, before, w)
 }
 
+// conflicts describes the Deployment and Service under the Welcome's name that it does not
+// control, read from the cache or, for objects the cache cannot hold, from the API server.
+func (r *Reconciler) conflicts(ctx context.Context, w *authv1alpha1.Welcome) ([]string, error) {
+	var conflicts []string
+	key := client.ObjectKeyFromObject(w)
+	for kind, obj := range map[string]client.Object{"Deployment": &appsv1.Deployment{}, "Service": &corev1.Service{}} {
+		_, conflict, err := ownership.Observe(ctx, r.Client, r.APIReader, key, obj, kind, "Welcome", w.UID)
+		if err != nil {
+			return nil, err
+		}
+		if conflict != "" {
+			conflicts = append(conflicts, conflict)
+		}
+	}
+	slices.Sort(conflicts)
+	return conflicts, nil
+}
+
 // applyFailed records that an object could not be applied and returns the error so that the
 // work queue retries with backoff.
 func (r *Reconciler) applyFailed(ctx context.Context, before, w *authv1alpha1.Welcome, kind string, err error) error {
 	err = fmt.Errorf("applying the %s: %w", kind, err)
-	if setApplyFailed(w, err.Error()) {
-		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonApplyFailed, "Apply", "%s", err.Error())
+	if setApplyFailed(w, message.Truncate(err.Error(), message.ConditionLimit)) {
+		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonApplyFailed, "Apply", "%s",
+			message.Truncate(err.Error(), message.EventNoteLimit))
 	}
 	if statusErr := r.patchStatus(ctx, before, w); statusErr != nil && !apierrors.IsNotFound(statusErr) {
 		return errors.Join(err, statusErr)

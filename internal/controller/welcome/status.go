@@ -99,13 +99,24 @@ func setRolloutConditions(w *authv1alpha1.Welcome, r rollout) {
 // setInvalidSpec records that the stored spec breaks the admission rules and reports whether
 // that is news.
 func setInvalidSpec(w *authv1alpha1.Welcome, message string) bool {
+	return setNotApplied(w, authv1alpha1.ReasonInvalidSpec, message, "the spec is not rolled out until it is fixed")
+}
+
+// setNameConflict records that a Deployment or Service of the name exists that w does not
+// control, so nothing is applied, and reports whether that is news.
+func setNameConflict(w *authv1alpha1.Welcome, message string) bool {
+	return setNotApplied(w, authv1alpha1.ReasonNameConflict, message, "nothing is applied until the name conflict is resolved")
+}
+
+// setNotApplied records why nothing is applied for the current generation: Degraded carries the
+// reason and message, Progressing says what would unblock it, and Available, unless a rollout of
+// an earlier spec set it, says that nothing was rolled out. It reports whether Degraded changed.
+func setNotApplied(w *authv1alpha1.Welcome, reason, message, progressing string) bool {
 	w.Status.ObservedGeneration = w.Generation
-	changed := setCondition(w, authv1alpha1.ConditionDegraded, metav1.ConditionTrue, authv1alpha1.ReasonInvalidSpec, message)
-	setCondition(w, authv1alpha1.ConditionProgressing, metav1.ConditionFalse, authv1alpha1.ReasonInvalidSpec,
-		"the spec is not rolled out until it is fixed")
+	changed := setCondition(w, authv1alpha1.ConditionDegraded, metav1.ConditionTrue, reason, message)
+	setCondition(w, authv1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, progressing)
 	if meta.FindStatusCondition(w.Status.Conditions, authv1alpha1.ConditionAvailable) == nil {
-		setCondition(w, authv1alpha1.ConditionAvailable, metav1.ConditionFalse, authv1alpha1.ReasonInvalidSpec,
-			"nothing was rolled out")
+		setCondition(w, authv1alpha1.ConditionAvailable, metav1.ConditionFalse, reason, "nothing was rolled out")
 	}
 	return changed
 }

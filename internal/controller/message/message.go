@@ -1,0 +1,79 @@
+// Package message fits what the controllers report into the limits of the API: a condition
+// message or an Event note that is too long makes the API server refuse the whole write, and the
+// user then sees nothing at all.
+package message
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+)
+
+const (
+	// ConditionLimit is the most bytes a metav1.Condition message may hold.
+	ConditionLimit = 32768
+	// EventNoteLimit is the most bytes an events.k8s.io/v1 Event note may hold.
+	EventNoteLimit = 1024
+)
+
+// Violations describes errs as errs.ToAggregate().Error() does ("a", or "[a, b]" for several),
+// in at most limit bytes: the violations that fit, then "and N more".
+func Violations(errs field.ErrorList, limit int) string {
+	var items []string
+	seen := sets.New[string]()
+	for _, e := range errs {
+		if s := e.Error(); !seen.Has(s) {
+			seen.Insert(s)
+			items = append(items, s)
+		}
+	}
+	switch {
+	case len(items) == 0:
+		return ""
+	case len(items) == 1:
+		return Truncate(items[0], limit)
+	}
+	if all := "[" + strings.Join(items, ", ") + "]"; len(all) <= limit {
+		return all
+	}
+	var b strings.Builder
+	b.WriteString("[")
+	for i, item := range items {
+		more := fmt.Sprintf("and %d more]", len(items)-i)
+		if b.Len()+len(item)+len(", ")+len(more) > limit {
+			if i == 0 {
+				b.WriteString(Truncate(item, limit-b.Len()-len(", ")-len(more)))
+				b.WriteString(", ")
+				more = fmt.Sprintf("and %d more]", len(items)-1)
+			}
+			b.WriteString(more)
+			return b.String()
+		}
+		b.WriteString(item)
+		b.WriteString(", ")
+	}
+	return b.String() // not reached: the whole list did not fit
+}
+
+// Note is an Event note of prefix followed by the violations that fit in EventNoteLimit.
+func Note(prefix string, errs field.ErrorList) string {
+	return prefix + Violations(errs, EventNoteLimit-len(prefix))
+}
+
+// Truncate returns s if it fits in limit bytes, or its beginning, cut on a character boundary,
+// followed by how many bytes were left out.
+func Truncate(s string, limit int) string {
+	if len(s) <= limit {
+		return s
+	}
+	// The suffix is at most this long for any length of s an API object can hold.
+	const suffixRoom = len("… and 9999999999 more bytes")
+	cut := max(limit-suffixRoom, 0)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… and %d more bytes", s[:cut], len(s)-cut)
+}

@@ -1,0 +1,69 @@
+// Package ownership keeps the controllers off objects they did not create. The children of a
+// custom resource are named after it, so a user's own Deployment or Service may already hold the
+// name; a forced server-side apply would then rewrite it and make it the resource's, and deleting
+// the resource would garbage-collect it.
+package ownership
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// RecheckAfter is how soon a resource blocked by a foreign object is looked at again. The foreign
+// object carries none of the operator's labels, so the manager's cache does not see it go.
+const RecheckAfter = 10 * time.Second
+
+// Get reads the object at key into obj and reports whether it exists. It asks the cache first;
+// the cache holds only the objects carrying the operator's label, so when it has none there, it
+// asks the API server, where an object of someone else's may stand under the name.
+func Get(ctx context.Context, cached, live client.Reader, key client.ObjectKey, obj client.Object) (bool, error) {
+	err := cached.Get(ctx, key, obj)
+	if apierrors.IsNotFound(err) {
+		err = live.Get(ctx, key, obj)
+	}
+	switch {
+	case err == nil:
+		return true, nil
+	case apierrors.IsNotFound(err):
+		return false, nil
+	default:
+		return false, fmt.Errorf("reading the %T %s: %w", obj, key, err)
+	}
+}
+
+// Conflict describes why the existing object obj, of the given kind, may not be applied for the
+// custom resource owner, or returns "" when owner is its controller.
+func Conflict(kind string, obj client.Object, ownerKind string, owner types.UID) string {
+	ref := metav1.GetControllerOf(obj)
+	if ref != nil && ref.UID == owner {
+		return ""
+	}
+	held := "it has no controller"
+	if ref != nil {
+		held = fmt.Sprintf("it is controlled by %s %s (uid %s)", ref.Kind, ref.Name, ref.UID)
+	}
+	return fmt.Sprintf("%s %s already exists and is not this %s's: %s. Nothing is applied until it is deleted or renamed, "+
+		"or this %s is created under another name", kind, obj.GetName(), ownerKind, held, ownerKind)
+}
+
+// Observe reads the object of the given kind at key into obj, as Get does, and reports whether
+// it exists under owner's control (ours), or, when it exists and is someone else's, why it may
+// not be applied (conflict).
+func Observe(ctx context.Context, cached, live client.Reader, key client.ObjectKey, obj client.Object,
+	kind, ownerKind string, owner types.UID,
+) (ours bool, conflict string, err error) {
+	found, err := Get(ctx, cached, live, key, obj)
+	if err != nil || !found {
+		return false, "", err
+	}
+	if conflict := Conflict(kind, obj, ownerKind, owner); conflict != "" {
+		return false, conflict, nil
+	}
+	return true, "", nil
+}

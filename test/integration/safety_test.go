@@ -1,0 +1,270 @@
+package integration
+
+import (
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+)
+
+// safetyKind is one of the three kinds, as the specs below need it: a valid object of a name,
+// and its conditions once stored.
+type safetyKind struct {
+	kind       string
+	newObject  func(ns, name string) client.Object
+	conditions func(obj client.Object) []metav1.Condition
+}
+
+var safetyKinds = []safetyKind{
+	{
+		kind: "Welcome",
+		newObject: func(ns, name string) client.Object {
+			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada"})
+		},
+		conditions: func(obj client.Object) []metav1.Condition { return obj.(*authv1alpha1.Welcome).Status.Conditions },
+	},
+	{
+		kind:       "Memcached",
+		newObject:  func(ns, name string) client.Object { return newMemcached(ns, name, ptr.To[int32](1)) },
+		conditions: func(obj client.Object) []metav1.Condition { return obj.(*cachev1alpha1.Memcached).Status.Conditions },
+	},
+	{
+		kind: "DeployObject",
+		newObject: func(ns, name string) client.Object {
+			return newDeployObject(ns, name, "docker.io/library/nginx:1.27", httpPort(8080))
+		},
+		conditions: func(obj client.Object) []metav1.Condition { return obj.(*appv1.DeployObject).Status.Conditions },
+	},
+}
+
+// emptyOf returns an empty object of the same type as obj, to read into.
+func emptyOf(obj client.Object) client.Object {
+	return obj.DeepCopyObject().(client.Object)
+}
+
+func degradedOf(g Gomega, ctx SpecContext, k safetyKind, obj client.Object) *metav1.Condition {
+	got := emptyOf(obj)
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+	degraded := meta.FindStatusCondition(k.conditions(got), "Degraded")
+	g.Expect(degraded).NotTo(BeNil(), "no Degraded condition yet")
+	g.Expect(degraded.ObservedGeneration).To(Equal(got.GetGeneration()))
+	return degraded
+}
+
+func expectEvent(ctx SpecContext, ns, kind, name, reason, note string) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		events := &eventsv1.EventList{}
+		g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+		g.Expect(events.Items).To(ContainElement(MatchFields(IgnoreExtras, Fields{
+			"Reason":    Equal(reason),
+			"Type":      Equal(corev1.EventTypeWarning),
+			"Note":      ContainSubstring(note),
+			"Regarding": MatchFields(IgnoreExtras, Fields{"Kind": Equal(kind), "Name": Equal(name)}),
+		})))
+	}).Should(Succeed())
+}
+
+var _ = Describe("Names that cannot name a Service", func() {
+	var ns string
+	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
+
+	for _, k := range safetyKinds {
+		It("are refused for a "+k.kind+" with a field error on metadata.name, and nothing is stored", func(ctx SpecContext) {
+			for _, name := range []string{"hello.world", "x" + strings.Repeat("y", 63), "1shop"} {
+				obj := k.newObject(ns, name)
+				err := k8s.Create(ctx, obj)
+				Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want 422 Invalid, got %v", name, err)
+				Expect(causes(err)).To(ConsistOf("metadata.name"), "%s", name)
+				Expect(err.Error()).To(ContainSubstring("the name is also the name of the Service"))
+				Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), emptyOf(obj)))).To(BeTrue())
+			}
+		})
+
+		It("are reported as InvalidSpec by the "+k.kind+" controller when stored past admission", Serial, func(ctx SpecContext) {
+			bypassValidation(ctx, ns)
+			obj := k.newObject(ns, "hello.world")
+			Eventually(func() error { return k8s.Create(ctx, obj) }).Should(Succeed())
+
+			Eventually(func(g Gomega) {
+				degraded := degradedOf(g, ctx, k, obj)
+				g.Expect(degraded.Reason).To(Equal("InvalidSpec"))
+				g.Expect(degraded.Message).To(ContainSubstring(`metadata.name: Invalid value: "hello.world"`))
+			}).Should(Succeed())
+			// The condition is written in the reconcile that refuses to apply, so nothing exists now.
+			Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), &appsv1.Deployment{}))).To(BeTrue())
+			expectEvent(ctx, ns, k.kind, "hello.world", "InvalidSpec", "metadata.name")
+		})
+	}
+})
+
+var _ = Describe("DeployObject admission of what the Pod and Service APIs refuse", func() {
+	It("refuses every violation of env, resources and appProtocol in one 422, and stores nothing", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		d := newDeployObject(ns, "bad", "docker.io/library/nginx:1.27", corev1.ServicePort{
+			Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080), AppProtocol: ptr.To("HTTP 2"),
+		})
+		d.Spec.Env = []corev1.EnvVar{
+			{Name: "A=B", Value: "x"},
+			{Name: "BOTH", Value: "x", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}},
+			{Name: "EMPTY", ValueFrom: &corev1.EnvVarSource{}},
+			{Name: "SECRET", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password",
+			}}},
+			{Name: "CM", ValueFrom: &corev1.EnvVarSource{ConfigMapKeyRef: &corev1.ConfigMapKeySelector{Key: "a/b"}}},
+			{Name: "FIELD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "spec.containers"}}},
+			{Name: "RES", ValueFrom: &corev1.EnvVarSource{ResourceFieldRef: &corev1.ResourceFieldSelector{
+				Resource: "requests.cpu", Divisor: resource.MustParse("1Mi"),
+			}}},
+			{Name: "FILE", ValueFrom: &corev1.EnvVarSource{FileKeyRef: &corev1.FileKeySelector{VolumeName: "v", Path: "p", Key: "K"}}},
+		}
+		d.Spec.Resources = corev1.ResourceRequirements{
+			Limits: corev1.ResourceList{
+				corev1.ResourceMemory: resource.MustParse("-1Mi"),
+				"example.com/fpga":    resource.MustParse("500m"),
+			},
+			Requests: corev1.ResourceList{"example.com/gpu": resource.MustParse("1")},
+			Claims:   []corev1.ResourceClaim{{Name: "gpu"}},
+		}
+		err := k8s.Create(ctx, d)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(causes(err)).To(ConsistOf(
+			"spec.ports[0].appProtocol",
+			"spec.env[0].name",
+			"spec.env[1].valueFrom",
+			"spec.env[2].valueFrom",
+			"spec.env[3].valueFrom.secretKeyRef",
+			"spec.env[4].valueFrom.configMapKeyRef.name",
+			"spec.env[4].valueFrom.configMapKeyRef.key",
+			"spec.env[5].valueFrom.fieldRef.fieldPath",
+			"spec.env[6].valueFrom.resourceFieldRef.divisor",
+			"spec.env[7].valueFrom.fileKeyRef",
+			"spec.resources.limits[memory]",
+			"spec.resources.limits[example.com/fpga]",
+			"spec.resources.limits[example.com/gpu]",
+			"spec.resources.claims[0]",
+		))
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appv1.DeployObject{}))).To(BeTrue())
+	})
+
+	It("holds a Welcome's image to the image rules and the registry allow-list", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		for _, image := range []string{"ghcr.io/seedlabs/welcome-web", "ghcr.io/seedlabs/welcome-web:latest", "quay.io/seedlabs/welcome-web:v1"} {
+			w := newWelcome(ns, "img", authv1alpha1.WelcomeSpec{Name: "Ada", Image: image})
+			err := k8s.Create(ctx, w)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want 422 Invalid, got %v", image, err)
+			Expect(causes(err)).To(ConsistOf("spec.image"), "%s", image)
+		}
+		Expect(k8s.Create(ctx, newWelcome(ns, "img", authv1alpha1.WelcomeSpec{Name: "Ada", Image: "ghcr.io/seedlabs/welcome-web:v0.2.0"}))).To(Succeed())
+	})
+})
+
+var _ = Describe("Objects the operator did not create", func() {
+	var ns string
+	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
+
+	// usersService is a Service of the user's own, under the name a custom resource will take.
+	usersService := func(ns string) *corev1.Service {
+		return &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop", Labels: map[string]string{"owner": "user"}},
+			Spec: corev1.ServiceSpec{
+				Type:     corev1.ServiceTypeClusterIP,
+				Selector: map[string]string{"app": "users-shop"},
+				Ports:    []corev1.ServicePort{{Name: "web", Port: 9999, TargetPort: intstr.FromInt32(9999)}},
+			},
+		}
+	}
+	usersDeployment := func(ns string) *appsv1.Deployment {
+		labels := map[string]string{"app": "users-shop"}
+		return &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop", Labels: labels},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: labels},
+				Template: corev1.PodTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: labels},
+					Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "shop", Image: "registry.example.test/shop:1"}}},
+				},
+			},
+		}
+	}
+
+	for _, k := range safetyKinds {
+		for _, taken := range []struct {
+			kind string
+			make func(ns string) client.Object
+		}{
+			{"Service", func(ns string) client.Object { return usersService(ns) }},
+			{"Deployment", func(ns string) client.Object { return usersDeployment(ns) }},
+		} {
+			It("are left untouched when a "+k.kind+" takes the name of the user's "+taken.kind+", even after it is deleted", func(ctx SpecContext) {
+				users := taken.make(ns)
+				Expect(k8s.Create(ctx, users)).To(Succeed())
+				stored := emptyOf(users)
+				Expect(k8s.Get(ctx, client.ObjectKeyFromObject(users), stored)).To(Succeed())
+
+				obj := k.newObject(ns, "shop")
+				Expect(k8s.Create(ctx, obj)).To(Succeed())
+				Eventually(func(g Gomega) {
+					degraded := degradedOf(g, ctx, k, obj)
+					g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+					g.Expect(degraded.Reason).To(Equal("NameConflict"))
+					g.Expect(degraded.Message).To(ContainSubstring(taken.kind + " shop already exists and is not this " + k.kind + "'s: it has no controller"))
+				}).Should(Succeed())
+				expectEvent(ctx, ns, k.kind, "shop", "NameConflict", taken.kind+" shop already exists")
+
+				By("applying nothing: neither the user's object nor a Deployment or Service of ours")
+				untouched := func() {
+					now := emptyOf(users)
+					Expect(k8s.Get(ctx, client.ObjectKeyFromObject(users), now)).To(Succeed())
+					Expect(now.GetResourceVersion()).To(Equal(stored.GetResourceVersion()), "the user's %s was written to", taken.kind)
+					Expect(now.GetOwnerReferences()).To(BeEmpty())
+				}
+				untouched()
+				other := map[string]client.Object{"Service": &appsv1.Deployment{}, "Deployment": &corev1.Service{}}[taken.kind]
+				Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), other))).To(BeTrue())
+
+				By("deleting the " + k.kind)
+				Expect(k8s.Delete(ctx, obj)).To(Succeed())
+				Eventually(func() bool {
+					return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), emptyOf(obj)))
+				}).Should(BeTrue())
+				untouched()
+			})
+		}
+
+		It("converges a "+k.kind+" once the user's object under its name is gone", func(ctx SpecContext) {
+			users := usersService(ns)
+			Expect(k8s.Create(ctx, users)).To(Succeed())
+			obj := k.newObject(ns, "shop")
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(degradedOf(g, ctx, k, obj).Reason).To(Equal("NameConflict"))
+			}).Should(Succeed())
+
+			Expect(k8s.Delete(ctx, users)).To(Succeed())
+			Eventually(func(g Gomega) {
+				for _, child := range []client.Object{&corev1.Service{}, &appsv1.Deployment{}} {
+					g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), child)).To(Succeed())
+					g.Expect(metav1.GetControllerOf(child)).To(PointTo(MatchFields(IgnoreExtras, Fields{
+						"Kind": Equal(k.kind), "UID": Equal(obj.GetUID()),
+					})))
+				}
+				g.Expect(degradedOf(g, ctx, k, obj).Reason).NotTo(Equal("NameConflict"))
+			}, "30s").Should(Succeed())
+		})
+	}
+})

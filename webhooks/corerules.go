@@ -1,0 +1,307 @@
+package webhooks
+
+// The rules in this file are the ones kube-apiserver applies to the Deployment and Service the
+// controllers build (k8s.io/kubernetes v1.37.1, pkg/apis/core/validation), restated over the
+// fields a custom resource copies into them, so that nothing admitted fails when it is applied.
+// k8s.io/kubernetes is not a library: importing it means replacing every staging module, so the
+// rules are built from the same apimachinery primitives it uses, and the differential test in
+// test/integration holds them to the real API server.
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/seedlabs/webhook-operator/internal/resources"
+)
+
+// validateObjectName requires a custom resource's name to be usable as the name of its Service
+// and as the value of its pods' app.kubernetes.io/instance label: a DNS-1035 label, which every
+// supported Kubernetes version accepts as a Service name.
+func validateObjectName(name string) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range apimachineryvalidation.NameIsDNS1035Label(name, false) {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), name,
+			msg+"; the name is also the name of the Service and a label value of the pods, so it must be a DNS-1035 label"))
+	}
+	return errs
+}
+
+// validEnvFieldPaths are the pod fields an environment variable may read through fieldRef.
+var validEnvFieldPaths = []string{
+	"metadata.name", "metadata.namespace", "metadata.uid",
+	"spec.nodeName", "spec.serviceAccountName",
+	"status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs",
+}
+
+// validEnvResources are the container resources an environment variable may read through
+// resourceFieldRef, besides requests.hugepages-<size> and limits.hugepages-<size>.
+var validEnvResources = []string{
+	"limits.cpu", "limits.ephemeral-storage", "limits.memory",
+	"requests.cpu", "requests.ephemeral-storage", "requests.memory",
+}
+
+// validateEnvVar holds one environment variable to the Pod API's rules. A variable may read a
+// ConfigMap of the namespace, whose contents the namespace's view role already shows, but never
+// a Secret: whoever may edit the DeployObject could otherwise read any Secret of the namespace
+// through an image that prints its environment. The pod has no volumes, so fileKeyRef has nothing
+// to read.
+func validateEnvVar(e corev1.EnvVar, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if strings.TrimSpace(e.Name) == "" {
+		errs = append(errs, field.Required(path.Child("name"), "every environment variable needs a name"))
+	} else {
+		for _, msg := range validation.IsRelaxedEnvVarName(e.Name) {
+			errs = append(errs, field.Invalid(path.Child("name"), e.Name, msg))
+		}
+	}
+	src := e.ValueFrom
+	if src == nil {
+		return errs
+	}
+	from := path.Child("valueFrom")
+	sources := 0
+	if src.FieldRef != nil {
+		sources++
+		errs = append(errs, validateEnvFieldRef(src.FieldRef, from.Child("fieldRef"))...)
+	}
+	if src.ResourceFieldRef != nil {
+		sources++
+		errs = append(errs, validateEnvResourceFieldRef(src.ResourceFieldRef, from.Child("resourceFieldRef"))...)
+	}
+	if ref := src.ConfigMapKeyRef; ref != nil {
+		sources++
+		errs = append(errs, validateKeySelector(ref.Name, ref.Key, from.Child("configMapKeyRef"))...)
+	}
+	if src.SecretKeyRef != nil {
+		sources++
+		errs = append(errs, field.Forbidden(from.Child("secretKeyRef"),
+			"a DeployObject may not read Secrets, since whoever can edit it could read any Secret of the namespace; "+
+				"use a configMapKeyRef, or a Deployment of your own"))
+	}
+	if src.FileKeyRef != nil {
+		sources++
+		errs = append(errs, field.Forbidden(from.Child("fileKeyRef"),
+			"the pod has no volumes to read a file from; use value or another source"))
+	}
+	switch {
+	case sources == 0:
+		errs = append(errs, field.Required(from, "must set one of fieldRef, resourceFieldRef or configMapKeyRef"))
+	case sources > 1:
+		errs = append(errs, field.Invalid(from, sources, "must set only one source"))
+	case e.Value != "":
+		errs = append(errs, field.Invalid(from, e.Name, "must not be set together with value; keep one of them"))
+	}
+	return errs
+}
+
+func validateEnvFieldRef(ref *corev1.ObjectFieldSelector, path *field.Path) field.ErrorList {
+	if ref.APIVersion != "" && ref.APIVersion != "v1" {
+		return field.ErrorList{field.NotSupported(path.Child("apiVersion"), ref.APIVersion, []string{"v1"})}
+	}
+	if ref.FieldPath == "" {
+		return field.ErrorList{field.Required(path.Child("fieldPath"), "name the pod field to read, such as metadata.name")}
+	}
+	// A label or an annotation is read by its key: metadata.labels['app.kubernetes.io/name'].
+	for _, prefix := range []string{"metadata.labels", "metadata.annotations"} {
+		key, ok := strings.CutPrefix(ref.FieldPath, prefix+"['")
+		if !ok {
+			continue
+		}
+		key, ok = strings.CutSuffix(key, "']")
+		if !ok {
+			break
+		}
+		if prefix == "metadata.annotations" {
+			key = strings.ToLower(key)
+		}
+		var errs field.ErrorList
+		for _, msg := range validation.IsQualifiedName(key) {
+			errs = append(errs, field.Invalid(path.Child("fieldPath"), ref.FieldPath, msg))
+		}
+		return errs
+	}
+	if !slices.Contains(validEnvFieldPaths, ref.FieldPath) {
+		return field.ErrorList{field.NotSupported(path.Child("fieldPath"), ref.FieldPath,
+			append(slices.Clone(validEnvFieldPaths), "metadata.labels['<key>']", "metadata.annotations['<key>']"))}
+	}
+	return nil
+}
+
+func validateEnvResourceFieldRef(ref *corev1.ResourceFieldSelector, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if ref.ContainerName != "" && ref.ContainerName != resources.DeployObjectContainer {
+		errs = append(errs, field.NotSupported(path.Child("containerName"), ref.ContainerName, []string{resources.DeployObjectContainer}))
+	}
+	hugePages := strings.HasPrefix(ref.Resource, "requests.hugepages-") || strings.HasPrefix(ref.Resource, "limits.hugepages-")
+	switch {
+	case ref.Resource == "":
+		return append(errs, field.Required(path.Child("resource"), "name the resource to read, such as limits.memory"))
+	case !hugePages && !slices.Contains(validEnvResources, ref.Resource):
+		return append(errs, field.NotSupported(path.Child("resource"), ref.Resource,
+			append(slices.Clone(validEnvResources), "limits.hugepages-<size>", "requests.hugepages-<size>")))
+	}
+	if ref.Divisor.IsZero() {
+		return errs
+	}
+	allowed := []string{"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"}
+	if strings.HasSuffix(ref.Resource, ".cpu") {
+		allowed = []string{"1m", "1"}
+	}
+	if !slices.Contains(allowed, ref.Divisor.String()) {
+		errs = append(errs, field.NotSupported(path.Child("divisor"), ref.Divisor.String(), allowed))
+	}
+	return errs
+}
+
+// validateKeySelector holds a ConfigMap reference to the Pod API's rules: a DNS-1123 subdomain
+// name and a key made of alphanumerics, '-', '_' and '.'.
+func validateKeySelector(name, key string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if name == "" {
+		errs = append(errs, field.Required(path.Child("name"), "name the ConfigMap to read"))
+	} else {
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, field.Invalid(path.Child("name"), name, msg))
+		}
+	}
+	if key == "" {
+		return append(errs, field.Required(path.Child("key"), "name the key to read"))
+	}
+	for _, msg := range validation.IsConfigMapKey(key) {
+		errs = append(errs, field.Invalid(path.Child("key"), key, msg))
+	}
+	return errs
+}
+
+// validateResources holds a container's compute resources to the Pod API's rules: known resource
+// names, quantities that are not negative, whole numbers of extended resources, requests no
+// higher than limits, and requests equal to limits for resources that cannot be overcommitted
+// (extended resources and huge pages), huge pages only beside cpu or memory. A DeployObject's pod
+// has no resource claims, so claims are refused.
+func validateResources(res corev1.ResourceRequirements, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	cpuOrMemory, hugePages := false, false
+	for _, list := range []struct {
+		name   string
+		values corev1.ResourceList
+	}{{"limits", res.Limits}, {"requests", res.Requests}} {
+		for _, name := range sortedResourceNames(list.values) {
+			quantity := list.values[name]
+			rp := path.Child(list.name).Key(string(name))
+			errs = append(errs, validateResourceName(name, rp)...)
+			errs = append(errs, validateResourceQuantity(name, quantity, rp)...)
+			cpuOrMemory = cpuOrMemory || name == corev1.ResourceCPU || name == corev1.ResourceMemory
+			hugePages = hugePages || isHugePages(name)
+			if list.name == "limits" {
+				continue
+			}
+			limit, limited := res.Limits[name]
+			switch {
+			case !limited && !overcommitAllowed(name):
+				errs = append(errs, field.Required(path.Child("limits").Key(string(name)),
+					fmt.Sprintf("%s cannot be overcommitted, so its limit must be set, equal to the request %s", name, quantity.String())))
+			case limited && !overcommitAllowed(name) && quantity.Cmp(limit) != 0:
+				errs = append(errs, field.Invalid(rp, quantity.String(),
+					fmt.Sprintf("must equal the limit %s: %s cannot be overcommitted", limit.String(), name)))
+			case limited && quantity.Cmp(limit) > 0:
+				errs = append(errs, field.Invalid(rp, quantity.String(), fmt.Sprintf("must not be above the limit %s", limit.String())))
+			}
+		}
+	}
+	if hugePages && !cpuOrMemory {
+		errs = append(errs, field.Forbidden(path, "huge pages require a cpu or memory request or limit"))
+	}
+	for i := range res.Claims {
+		errs = append(errs, field.Forbidden(path.Child("claims").Index(i),
+			"the pod has no resource claims to refer to; remove the claim"))
+	}
+	return errs
+}
+
+func sortedResourceNames(list corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(list))
+	for name := range list {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// validateResourceName accepts cpu, memory, ephemeral-storage, hugepages-<size>, and extended
+// resources named with a domain outside kubernetes.io, such as example.com/gpu.
+func validateResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(string(name)) {
+		errs = append(errs, field.Invalid(path, name, msg))
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	switch {
+	case !strings.Contains(string(name), "/"):
+		if name != corev1.ResourceCPU && name != corev1.ResourceMemory && name != corev1.ResourceEphemeralStorage && !isHugePages(name) {
+			errs = append(errs, field.Invalid(path, name,
+				"must be cpu, memory, ephemeral-storage, hugepages-<size>, or an extended resource such as example.com/gpu"))
+		}
+	case !isNativeResource(name) && !isExtendedResource(name):
+		errs = append(errs, field.Invalid(path, name, "is not a valid extended resource name, such as example.com/gpu"))
+	}
+	return errs
+}
+
+func validateResourceQuantity(name corev1.ResourceName, q resource.Quantity, path *field.Path) field.ErrorList {
+	if q.Sign() < 0 {
+		return field.ErrorList{field.Invalid(path, q.String(), "must not be negative")}
+	}
+	var errs field.ErrorList
+	if isExtendedResource(name) && q.MilliValue()%1000 != 0 {
+		errs = append(errs, field.Invalid(path, q.String(), "must be a whole number: extended resources are counted in units"))
+	}
+	if isHugePages(name) {
+		pageSize, err := resource.ParseQuantity(strings.TrimPrefix(string(name), corev1.ResourceHugePagesPrefix))
+		if err != nil || pageSize.Sign() <= 0 || pageSize.MilliValue()%1000 != 0 || q.Value()%pageSize.Value() != 0 {
+			errs = append(errs, field.Invalid(path, q.String(), fmt.Sprintf("must be a whole multiple of the page size of %s", name)))
+		}
+	}
+	return errs
+}
+
+func isHugePages(name corev1.ResourceName) bool {
+	return strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix)
+}
+
+// isNativeResource reports whether a resource is in the kubernetes.io domain; unqualified names are.
+func isNativeResource(name corev1.ResourceName) bool {
+	return !strings.Contains(string(name), "/") || strings.Contains(string(name), corev1.ResourceDefaultNamespacePrefix)
+}
+
+func isExtendedResource(name corev1.ResourceName) bool {
+	if isNativeResource(name) || strings.HasPrefix(string(name), corev1.DefaultResourceRequestsPrefix) {
+		return false
+	}
+	return len(validation.IsQualifiedName(corev1.DefaultResourceRequestsPrefix+string(name))) == 0
+}
+
+func overcommitAllowed(name corev1.ResourceName) bool {
+	return isNativeResource(name) && !isHugePages(name)
+}
+
+// validateAppProtocol requires a Service port's appProtocol to be a qualified name, such as http
+// or kubernetes.io/h2c.
+func validateAppProtocol(appProtocol *string, path *field.Path) field.ErrorList {
+	if appProtocol == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	for _, msg := range validation.IsQualifiedName(*appProtocol) {
+		errs = append(errs, field.Invalid(path, *appProtocol, msg))
+	}
+	return errs
+}
