@@ -75,6 +75,16 @@ verify: manifests generate ## Fail when generated files are out of date.
 test: manifests generate fmt vet controlplane $(KUSTOMIZE) ## Run unit and envtest suites against the control plane built from source.
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" go test $(GO_TEST_FLAGS) ./...
 
+# The fuzz targets of the admission webhooks' HTTP handlers; FUZZTIME is per target.
+FUZZ_TARGETS ?= FuzzWelcomeAdmission FuzzMemcachedAdmission FuzzDeployObjectAdmission FuzzMemcachedScaleAdmission
+FUZZTIME     ?= 5m
+
+.PHONY: fuzz
+fuzz: ## Fuzz the admission webhooks' HTTP handlers, FUZZTIME (default 5m) per target; a failing input lands in webhooks/testdata/fuzz.
+	for target in $(FUZZ_TARGETS); do \
+		go test ./webhooks/ -run '^$$' -fuzz "^$${target}$$" -fuzztime $(FUZZTIME) || exit 1; \
+	done
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
@@ -133,8 +143,8 @@ uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs (and every custom resource)
 deploy: manifests $(KUSTOMIZE) ## Deploy the operator (needs cert-manager); IMG selects the manager image.
 	$(kustomize_default) | $(KUBECTL) apply --server-side -f -
 
-# undeploy deletes the custom resources first, while the manager still runs to finalize them;
-# deleting the CRDs with the manager would leave them waiting on finalizers nobody removes.
+# undeploy deletes the custom resources first, while the manager still runs: it takes off the
+# finalizer an earlier version put on Memcacheds, which would otherwise keep them and the CRDs.
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) ## Remove everything deploy created, custom resources first.
 	crds=$$($(KUSTOMIZE) build config/crd | $(KUBECTL) get --ignore-not-found -o name -f -) && \

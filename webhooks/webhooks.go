@@ -9,14 +9,11 @@ import (
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 )
 
 // Options configure the admission webhooks.
@@ -27,29 +24,25 @@ type Options struct {
 }
 
 // Setup registers every admission webhook with the manager's webhook server.
-func Setup(mgr ctrl.Manager, opts Options) error {
-	if err := ctrl.NewWebhookManagedBy(mgr, &authv1alpha1.Welcome{}).
-		WithDefaulter(welcomeDefaulter{}).
-		WithValidator(welcomeValidator{policy: opts.ImagePolicy}).
-		Complete(); err != nil {
-		return fmt.Errorf("setting up the Welcome webhooks: %w", err)
+func Setup(mgr ctrl.Manager, opts Options) {
+	for path, webhook := range Handlers(mgr.GetScheme(), opts) {
+		mgr.GetWebhookServer().Register(path, webhook)
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &cachev1alpha1.Memcached{}).
-		WithDefaulter(memcachedDefaulter{}).
-		WithValidator(memcachedValidator{}).
-		Complete(); err != nil {
-		return fmt.Errorf("setting up the Memcached webhooks: %w", err)
+}
+
+// Handlers returns every admission webhook by the path the webhook configurations in
+// config/webhook call it on: the defaulting and validating webhooks of the three kinds, and the
+// validating webhook of the memcacheds/scale subresource.
+func Handlers(scheme *runtime.Scheme, opts Options) map[string]*admission.Webhook {
+	return map[string]*admission.Webhook{
+		"/mutate-auth-seedlabs-dev-v1alpha1-welcome":      admission.WithDefaulter(scheme, welcomeDefaulter{}),
+		"/validate-auth-seedlabs-dev-v1alpha1-welcome":    admission.WithValidator(scheme, welcomeValidator{policy: opts.ImagePolicy}),
+		"/mutate-cache-seedlabs-dev-v1alpha1-memcached":   admission.WithDefaulter(scheme, memcachedDefaulter{}),
+		"/validate-cache-seedlabs-dev-v1alpha1-memcached": admission.WithValidator(scheme, memcachedValidator{}),
+		memcachedScalePath:                           {Handler: &memcachedScaleValidator{decoder: admission.NewDecoder(scheme)}},
+		"/mutate-app-seedlabs-dev-v1-deployobject":   admission.WithDefaulter(scheme, deployObjectDefaulter{}),
+		"/validate-app-seedlabs-dev-v1-deployobject": admission.WithValidator(scheme, deployObjectValidator{policy: opts.ImagePolicy}),
 	}
-	if err := ctrl.NewWebhookManagedBy(mgr, &appv1.DeployObject{}).
-		WithDefaulter(deployObjectDefaulter{}).
-		WithValidator(deployObjectValidator{policy: opts.ImagePolicy}).
-		Complete(); err != nil {
-		return fmt.Errorf("setting up the DeployObject webhooks: %w", err)
-	}
-	mgr.GetWebhookServer().Register(memcachedScalePath, &admission.Webhook{
-		Handler: &memcachedScaleValidator{decoder: admission.NewDecoder(mgr.GetScheme())},
-	})
-	return nil
 }
 
 // ratchet drops from errs every violation the old object already had, so that an update is judged

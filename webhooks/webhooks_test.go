@@ -1,6 +1,10 @@
 package webhooks
 
 import (
+	"maps"
+	"os"
+	"slices"
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -95,5 +99,26 @@ func TestRatchetLeavesItsInputAlone(t *testing.T) {
 
 	if diff := gocmp.Diff(want, errs, compareFieldErrors); diff != "" {
 		t.Errorf("ratchet changed the list it was given (-want +got):\n%s", diff)
+	}
+}
+
+// TestHandlersServeEveryConfiguredPath holds Handlers to the paths the webhook configurations
+// generated into config/webhook call, so that no webhook answers 404.
+func TestHandlersServeEveryConfiguredPath(t *testing.T) {
+	data, err := os.ReadFile("../config/webhook/manifests.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var configured []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if path, ok := strings.CutPrefix(strings.TrimSpace(line), "path: "); ok {
+			configured = append(configured, path)
+		}
+	}
+	served := slices.Collect(maps.Keys(fuzzHandlers(t)))
+	slices.Sort(configured)
+	slices.Sort(served)
+	if len(configured) == 0 || !slices.Equal(configured, served) {
+		t.Errorf("config/webhook calls %q, Handlers serves %q", configured, served)
 	}
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"flag"
 	"os"
+	"runtime/debug"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -20,6 +21,10 @@ func main() {
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
+	if limit, ok := operator.MemoryLimit(os.Getenv); ok {
+		debug.SetMemoryLimit(limit)
+		log.Info("set the Go runtime's soft memory limit", "bytes", limit)
+	}
 
 	mgr, err := operator.New(ctrl.GetConfigOrDie(), opts)
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +19,7 @@ import (
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -47,6 +49,14 @@ const (
 	DefaultMemcachedImage = "memcached:1.6.38-alpine"
 	// EnvMemcachedImage overrides DefaultMemcachedImage.
 	EnvMemcachedImage = "MEMCACHED_IMAGE"
+	// EnvMemoryLimit holds the container's memory limit in bytes, from the downward API.
+	EnvMemoryLimit = "MEMORY_LIMIT"
+	// DefaultShutdownDelay is how long a stopping manager goes on serving webhooks after it
+	// reports not ready.
+	DefaultShutdownDelay = 5 * time.Second
+	// gracefulShutdownTimeout bounds how long the stopped manager waits for its runnables, the
+	// webhook server's requests in flight among them.
+	gracefulShutdownTimeout = 15 * time.Second
 	// LeaderElectionID names the Lease that elects the active manager.
 	LeaderElectionID = "webhook-operator.seedlabs.dev"
 	// EventSource is the reportingController of the Events the controllers record.
@@ -84,6 +94,8 @@ type Options struct {
 	MemcachedImage string
 	// AllowedRegistries are the registries a DeployObject's image may come from; empty allows any.
 	AllowedRegistries []string
+	// ShutdownDelay is how long the manager goes on serving webhooks, not ready, once told to stop.
+	ShutdownDelay time.Duration
 
 	// SkipControllerNameValidation allows more than one Manager in a process, as tests need.
 	SkipControllerNameValidation bool
@@ -112,6 +124,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"The welcome-web image a Welcome runs unless it sets spec.image (env "+EnvWelcomeImage+").")
 	fs.StringVar(&o.MemcachedImage, "memcached-image", envOr(EnvMemcachedImage, DefaultMemcachedImage),
 		"The memcached image of every Memcached pool (env "+EnvMemcachedImage+").")
+	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", DefaultShutdownDelay,
+		"How long the manager goes on serving webhooks, reporting not ready, after SIGTERM, so that no admission request "+
+			"is sent to a replica that has stopped; keep terminationGracePeriodSeconds above it plus 15s.")
 	fs.Func("allowed-registries",
 		"Comma-separated registries a DeployObject's image may come from, such as docker.io,registry.local:5000; "+
 			"unset allows any. May be repeated.",
@@ -152,7 +167,7 @@ func (o *Options) tlsOptions() []func(*tls.Config) {
 }
 
 // New builds the Manager: webhook server, metrics, probes, the webhooks and the controllers.
-func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
+func New(cfg *rest.Config, o Options) (*Manager, error) {
 	imagePolicy, err := webhooks.NewImagePolicy(o.AllowedRegistries)
 	if err != nil {
 		return nil, fmt.Errorf("--allowed-registries: %w", err)
@@ -188,6 +203,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		GracefulShutdownTimeout:       ptr.To(gracefulShutdownTimeout),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}: {Label: ours},
 			&corev1.Service{}:    {Label: ours},
@@ -199,9 +215,7 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 
-	if err := webhooks.Setup(mgr, webhooks.Options{ImagePolicy: imagePolicy}); err != nil {
-		return nil, err
-	}
+	webhooks.Setup(mgr, webhooks.Options{ImagePolicy: imagePolicy})
 	if err := (&welcome.Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -229,9 +243,14 @@ func New(cfg *rest.Config, o Options) (ctrl.Manager, error) {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
-	// Ready means the webhook server completes a TLS handshake, so the API server's calls succeed.
+	// Ready means the webhook server completes a TLS handshake, so the API server's calls succeed,
+	// and the manager is not stopping.
+	m := &Manager{Manager: mgr, shutdownDelay: o.ShutdownDelay}
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
-	return mgr, nil
+	if err := mgr.AddReadyzCheck("shutdown", m.readyUntilStopping); err != nil {
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+	return m, nil
 }

@@ -33,6 +33,7 @@ func TestBindFlagsDefaults(t *testing.T) {
 		MetricsCertDir: "/tmp/k8s-metrics-server/serving-certs",
 		WelcomeImage:   DefaultWelcomeImage,
 		MemcachedImage: DefaultMemcachedImage,
+		ShutdownDelay:  DefaultShutdownDelay,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)

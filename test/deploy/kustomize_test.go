@@ -9,17 +9,21 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
@@ -54,7 +58,7 @@ var (
 	}
 	namespaced = map[string]bool{
 		"ServiceAccount": true, "Role": true, "RoleBinding": true, "Service": true, "Deployment": true,
-		"Certificate": true, "Issuer": true, "ServiceMonitor": true, "NetworkPolicy": true,
+		"Certificate": true, "Issuer": true, "ServiceMonitor": true, "NetworkPolicy": true, "PodDisruptionBudget": true,
 	}
 )
 
@@ -82,6 +86,7 @@ var defaultInventory = []string{
 	"Issuer webhook-operator-system/webhook-operator-selfsigned-issuer",
 	"MutatingWebhookConfiguration webhook-operator-mutating-webhook-configuration",
 	"Namespace webhook-operator-system",
+	"PodDisruptionBudget webhook-operator-system/webhook-operator-controller-manager",
 	"Role webhook-operator-system/webhook-operator-leader-election-role",
 	"RoleBinding webhook-operator-system/webhook-operator-leader-election-rolebinding",
 	"Service webhook-operator-system/webhook-operator-controller-manager-metrics-service",
@@ -145,6 +150,10 @@ func TestConfigDefault(t *testing.T) {
 
 	t.Run("configures the manager with flags it accepts", func(t *testing.T) {
 		checkManagerConfiguration(t, m)
+	})
+
+	t.Run("runs the webhooks highly available", func(t *testing.T) {
+		checkHighAvailability(t, m)
 	})
 
 	t.Run("serves the webhooks through the webhook Service with the serving certificate", func(t *testing.T) {
@@ -428,10 +437,14 @@ func checkManagerConfiguration(t *testing.T, m manifests) {
 	env := map[string]string{}
 	for _, e := range mgr.manager.Env {
 		env[e.Name] = e.Value
+		if e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil {
+			env[e.Name] = "resource " + e.ValueFrom.ResourceFieldRef.Resource
+		}
 	}
 	wantEnv := map[string]string{
 		operator.EnvWelcomeImage:   operator.DefaultWelcomeImage,
 		operator.EnvMemcachedImage: operator.DefaultMemcachedImage,
+		operator.EnvMemoryLimit:    "resource limits.memory",
 	}
 	if diff := cmp.Diff(wantEnv, env); diff != "" {
 		t.Errorf("manager env (-want +got):\n%s", diff)
@@ -634,5 +647,53 @@ func checkRBAC(t *testing.T, m manifests, generatedRole manifests) {
 	// The leader election's event recorder still writes core/v1 Events.
 	if !allows(leaderElection.Rules, "", "events", "", "create") || !allows(leaderElection.Rules, "", "events", "", "patch") {
 		t.Errorf("Role %s does not allow creating and patching Events", leaderElectionRole)
+	}
+}
+
+// checkHighAvailability holds the install to what keeps the webhooks served while a manager pod
+// restarts, is evicted or loses the leader election: several replicas spread over nodes, a
+// disruption budget that keeps one, a termination grace period above the manager's shutdown
+// delay and drain, and no optional certificate the pod waits for.
+func checkHighAvailability(t *testing.T, m manifests) {
+	t.Helper()
+	mgr := getManager(t, m)
+	replicas := ptr.Deref(mgr.Spec.Replicas, 1)
+	if replicas < 2 {
+		t.Errorf("the manager runs %d replica(s), want at least 2", replicas)
+	}
+
+	pdb := get[policyv1.PodDisruptionBudget](t, m, "PodDisruptionBudget", deploymentName)
+	selector, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+	if err != nil || !selector.Matches(labels.Set(mgr.Spec.Template.Labels)) {
+		t.Errorf("the PodDisruptionBudget's selector %v does not select the manager's pods (%v)", pdb.Spec.Selector, err)
+	}
+	if pdb.Spec.MinAvailable == nil || pdb.Spec.MinAvailable.IntValue() < 1 || int32(pdb.Spec.MinAvailable.IntValue()) >= replicas {
+		t.Errorf("the PodDisruptionBudget keeps %v of %d replicas, want at least 1 and fewer than all, so a node can still drain",
+			pdb.Spec.MinAvailable, replicas)
+	}
+
+	spread := mgr.pod.TopologySpreadConstraints
+	if len(spread) != 1 || spread[0].TopologyKey != corev1.LabelHostname ||
+		spread[0].LabelSelector == nil || !labels.SelectorFromSet(spread[0].LabelSelector.MatchLabels).Matches(labels.Set(mgr.Spec.Template.Labels)) {
+		t.Errorf("topologySpreadConstraints %+v, want the manager's pods spread over %s", spread, corev1.LabelHostname)
+	}
+
+	grace := time.Duration(ptr.Deref(mgr.pod.TerminationGracePeriodSeconds, 30)) * time.Second
+	if need := mgr.opts.ShutdownDelay + 15*time.Second; grace <= need {
+		t.Errorf("terminationGracePeriodSeconds %v, want above the shutdown delay and drain, %v", grace, need)
+	}
+	if probe := mgr.manager.ReadinessProbe; probe == nil || time.Duration(probe.PeriodSeconds)*time.Second >= mgr.opts.ShutdownDelay {
+		t.Errorf("the readiness probe runs every %v, want more often than the shutdown delay %v", probe, mgr.opts.ShutdownDelay)
+	}
+
+	for _, v := range mgr.pod.Volumes {
+		if v.Secret == nil {
+			continue
+		}
+		essential := v.Secret.SecretName == fixtures.ServingSecret
+		if optional := ptr.Deref(v.Secret.Optional, false); optional == essential {
+			t.Errorf("volume %s of Secret %s: optional=%t; only the webhook's serving certificate is needed to start",
+				v.Name, v.Secret.SecretName, optional)
+		}
 	}
 }

@@ -14,7 +14,9 @@ const (
 	MaxSize int32 = 3
 	// DefaultContainerPort is memcached's port when spec.containerPort is unset.
 	DefaultContainerPort int32 = 11211
-	// Finalizer records a Deleting event and condition before a Memcached goes.
+	// Finalizer was put on every Memcached by earlier versions, to record a Deleting event. It
+	// guarded nothing and kept namespaces and the CRD from being deleted while the operator was
+	// gone, so the controller now takes it off wherever it finds it.
 	Finalizer = "cache.seedlabs.dev/finalizer"
 )
 
@@ -47,8 +49,6 @@ const (
 	ReasonNameConflict = "NameConflict"
 	// ReasonRolloutFailed means the Deployment reports that its rollout cannot progress.
 	ReasonRolloutFailed = "RolloutFailed"
-	// ReasonDeleting means the Memcached is being deleted.
-	ReasonDeleting = "Deleting"
 	// ReasonAsExpected means nothing is wrong.
 	ReasonAsExpected = "AsExpected"
 )

@@ -66,31 +66,26 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Reconcile applies the Deployment and Service a Memcached asks for and records what they report;
-// on deletion it records the deletion and lets the object go.
+// Reconcile applies the Deployment and Service a Memcached asks for and records what they report.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	m := &cachev1alpha1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if err := r.removeFinalizer(ctx, m); err != nil {
+		return ctrl.Result{}, err
+	}
 	if !m.DeletionTimestamp.IsZero() {
-		return ctrl.Result{}, r.finalize(ctx, m)
+		// The garbage collector removes the owned Deployment and Service.
+		return ctrl.Result{}, nil
 	}
 
 	// A spec stored without passing admission (written before the webhook existed, or with it
-	// bypassed) is held to the same rules and never rolled out while it breaks them. The
-	// finalizer is not added to it: nothing is created for it, so there is nothing to record
-	// when it goes.
+	// bypassed) is held to the same rules and never rolled out while it breaks them.
 	desired := m.DeepCopy()
 	webhooks.DefaultMemcached(desired)
 	if errs, _ := webhooks.ValidateMemcached(nil, desired); len(errs) > 0 {
 		return ctrl.Result{}, r.refuseInvalidSpec(ctx, m, errs)
-	}
-
-	if !controllerutil.ContainsFinalizer(m, cachev1alpha1.Finalizer) {
-		if err := r.patchFinalizers(ctx, m, controllerutil.AddFinalizer); err != nil {
-			return ctrl.Result{}, err
-		}
 	}
 	before := m.DeepCopy()
 
@@ -237,41 +232,18 @@ func (r *Reconciler) applyFailed(ctx context.Context, before, m *cachev1alpha1.M
 	return err
 }
 
-// finalize runs when a Memcached is being deleted: it records a Deleting Event and condition
-// and removes the finalizer. The Deployment and Service are removed by the garbage collector
-// through their owner references, so there is nothing to wait for, and the finalizer comes off
-// even when the status cannot be written.
-func (r *Reconciler) finalize(ctx context.Context, m *cachev1alpha1.Memcached) error {
-	if !controllerutil.ContainsFinalizer(m, cachev1alpha1.Finalizer) {
-		return nil
-	}
-	before := m.DeepCopy()
-	if setDeleting(m) {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, cachev1alpha1.ReasonDeleting, "Delete",
-			"deleting Memcached %s; its Deployment and Service are garbage-collected", m.Name)
-	}
-	statusErr := r.patchStatus(ctx, before, m)
-	if apierrors.IsNotFound(statusErr) {
-		return nil
-	}
-	err := r.patchFinalizers(ctx, m, controllerutil.RemoveFinalizer)
-	if apierrors.IsNotFound(err) {
-		err = nil
-	}
-	return errors.Join(statusErr, err)
-}
-
-// patchFinalizers adds or removes the operator's finalizer with a merge patch carrying m's
-// resourceVersion. metadata.finalizers is a plain list that a merge patch replaces whole, so the
-// resourceVersion precondition keeps it from overwriting a finalizer another client added or
-// removed meanwhile: the patch then fails with a conflict and the reconcile is retried.
-func (r *Reconciler) patchFinalizers(ctx context.Context, m *cachev1alpha1.Memcached, change func(client.Object, string) bool) error {
+// removeFinalizer takes cachev1alpha1.Finalizer off m, where an earlier version of the operator
+// put it, with a merge patch carrying m's resourceVersion. metadata.finalizers is a plain list
+// that a merge patch replaces whole, so the resourceVersion precondition keeps it from
+// overwriting a finalizer another client added or removed meanwhile: the patch then fails with a
+// conflict and the reconcile is retried.
+func (r *Reconciler) removeFinalizer(ctx context.Context, m *cachev1alpha1.Memcached) error {
 	base := m.DeepCopy()
-	if !change(m, cachev1alpha1.Finalizer) {
+	if !controllerutil.RemoveFinalizer(m, cachev1alpha1.Finalizer) {
 		return nil
 	}
-	if err := r.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("updating the finalizers of Memcached %s/%s: %w", m.Namespace, m.Name, err)
+	if err := r.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("removing the finalizer of Memcached %s/%s: %w", m.Namespace, m.Name, err)
 	}
 	return nil
 }
@@ -287,10 +259,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, m *cachev1alpha1.M
 	return nil
 }
 
-// SetupWithManager registers the controller. A Memcached is reconciled when its generation
-// changes, which covers spec changes, the scale subresource and the start of its deletion (the
-// API server bumps metadata.generation when it sets deletionTimestamp on an object with
-// finalizers); when its Deployment or Service changes, so drift is put back and the status
+// SetupWithManager registers the controller. A Memcached is reconciled when it is first seen and
+// when its generation changes, which covers spec changes, the scale subresource and the start of
+// the deletion of an object that still carries an earlier version's finalizer (the API server
+// bumps metadata.generation when it sets deletionTimestamp on an object with finalizers); when its Deployment or Service changes, so drift is put back and the status
 // follows the rollout; and when one of its pods comes, goes or stops being a member of the pool,
 // so status.nodes follows the pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {

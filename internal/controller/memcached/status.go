@@ -19,7 +19,6 @@ import (
 const (
 	messageNotRolledOut  = "the spec is not rolled out until it is fixed"
 	messageNothingRolled = "nothing was rolled out"
-	messageDeleting      = "the Memcached is being deleted; Kubernetes removes its Deployment and Service"
 )
 
 // rollout is what the Deployment reports about bringing up the desired instances.
@@ -159,13 +158,6 @@ func setNotApplied(m *cachev1alpha1.Memcached, reason, message, progressing stri
 // that is news.
 func setApplyFailed(m *cachev1alpha1.Memcached, message string) bool {
 	return setCondition(m, cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed, message)
-}
-
-// setDeleting records that the Memcached is being deleted and reports whether that is news.
-// Setting the deletion timestamp bumps metadata.generation, so the generation is observed too.
-func setDeleting(m *cachev1alpha1.Memcached) bool {
-	m.Status.ObservedGeneration = m.Generation
-	return setCondition(m, cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, cachev1alpha1.ReasonDeleting, messageDeleting)
 }
 
 // setCondition sets one condition for the current generation and reports whether it changed.

@@ -10,7 +10,6 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/diff"
@@ -544,34 +543,5 @@ func TestSetApplyFailed(t *testing.T) {
 				t.Errorf("status.observedGeneration = %d, want 1 (unchanged)", m.Status.ObservedGeneration)
 			}
 		})
-	}
-}
-
-func TestSetDeleting(t *testing.T) {
-	// Setting deletionTimestamp bumped the generation from 3 to 4.
-	const gen = 4
-	available := cond(cachev1alpha1.ConditionAvailable, metav1.ConditionTrue, cachev1alpha1.ReasonRolledOut, "2 of 2 instances available", 3)
-	progressing := cond(cachev1alpha1.ConditionProgressing, metav1.ConditionFalse, cachev1alpha1.ReasonRolledOut, "spec.size 2 is rolled out: every instance runs the current spec", 3)
-	deleting := cond(cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, cachev1alpha1.ReasonDeleting, messageDeleting, gen)
-
-	m := memcachedAt(gen, available, progressing,
-		cond(cachev1alpha1.ConditionDegraded, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected, "", 3))
-	if !setDeleting(m) {
-		t.Errorf("setDeleting() = false the first time, want true")
-	}
-	assertConditions(t, m.Status.Conditions, []metav1.Condition{available, progressing, deleting})
-	if m.Status.ObservedGeneration != gen {
-		t.Errorf("status.observedGeneration = %d, want %d", m.Status.ObservedGeneration, gen)
-	}
-	if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionDegraded); c.LastTransitionTime.Equal(&longAgo) {
-		t.Errorf("Degraded went from False to True but kept lastTransitionTime %s", c.LastTransitionTime)
-	}
-
-	before := m.DeepCopy()
-	if setDeleting(m) {
-		t.Errorf("setDeleting() = true the second time, want false: the Deleting event would be recorded again")
-	}
-	if !reflect.DeepEqual(before.Status, m.Status) {
-		t.Errorf("the second call changed the status:\n%s", diff.Diff(before.Status, m.Status))
 	}
 }

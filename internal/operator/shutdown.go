@@ -1,0 +1,71 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// Manager is the operator's controller-runtime Manager, stopped the way a replica behind a
+// Service should stop.
+type Manager struct {
+	ctrl.Manager
+
+	shutdownDelay time.Duration
+	stopping      atomic.Bool
+}
+
+// Start runs the manager until ctx is done, then stops it gracefully. /readyz fails at once, so
+// the EndpointSlice drops the replica; the webhook server goes on answering for the shutdown delay,
+// while kube-apiserver still sends it the requests it routed before it saw the change; then the
+// manager stops, and the webhook server finishes the requests in flight before it exits.
+// controller-runtime has no such delay of its own: it closes the listener as soon as it is told
+// to stop.
+func (m *Manager) Start(ctx context.Context) error {
+	run, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	go func() {
+		select {
+		case <-run.Done():
+			return
+		case <-ctx.Done():
+		}
+		m.stopping.Store(true)
+		delay := time.NewTimer(m.shutdownDelay)
+		defer delay.Stop()
+		select {
+		case <-delay.C:
+		case <-run.Done():
+		}
+		stop()
+	}()
+	return m.Manager.Start(run)
+}
+
+// readyUntilStopping is the readiness check that fails from the moment the manager is told to stop.
+func (m *Manager) readyUntilStopping(*http.Request) error {
+	if m.stopping.Load() {
+		return errors.New("shutting down")
+	}
+	return nil
+}
+
+// MemoryLimit is the soft memory limit to give the Go runtime, a tenth below the container's
+// memory limit in bytes as the downward API puts it in the environment variable EnvMemoryLimit,
+// so the garbage collector works harder before the kernel kills the process. It reports false
+// when GOMEMLIMIT is set, which the runtime obeys instead, or when no limit is known.
+func MemoryLimit(getenv func(string) string) (int64, bool) {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0, false
+	}
+	limit, err := strconv.ParseInt(getenv(EnvMemoryLimit), 10, 64)
+	if err != nil || limit <= 0 {
+		return 0, false
+	}
+	return limit / 10 * 9, true
+}

@@ -1,0 +1,91 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+// blockingManager stands in for controller-runtime's Manager: Start returns when its context ends.
+type blockingManager struct {
+	ctrl.Manager
+	stopped chan time.Time
+}
+
+func (b *blockingManager) Start(ctx context.Context) error {
+	<-ctx.Done()
+	b.stopped <- time.Now()
+	return nil
+}
+
+func TestStartStopsAfterTheShutdownDelayAndFailsReadinessAtOnce(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	inner := &blockingManager{stopped: make(chan time.Time, 1)}
+	m := &Manager{Manager: inner, shutdownDelay: delay}
+	if err := m.readyUntilStopping(nil); err != nil {
+		t.Fatalf("ready before the stop: %v", err)
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.Start(ctx) }()
+	signalled := time.Now()
+	cancel()
+
+	select {
+	case stoppedAt := <-inner.stopped:
+		if waited := stoppedAt.Sub(signalled); waited < delay {
+			t.Errorf("the manager stopped %v after the signal, before the shutdown delay of %v", waited, delay)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the manager never stopped")
+	}
+	if err := m.readyUntilStopping(nil); err == nil {
+		t.Error("still ready while stopping")
+	}
+	if err := <-done; err != nil {
+		t.Errorf("Start() = %v", err)
+	}
+}
+
+func TestStartReturnsWhenTheManagerStopsOnItsOwn(t *testing.T) {
+	m := &Manager{Manager: &failingManager{}, shutdownDelay: time.Hour}
+	if err := m.Start(context.Background()); !errors.Is(err, errLostLease) {
+		t.Errorf("Start() = %v, want the manager's own error", err)
+	}
+	if err := m.readyUntilStopping(nil); err != nil {
+		t.Errorf("not ready although nobody asked it to stop: %v", err)
+	}
+}
+
+var errLostLease = errors.New("lost the lease")
+
+type failingManager struct{ ctrl.Manager }
+
+func (failingManager) Start(context.Context) error { return errLostLease }
+
+func TestMemoryLimit(t *testing.T) {
+	tests := []struct {
+		name      string
+		env       map[string]string
+		want      int64
+		wantKnown bool
+	}{
+		{name: "no limit", env: map[string]string{}},
+		{name: "a tenth below the container's limit", env: map[string]string{EnvMemoryLimit: "268435456"}, want: 241591905, wantKnown: true},
+		{name: "GOMEMLIMIT wins", env: map[string]string{EnvMemoryLimit: "268435456", "GOMEMLIMIT": "100MiB"}},
+		{name: "not a number", env: map[string]string{EnvMemoryLimit: "256Mi"}},
+		{name: "zero", env: map[string]string{EnvMemoryLimit: "0"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, known := MemoryLimit(func(k string) string { return tc.env[k] })
+			if got != tc.want || known != tc.wantKnown {
+				t.Errorf("MemoryLimit() = %d, %t; want %d, %t", got, known, tc.want, tc.wantKnown)
+			}
+		})
+	}
+}
