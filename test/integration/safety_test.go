@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"fmt"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -267,4 +268,33 @@ var _ = Describe("Objects the operator did not create", func() {
 			}, "30s").Should(Succeed())
 		})
 	}
+})
+
+var _ = Describe("Long lists of violations", func() {
+	It("are cut to the API's limits, so the status and the Event are still written", Serial, func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		bypassValidation(ctx, ns)
+		d := newDeployObject(ns, "noisy", "docker.io/library/nginx:1.27", httpPort(8080))
+		for i := range 2000 {
+			d.Spec.Env = append(d.Spec.Env, corev1.EnvVar{Name: fmt.Sprintf("V%d=", i), Value: "x"})
+		}
+		Eventually(func() error { return k8s.Create(ctx, d) }).Should(Succeed())
+
+		k := safetyKinds[2]
+		Eventually(func(g Gomega) {
+			degraded := degradedOf(g, ctx, k, d)
+			g.Expect(degraded.Reason).To(Equal("InvalidSpec"))
+			g.Expect(len(degraded.Message)).To(BeNumerically("<=", 32768))
+			g.Expect(degraded.Message).To(HavePrefix(`[spec.env[0].name: Invalid value: "V0="`))
+			g.Expect(degraded.Message).To(MatchRegexp(`, and \d+ more\]$`))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			events := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
+			g.Expect(events.Items).To(ContainElement(MatchFields(IgnoreExtras, Fields{
+				"Reason": Equal("InvalidSpec"),
+				"Note":   And(HavePrefix("spec is not rolled out: [spec.env[0]"), MatchRegexp(`, and \d+ more\]$`), WithTransform(func(s string) int { return len(s) }, BeNumerically("<=", 1024))),
+			})))
+		}).Should(Succeed())
+	})
 })

@@ -89,6 +89,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	deployment := resources.DeployObjectDeployment(desired).WithOwnerReferences(owner)
 	service := resources.DeployObjectService(desired).WithOwnerReferences(owner)
 	applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
+	// A new spec's Service is tried first with a server-side dry run, so that a Service the API
+	// server refuses never leaves the new pods rolled out behind the old Service's ports. The rules
+	// already refuse at admission what the API server would; this holds for a spec that never
+	// passed admission, and for whatever the rules missed, at one request per spec change.
+	// The dry run gets a configuration of its own: Apply fills the one it is given with the reply.
+	if d.Status.ObservedGeneration != d.Generation {
+		trial := resources.DeployObjectService(desired).WithOwnerReferences(owner)
+		if err := r.Apply(ctx, trial, append(applyOpts, client.DryRunAll)...); err != nil {
+			return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
+		}
+	}
 	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Deployment", err)
 	}

@@ -3,6 +3,7 @@ package deployobject
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 
@@ -77,12 +78,26 @@ func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *
 		WithScheme(scheme).
 		WithObjects(objs...).
 		WithStatusSubresource(&appv1.DeployObject{})
-	if funcs != nil {
-		b = b.WithInterceptorFuncs(*funcs)
+	if funcs == nil {
+		funcs = &interceptor.Funcs{}
 	}
+	if funcs.Apply == nil {
+		funcs.Apply = applyUnlessDryRun
+	}
+	b = b.WithInterceptorFuncs(*funcs)
 	c := b.Build()
 	rec := events.NewFakeRecorder(50)
 	return &harness{r: &Reconciler{Client: c, APIReader: c, Recorder: rec}, c: c, events: rec}
+}
+
+// applyUnlessDryRun applies as the API server does: the fake client would persist a dry run.
+func applyUnlessDryRun(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	applyOpts := &client.ApplyOptions{}
+	applyOpts.ApplyOptions(opts)
+	if len(applyOpts.DryRun) > 0 {
+		return nil
+	}
+	return c.Apply(ctx, obj, opts...)
 }
 
 func (h *harness) reconcile(t *testing.T) error {
@@ -386,7 +401,7 @@ func TestReconcileApplyFailure(t *testing.T) {
 			if _, ok := obj.(*appsv1ac.DeploymentApplyConfiguration); ok {
 				return applyErr
 			}
-			return c.Apply(ctx, obj, opts...)
+			return applyUnlessDryRun(ctx, c, obj, opts...)
 		},
 	}, newDeployObject(shopSpec()))
 
@@ -400,6 +415,34 @@ func TestReconcileApplyFailure(t *testing.T) {
 	if err := h.c.Get(context.Background(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Service: %v, want NotFound: nothing is applied after a failure", err)
 	}
+}
+
+// TestReconcileTriesANewSpecsServiceFirst: a new spec's Service that the API server refuses stops
+// the reconcile before the Deployment rolls the new pods out.
+func TestReconcileTriesANewSpecsServiceFirst(t *testing.T) {
+	refused := apierrors.NewInvalid(corev1.SchemeGroupVersion.WithKind("Service").GroupKind(), "shop", nil)
+	var applied []string
+	h := newHarness(t, &interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			applyOpts := &client.ApplyOptions{}
+			applyOpts.ApplyOptions(opts)
+			kind := fmt.Sprintf("%T", obj)
+			if len(applyOpts.DryRun) > 0 {
+				applied = append(applied, "dry run "+kind)
+				return refused
+			}
+			applied = append(applied, kind)
+			return applyUnlessDryRun(ctx, c, obj, opts...)
+		},
+	}, newDeployObject(shopSpec()))
+
+	if err := h.reconcile(t); !errors.Is(err, refused) {
+		t.Errorf("Reconcile() = %v, want %v", err, refused)
+	}
+	if want := []string{"dry run *v1.ServiceApplyConfiguration"}; !reflect.DeepEqual(applied, want) {
+		t.Errorf("applied %q, want only %q", applied, want)
+	}
+	expectCondition(t, h.deployObject(t), appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonApplyFailed)
 }
 
 func TestReconcileIgnoresDeletedAndDeleting(t *testing.T) {
