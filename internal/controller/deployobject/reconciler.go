@@ -81,7 +81,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if errs, _ := webhooks.ValidateDeployObject(nil, desired, webhooks.ImagePolicy{}); len(errs) > 0 {
 		return ctrl.Result{}, r.refuseInvalidSpec(ctx, before, d, current, errs)
 	}
-	if len(current.conflicts) > 0 {
+	if len(current.Conflicts) > 0 {
 		return ctrl.Result{RequeueAfter: ownership.RecheckAfter}, r.refuseNameConflict(ctx, before, d, current)
 	}
 
@@ -103,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Deployment", err)
 	}
-	if current.deployment == nil {
+	if current.Deployment == nil {
 		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
 			"created Deployment %s running %s with %d replicas", d.Name, desired.Spec.Image, *desired.Spec.Replicas)
 	}
@@ -113,7 +113,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Apply(ctx, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
 	}
-	if !current.serviceExists {
+	if !current.ServiceExists {
 		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
 			"created Service %s on ports %s", d.Name, portList(desired.Spec.Ports))
 	}
@@ -124,47 +124,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // observed is what exists of a DeployObject's Deployment and Service before anything is applied.
 type observed struct {
-	// deployment is nil when the DeployObject controls none.
-	deployment    *appsv1.Deployment
-	serviceExists bool
-	// conflicts describe the objects under the DeployObject's name that it does not control.
-	conflicts []string
+	ownership.Children
 }
 
 // observe reads the DeployObject's Deployment and Service, from the cache or, for objects the
 // cache cannot hold, from the API server.
 func (r *Reconciler) observe(ctx context.Context, d *appv1.DeployObject) (observed, error) {
-	var o observed
-	key := client.ObjectKeyFromObject(d)
-
-	dep := &appsv1.Deployment{}
-	ours, conflict, err := ownership.Observe(ctx, r.Client, r.APIReader, key, dep, "Deployment", "DeployObject", d.UID)
-	if err != nil {
-		return o, err
-	}
-	if ours {
-		o.deployment = dep
-	}
-	if conflict != "" {
-		o.conflicts = append(o.conflicts, conflict)
-	}
-
-	o.serviceExists, conflict, err = ownership.Observe(ctx, r.Client, r.APIReader, key, &corev1.Service{}, "Service", "DeployObject", d.UID)
-	if err != nil {
-		return o, err
-	}
-	if conflict != "" {
-		o.conflicts = append(o.conflicts, conflict)
-	}
-	return o, nil
+	children, err := ownership.ObserveChildren(ctx, r.Client, r.APIReader, client.ObjectKeyFromObject(d), "DeployObject", d.UID)
+	return observed{Children: children}, err
 }
 
 // deploymentStatus is the Deployment's status, or the zero status when there is no Deployment.
 func (o observed) deploymentStatus() appsv1.DeploymentStatus {
-	if o.deployment == nil {
+	if o.Deployment == nil {
 		return appsv1.DeploymentStatus{}
 	}
-	return o.deployment.Status
+	return o.Deployment.Status
 }
 
 // refuseInvalidSpec records that the stored spec breaks the admission rules, without applying
@@ -183,7 +158,7 @@ func (r *Reconciler) refuseInvalidSpec(ctx context.Context, before, d *appv1.Dep
 // else's, without applying anything.
 func (r *Reconciler) refuseNameConflict(ctx context.Context, before, d *appv1.DeployObject, current observed) error {
 	mirrorDeploymentStatus(d, current.deploymentStatus())
-	conflict := strings.Join(current.conflicts, "; ")
+	conflict := current.Conflict()
 	if setNameConflict(d, message.Truncate(conflict, message.ConditionLimit)) {
 		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, appv1.ReasonNameConflict, "Apply",
 			"%s", message.Truncate(conflict, message.EventNoteLimit))

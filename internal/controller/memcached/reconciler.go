@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -93,7 +92,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(current.conflicts) > 0 {
+	if len(current.Conflicts) > 0 {
 		return ctrl.Result{RequeueAfter: ownership.RecheckAfter}, r.refuseNameConflict(ctx, before, m, current)
 	}
 
@@ -104,14 +103,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Deployment", err)
 	}
-	r.recordDeploymentChange(m, current.deployment, *desired.Spec.Size)
+	r.recordDeploymentChange(m, current.Deployment, *desired.Spec.Size)
 	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(m), service); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
 	}
 	if err := r.Apply(ctx, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
 	}
-	if !current.serviceExists {
+	if !current.ServiceExists {
 		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
 			"created Service %s on port %d", m.Name, *desired.Spec.ContainerPort)
 	}
@@ -122,38 +121,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // observed is what exists of a Memcached's Deployment, Service and pods before anything is applied.
 type observed struct {
-	// deployment is nil when the Memcached controls none.
-	deployment    *appsv1.Deployment
-	serviceExists bool
-	pods          []corev1.Pod
-	// conflicts describe the objects under the Memcached's name that it does not control.
-	conflicts []string
+	ownership.Children
+	pods []corev1.Pod
 }
 
 // observe reads the Memcached's Deployment and Service, from the cache or, for objects the cache
 // cannot hold, from the API server, and its pods from the cache.
 func (r *Reconciler) observe(ctx context.Context, m *cachev1alpha1.Memcached) (observed, error) {
-	var o observed
 	key := client.ObjectKeyFromObject(m)
-
-	dep := &appsv1.Deployment{}
-	ours, conflict, err := ownership.Observe(ctx, r.Client, r.APIReader, key, dep, "Deployment", "Memcached", m.UID)
+	children, err := ownership.ObserveChildren(ctx, r.Client, r.APIReader, key, "Memcached", m.UID)
+	o := observed{Children: children}
 	if err != nil {
 		return o, err
-	}
-	if ours {
-		o.deployment = dep
-	}
-	if conflict != "" {
-		o.conflicts = append(o.conflicts, conflict)
-	}
-
-	o.serviceExists, conflict, err = ownership.Observe(ctx, r.Client, r.APIReader, key, &corev1.Service{}, "Service", "Memcached", m.UID)
-	if err != nil {
-		return o, err
-	}
-	if conflict != "" {
-		o.conflicts = append(o.conflicts, conflict)
 	}
 
 	pods := &corev1.PodList{}
@@ -166,10 +145,10 @@ func (r *Reconciler) observe(ctx context.Context, m *cachev1alpha1.Memcached) (o
 
 // replicas is the Deployment's status.replicas, or 0 when there is no Deployment.
 func (o observed) replicas() int32 {
-	if o.deployment == nil {
+	if o.Deployment == nil {
 		return 0
 	}
-	return o.deployment.Status.Replicas
+	return o.Deployment.Status.Replicas
 }
 
 // recordDeploymentChange records an Event when the apply created the Deployment or changed its
@@ -209,7 +188,7 @@ func (r *Reconciler) refuseInvalidSpec(ctx context.Context, m *cachev1alpha1.Mem
 // else's, without applying anything.
 func (r *Reconciler) refuseNameConflict(ctx context.Context, before, m *cachev1alpha1.Memcached, current observed) error {
 	setPoolStatus(m, current.replicas(), current.pods)
-	conflict := strings.Join(current.conflicts, "; ")
+	conflict := current.Conflict()
 	if setNameConflict(m, message.Truncate(conflict, message.ConditionLimit)) {
 		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonNameConflict, "Apply",
 			"%s", message.Truncate(conflict, message.EventNoteLimit))

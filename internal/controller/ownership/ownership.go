@@ -7,8 +7,11 @@ package ownership
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -66,4 +69,42 @@ func Observe(ctx context.Context, cached, live client.Reader, key client.ObjectK
 		return false, conflict, nil
 	}
 	return true, "", nil
+}
+
+// Children is what exists of a custom resource's Deployment and Service, both named after it.
+type Children struct {
+	// Deployment is the resource's own Deployment, nil when it controls none.
+	Deployment *appsv1.Deployment
+	// ServiceExists reports whether the resource controls a Service of its name.
+	ServiceExists bool
+	// Conflicts describe the objects under the resource's name that it does not control.
+	Conflicts []string
+}
+
+// Conflict joins the conflicts into one message, "" when there are none.
+func (c Children) Conflict() string { return strings.Join(c.Conflicts, "; ") }
+
+// ObserveChildren reads the Deployment and Service at key, as Observe does, for the custom
+// resource of kind ownerKind and uid owner.
+func ObserveChildren(ctx context.Context, cached, live client.Reader, key client.ObjectKey, ownerKind string, owner types.UID) (Children, error) {
+	var c Children
+	dep := &appsv1.Deployment{}
+	ours, conflict, err := Observe(ctx, cached, live, key, dep, "Deployment", ownerKind, owner)
+	if err != nil {
+		return c, err
+	}
+	if ours {
+		c.Deployment = dep
+	}
+	if conflict != "" {
+		c.Conflicts = append(c.Conflicts, conflict)
+	}
+	c.ServiceExists, conflict, err = Observe(ctx, cached, live, key, &corev1.Service{}, "Service", ownerKind, owner)
+	if err != nil {
+		return c, err
+	}
+	if conflict != "" {
+		c.Conflicts = append(c.Conflicts, conflict)
+	}
+	return c, nil
 }

@@ -6,8 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -70,11 +68,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, r.patchStatus(ctx, before, w)
 	}
-	if conflicts, err := r.conflicts(ctx, w); err != nil || len(conflicts) > 0 {
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-		conflict := strings.Join(conflicts, "; ")
+	children, err := ownership.ObserveChildren(ctx, r.Client, r.APIReader, client.ObjectKeyFromObject(w), "Welcome", w.UID)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if conflict := children.Conflict(); conflict != "" {
 		if setNameConflict(w, message.Truncate(conflict, message.ConditionLimit)) {
 			r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonNameConflict, "Apply",
 				"%s", message.Truncate(conflict, message.EventNoteLimit))
@@ -99,24 +97,6 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	setRolloutStatus(w, desired, deployment, service)
 	return ctrl.Result{}, r.patchStatus(ctx, before, w)
-}
-
-// conflicts describes the Deployment and Service under the Welcome's name that it does not
-// control, read from the cache or, for objects the cache cannot hold, from the API server.
-func (r *Reconciler) conflicts(ctx context.Context, w *authv1alpha1.Welcome) ([]string, error) {
-	var conflicts []string
-	key := client.ObjectKeyFromObject(w)
-	for kind, obj := range map[string]client.Object{"Deployment": &appsv1.Deployment{}, "Service": &corev1.Service{}} {
-		_, conflict, err := ownership.Observe(ctx, r.Client, r.APIReader, key, obj, kind, "Welcome", w.UID)
-		if err != nil {
-			return nil, err
-		}
-		if conflict != "" {
-			conflicts = append(conflicts, conflict)
-		}
-	}
-	slices.Sort(conflicts)
-	return conflicts, nil
 }
 
 // applyFailed records that an object could not be applied and returns the error so that the
