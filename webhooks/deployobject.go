@@ -82,13 +82,17 @@ func DefaultDeployObject(d *appv1.DeployObject) {
 // already had are not held against the update, so an image admitted under an earlier policy
 // stays admitted while it is left untouched.
 func ValidateDeployObject(old, d *appv1.DeployObject, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
-	errs, warnings := validateDeployObjectSpec(&d.Spec, policy, field.NewPath("spec"))
-	errs = append(validateObjectName(d.Name), errs...)
+	errs, warnings := validateDeployObject(d, policy)
 	if old != nil {
-		oldErrs, _ := validateDeployObjectSpec(&old.Spec, policy, field.NewPath("spec"))
-		errs = ratchet(errs, append(validateObjectName(old.Name), oldErrs...))
+		oldErrs, _ := validateDeployObject(old, policy)
+		errs = ratchet(errs, oldErrs)
 	}
 	return errs, warnings
+}
+
+func validateDeployObject(d *appv1.DeployObject, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
+	errs, warnings := validateDeployObjectSpec(&d.Spec, policy, field.NewPath("spec"))
+	return append(validateObjectName(d.Name), errs...), warnings
 }
 
 func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy ImagePolicy, path *field.Path) (field.ErrorList, admission.Warnings) {
