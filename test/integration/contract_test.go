@@ -141,6 +141,7 @@ var _ = Describe("The admission contract", func() {
 					To(Succeed(), "%s: admitted, but what the controller applies for it is refused:\n%s", c.source, dump(c.obj))
 			}
 		}
+		AddReportEntry("webhook handling time", webhookLatency())
 		AddReportEntry("admitted", admitted)
 		AddReportEntry("refused", refused)
 		fmt.Fprintf(GinkgoWriter, "contract: admitted %v, refused %v\n", admitted, refused)

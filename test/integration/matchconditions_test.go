@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"fmt"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
@@ -27,6 +29,28 @@ func webhookCalls(path string) float64 {
 		}
 	}
 	return total
+}
+
+// webhookLatency is the count and mean of the in-process webhook server's handling time per path,
+// by controller-runtime's own histogram, in milliseconds.
+func webhookLatency() map[string]string {
+	families, err := metrics.Registry.Gather()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	out := map[string]string{}
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_webhook_latency_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			h := m.GetHistogram()
+			if h.GetSampleCount() == 0 {
+				continue
+			}
+			out[labelValue(m, "webhook")] = fmt.Sprintf("%d requests, mean %.2f ms",
+				h.GetSampleCount(), 1000*h.GetSampleSum()/float64(h.GetSampleCount()))
+		}
+	}
+	return out
 }
 
 func labelValue(m *dto.Metric, name string) string {
