@@ -25,7 +25,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	discoveryv1 "k8s.io/api/discovery/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -53,50 +52,62 @@ var certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: 
 
 var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	var (
-		manager *cluster.PodProcess
-		// readyAt receives when the manager's /readyz first answered 200.
-		readyAt = make(chan time.Time, 1)
+		// kubelet runs the manager's pods; managers are their processes, one per replica.
+		kubelet  *cluster.Kubelet
+		managers []*cluster.PodProcess
+		// readyAt receives, for each manager, when its /readyz first answered 200.
+		readyAt = map[string]chan time.Time{}
 	)
 
 	// A manager that dies mid-suite would show up later as webhook timeouts; say so at once.
 	AfterEach(func() {
-		if manager != nil {
-			Expect(manager.Crashed()).To(Succeed(), "the manager exited on its own")
+		for _, m := range managers {
+			Expect(m.Crashed()).To(Succeed(), "the manager of pod %s exited on its own", m.Name)
+		}
+		if kubelet != nil {
+			Expect(kubelet.Errors()).To(BeEmpty())
 		}
 	})
 
 	BeforeAll(func(ctx SpecContext) {
+		// The node's kubelet runs before anything is deployed onto it.
+		kubelet = startManagerKubelet()
+		DeferCleanup(func() { _ = kubelet.Stop() })
 		start := time.Now()
 		out, err := makeTarget(ctx, "deploy")
 		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
 		AddReportEntry("make deploy", time.Since(start).Round(time.Millisecond).String())
-		DeferCleanup(func() {
-			if manager != nil {
-				_ = manager.Stop()
-			}
-		})
 	}, NodeTimeout(3*time.Minute))
 
-	It("runs the manager's pod on the kwok node, as the process it stands for, once its certificate Secret exists", func(ctx SpecContext) {
-		pod := &corev1.Pod{}
+	It("runs each of the manager's pods on the kwok node, as the process it stands for, once its certificate Secret exists", func(ctx SpecContext) {
+		var pods []corev1.Pod
 		Eventually(func(g Gomega) {
-			deployment := &appsv1.Deployment{}
-			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: fixtures.Namespace, Name: fixtures.ManagerDeployment}, deployment)).To(Succeed())
-			pods := &corev1.PodList{}
-			g.Expect(k8s.List(ctx, pods, client.InNamespace(fixtures.Namespace), client.MatchingLabels(deployment.Spec.Selector.MatchLabels))).To(Succeed())
-			g.Expect(pods.Items).To(HaveLen(1))
-			*pod = pods.Items[0]
-			g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
-			g.Expect(pod.Status.PodIP).NotTo(BeEmpty())
+			deployment := managerDeployment(ctx, g)
+			pods = managerPods(ctx, g)
+			g.Expect(pods).To(HaveLen(int(*deployment.Spec.Replicas)))
+			for _, pod := range pods {
+				g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
+				g.Expect(pod.Status.PodIP).NotTo(BeEmpty())
+			}
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
-		Expect(pod.Spec.NodeName).To(Equal(cluster.NodeName))
-		Expect(containerOf(pod, fixtures.ManagerContainer).Image).To(Equal(cfg.image), "make deploy IMG= sets the manager's image")
-		Expect(net.ParseIP(pod.Status.PodIP).IsLoopback()).To(BeFalse())
+		AddReportEntry("manager replicas", len(pods))
+		for i := range pods {
+			pod := &pods[i]
+			Expect(pod.Spec.NodeName).To(Equal(cluster.NodeName))
+			Expect(containerOf(pod, fixtures.ManagerContainer).Image).To(Equal(cfg.image), "make deploy IMG= sets the manager's image")
+			Expect(net.ParseIP(pod.Status.PodIP).IsLoopback()).To(BeFalse())
 
-		var err error
-		manager, err = kube.RunPod(ctx, pod, fixtures.ManagerContainer, cfg.manager)
-		Expect(err).NotTo(HaveOccurred())
-		go watchReadiness(manager, readinessURL(pod, containerOf(pod, fixtures.ManagerContainer)), readyAt)
+			var manager *cluster.PodProcess
+			Eventually(func() *cluster.PodProcess {
+				manager = kubelet.Pod(pod.Name)
+				return manager
+			}).WithContext(ctx).WithTimeout(time.Minute).ShouldNot(BeNil(), "the kubelet runs pod %s", pod.Name)
+			Expect(manager.Pod.UID).To(Equal(pod.UID))
+			managers = append(managers, manager)
+			readyAt[pod.Name] = make(chan time.Time, 1)
+			go watchReadiness(manager, readinessURL(pod, containerOf(pod, fixtures.ManagerContainer)), readyAt[pod.Name])
+		}
+		Expect(kubelet.Errors()).To(BeEmpty())
 	}, SpecTimeout(2*time.Minute))
 
 	It("gets its serving certificate from cert-manager, with the CA injected into both webhook configurations", func(ctx SpecContext) {
@@ -114,19 +125,21 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		Expect(leaf.PublicKeyAlgorithm).To(Equal(x509.ECDSA))
 	}, SpecTimeout(2*time.Minute))
 
-	It("starts only once its certificate Secret exists, and turns ready serving that certificate for the Service's name", func(ctx SpecContext) {
-		var ready time.Time
-		Eventually(readyAt).WithContext(ctx).WithTimeout(time.Minute).Should(Receive(&ready))
-		AddReportEntry("manager ready after process start", ready.Sub(manager.Started).Round(time.Millisecond).String())
-
+	It("starts each replica only once its certificate Secret exists, and turns it ready serving that certificate for the Service's name", func(ctx SpecContext) {
 		secret := servingSecretData(ctx)
-		Expect(secret.CreationTimestamp.Time).To(BeTemporally("<=", manager.Started),
-			"kubelet starts a container only once its Secret volumes can be mounted")
 		bundles, err := caBundles(ctx)
 		Expect(err).NotTo(HaveOccurred())
-		served, err := servedCertificate(manager.Pod.Status.PodIP, bundles[0])
-		Expect(err).NotTo(HaveOccurred(), "the API server, trusting the injected caBundle, accepts the manager")
-		Expect(served.Raw).To(Equal(parseCertificate(secret.Data["tls.crt"]).Raw))
+		for _, manager := range managers {
+			var ready time.Time
+			Eventually(readyAt[manager.Name]).WithContext(ctx).WithTimeout(time.Minute).Should(Receive(&ready))
+			AddReportEntry("manager ready after process start: "+manager.Name, ready.Sub(manager.Started).Round(time.Millisecond).String())
+
+			Expect(secret.CreationTimestamp.Time).To(BeTemporally("<=", manager.Started),
+				"kubelet starts a container only once its Secret volumes can be mounted")
+			served, err := servedCertificate(manager.Pod.Status.PodIP, bundles[0])
+			Expect(err).NotTo(HaveOccurred(), "the API server, trusting the injected caBundle, accepts the manager of pod %s", manager.Name)
+			Expect(served.Raw).To(Equal(parseCertificate(secret.Data["tls.crt"]).Raw))
+		}
 	}, SpecTimeout(2*time.Minute))
 
 	It("routes every admission webhook through the webhook Service", func(ctx SpecContext) {
@@ -148,20 +161,14 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 			Expect(c.Service.Name).To(Equal(fixtures.WebhookService))
 		}
 
-		// The EndpointSlice the API server dials holds the manager's pod IP.
+		// The EndpointSlice the API server dials holds every replica's pod IP, each Ready by
+		// its readiness probe.
+		var ips []string
+		for _, manager := range managers {
+			ips = append(ips, manager.Pod.Status.PodIP)
+		}
 		Eventually(func(g Gomega) {
-			slices := &discoveryv1.EndpointSliceList{}
-			g.Expect(k8s.List(ctx, slices, client.InNamespace(fixtures.Namespace),
-				client.MatchingLabels{discoveryv1.LabelServiceName: fixtures.WebhookService})).To(Succeed())
-			var addresses []string
-			for _, slice := range slices.Items {
-				for _, e := range slice.Endpoints {
-					if ptr.Deref(e.Conditions.Ready, false) {
-						addresses = append(addresses, e.Addresses...)
-					}
-				}
-			}
-			g.Expect(addresses).To(ConsistOf(manager.Pod.Status.PodIP))
+			g.Expect(readyEndpoints(ctx, g)).To(ConsistOf(ips))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: samplesNamespace, Labels: map[string]string{
@@ -243,7 +250,11 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 
 	It("picks up a re-issued serving certificate without failing one admission request", func(ctx SpecContext) {
 		before := servingSecretData(ctx)
-		load := startAdmissionLoad(ctx, manager.Pod.Status.PodIP)
+		var ips []string
+		for _, manager := range managers {
+			ips = append(ips, manager.Pod.Status.PodIP)
+		}
+		load := startAdmissionLoad(ctx, ips)
 		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
 
 		start := time.Now()
@@ -255,16 +266,18 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 		Expect(after.Data["ca.crt"]).To(Equal(before.Data["ca.crt"]), "the CA stays, so the caBundle stays valid")
 
-		// The running manager serves the new certificate once its mounted Secret is updated.
+		// Every running manager serves the new certificate once its mounted Secret is updated.
 		newLeaf := parseCertificate(after.Data["tls.crt"])
 		Expect(newLeaf.PublicKey).NotTo(Equal(parseCertificate(before.Data["tls.crt"]).PublicKey), "rotationPolicy Always gives the new certificate a new key")
-		Eventually(func() ([]byte, error) {
-			served, err := servedCertificate(manager.Pod.Status.PodIP, after.Data["ca.crt"])
-			if err != nil {
-				return nil, err
-			}
-			return served.Raw, nil
-		}).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(newLeaf.Raw))
+		for _, manager := range managers {
+			Eventually(func() ([]byte, error) {
+				served, err := servedCertificate(manager.Pod.Status.PodIP, after.Data["ca.crt"])
+				if err != nil {
+					return nil, err
+				}
+				return served.Raw, nil
+			}).WithContext(ctx).WithTimeout(time.Minute).Should(Equal(newLeaf.Raw), "pod %s", manager.Name)
+		}
 		AddReportEntry("re-issue to new certificate served", time.Since(start).Round(time.Millisecond).String())
 
 		served := load.answered.Load()
@@ -276,7 +289,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	}, SpecTimeout(3*time.Minute))
 
 	It("garbage-collects what a custom resource owns when it is deleted", func(ctx SpecContext) {
-		// memcached-sample stays, with its finalizer, for make undeploy.
+		// memcached-sample stays, for make undeploy.
 		for _, path := range sampleFiles("") {
 			s, err := readSample(path)
 			Expect(err).NotTo(HaveOccurred())
@@ -307,23 +320,26 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	}, SpecTimeout(3*time.Minute))
 
 	It("has never been refused by RBAC: the ServiceAccount holds every permission the manager uses", func() {
-		logBeforeUndeploy, err := os.ReadFile(manager.LogPath)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(string(logBeforeUndeploy)).To(ContainSubstring("Starting workers"), "the manager's log is where the test reads it")
+		var logs string
+		for _, manager := range managers {
+			data, err := os.ReadFile(manager.LogPath)
+			Expect(err).NotTo(HaveOccurred())
+			logs += string(data)
+		}
+		// Only the leader runs the controllers, and every replica runs the webhooks.
+		Expect(logs).To(ContainSubstring("Starting workers"), "the managers' logs are where the test reads them")
 		var refused []string
-		for _, line := range strings.Split(string(logBeforeUndeploy), "\n") {
+		for _, line := range strings.Split(logs, "\n") {
 			if strings.Contains(strings.ToLower(line), "forbidden") {
 				refused = append(refused, line)
 			}
 		}
-		Expect(refused).To(BeEmpty(), "the manager was refused by RBAC")
+		Expect(refused).To(BeEmpty(), "a manager was refused by RBAC")
 	})
 
 	It("is removed by make undeploy: custom resources first, then everything deploy created", func(ctx SpecContext) {
-		// A Memcached carries the operator's finalizer, which only the running manager removes.
 		remaining := &cachev1alpha1.Memcached{}
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: "memcached-sample"}, remaining)).To(Succeed())
-		Expect(remaining.Finalizers).NotTo(BeEmpty())
 		deployments, services := ownedBy(ctx, Default, remaining)
 		Expect(deployments).NotTo(BeEmpty())
 		Expect(services).NotTo(BeEmpty())
@@ -331,8 +347,10 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		out, err := makeTarget(ctx, "undeploy")
 		Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
 
-		Eventually(manager.Stopped()).WithContext(ctx).WithTimeout(time.Minute).Should(BeClosed(), "the manager's pod was deleted")
-		Expect(manager.StopErr()).NotTo(HaveOccurred(), "the manager exits cleanly on SIGTERM")
+		for _, manager := range managers {
+			Eventually(manager.Stopped()).WithContext(ctx).WithTimeout(time.Minute).Should(BeClosed(), "the manager's pod %s was deleted", manager.Name)
+			Expect(manager.StopErr()).NotTo(HaveOccurred(), "the manager of pod %s exits cleanly on SIGTERM", manager.Name)
+		}
 
 		Eventually(func(g Gomega) {
 			for _, d := range deployments {
@@ -630,7 +648,7 @@ func watchReadiness(p *cluster.PodProcess, url string, readyAt chan<- time.Time)
 	defer ticker.Stop()
 	for {
 		select {
-		case <-p.Done():
+		case <-p.Stopped():
 			return
 		case <-ticker.C:
 		}
@@ -653,7 +671,7 @@ func watchReadiness(p *cluster.PodProcess, url string, readyAt chan<- time.Time)
 // kube-apiserver keeps its connections to a webhook open, so on its own it might not shake
 // hands again until well after a rotation. Each round therefore also makes the handshake a new
 // connection of the API server would make at that moment: to the pod, verified against the
-// caBundle then in the webhook configuration, for the Service's name.
+// caBundle then in the webhook configuration, for the Service's name, with each replica.
 type admissionLoad struct {
 	// answered counts the admission requests answered as expected.
 	answered atomic.Int64
@@ -669,7 +687,7 @@ func (l *admissionLoad) fail(format string, args ...any) {
 	l.failures = append(l.failures, fmt.Sprintf(format, args...))
 }
 
-func startAdmissionLoad(ctx context.Context, podIP string) *admissionLoad {
+func startAdmissionLoad(ctx context.Context, podIPs []string) *admissionLoad {
 	ctx, cancel := context.WithCancel(ctx)
 	load := &admissionLoad{}
 	done := make(chan struct{})
@@ -714,8 +732,12 @@ func startAdmissionLoad(ctx context.Context, podIP string) *admissionLoad {
 			}
 			if err != nil {
 				load.fail("reading the caBundle: %v", err)
-			} else if _, err := servedCertificate(podIP, bundles[0]); err != nil {
-				load.fail("a new connection verified against the current caBundle: %v", err)
+				continue
+			}
+			for _, podIP := range podIPs {
+				if _, err := servedCertificate(podIP, bundles[0]); err != nil {
+					load.fail("a new connection to %s verified against the current caBundle: %v", podIP, err)
+				}
 			}
 		}
 	}()

@@ -21,14 +21,18 @@ import (
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
-// TestMain runs the suite inside namespaces of its own: see cluster.RunInNamespaces.
+// TestMain runs the suite inside namespaces of its own: see cluster.RunInNamespaces. The same
+// binary also stands in for the sandbox of each pod the suite runs: see cluster.RunSandboxIfAsked.
 func TestMain(m *testing.M) {
+	cluster.RunSandboxIfAsked()
 	if !cluster.InNamespaces() {
 		code, err := cluster.RunInNamespaces()
 		if err != nil {
@@ -104,11 +108,14 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	start := time.Now()
 	var err error
-	kube, err = cluster.Start(ctx, cfg.binaries, cfg.artifacts)
+	// The manager's pods are run by the suite's own Kubelet (see startManagerKubelet).
+	kube, err = cluster.Start(ctx, cfg.binaries, cfg.artifacts, cluster.Options{KubeletNamespaces: []string{fixtures.Namespace}})
 	Expect(err).NotTo(HaveOccurred())
 	AddReportEntry("cluster start", time.Since(start).Round(time.Millisecond).String())
 	DeferCleanup(func() { Expect(kube.Stop()).To(Succeed()) })
 
+	// The suite's clients log through Ginkgo, with the spec they belong to.
+	logf.SetLogger(GinkgoLogr)
 	scheme := operator.NewScheme()
 	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
 	k8s, err = client.New(kube.Config, client.Options{Scheme: scheme})
@@ -132,11 +139,12 @@ func kubectl(ctx context.Context, args ...string) (string, string, error) {
 	return stdout.String(), stderr.String(), err
 }
 
-// makeTarget runs `make <target>` in the repository as a user would, with the cluster's
-// kubeconfig and the pinned kustomize and the built kubectl.
-func makeTarget(ctx context.Context, target string) (string, error) {
-	cmd := exec.CommandContext(ctx, "make", "--no-print-directory", "-C", cfg.root, target,
-		"IMG="+cfg.image, "KUSTOMIZE="+cfg.kustomize, "KUBECTL="+filepath.Join(cfg.assets, "kubectl"))
+// makeTarget runs `make <target> [variables]` in the repository as a user would, with the
+// cluster's kubeconfig and the pinned kustomize and the built kubectl.
+func makeTarget(ctx context.Context, target string, variables ...string) (string, error) {
+	args := append([]string{"--no-print-directory", "-C", cfg.root, target,
+		"IMG=" + cfg.image, "KUSTOMIZE=" + cfg.kustomize, "KUBECTL=" + filepath.Join(cfg.assets, "kubectl")}, variables...)
+	cmd := exec.CommandContext(ctx, "make", args...)
 	// A user's shell has no make variables of an outer make.
 	var env []string
 	for _, e := range os.Environ() {

@@ -56,6 +56,15 @@ const NodeName = "kwok-node-0"
 // kwokNodeAnnotation marks the nodes kwok manages.
 const kwokNodeAnnotation = "kwok.x-k8s.io/node"
 
+// Options change how the cluster runs.
+type Options struct {
+	// KubeletNamespaces are the namespaces whose pods a Kubelet runs as local processes. kwok
+	// gives their pods an IP and the Running phase but, unlike other pods, neither readiness nor
+	// removal once deleted: the Kubelet reports the readiness its probes find, and removes a
+	// deleted pod once its process has stopped, as kubelet does.
+	KubeletNamespaces []string
+}
+
 // Cluster is a running control plane with a kwok node and cert-manager.
 type Cluster struct {
 	// Kubeconfig is the path of a kubeconfig with cluster-admin rights.
@@ -67,7 +76,11 @@ type Cluster struct {
 	// LogDir holds each process's log.
 	LogDir string
 
+	// watchClient watches the pods a Kubelet runs.
+	watchClient client.WithWatch
+
 	processes []*Process
+	readyz    func(context.Context) error
 }
 
 // stepTimeout bounds each wait while the cluster starts.
@@ -75,7 +88,7 @@ const stepTimeout = 2 * time.Minute
 
 // Start runs the cluster with its state under dir. It must run inside SetUpNamespaces' namespaces.
 // On error it stops whatever it had started.
-func Start(ctx context.Context, bin Binaries, dir string) (_ *Cluster, err error) {
+func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Cluster, err error) {
 	c := &Cluster{LogDir: filepath.Join(dir, "logs")}
 	defer func() {
 		if err != nil {
@@ -104,11 +117,17 @@ func Start(ctx context.Context, bin Binaries, dir string) (_ *Cluster, err error
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return nil, err
 	}
+	// kubelet's own limits (--kube-api-qps, --kube-api-burst): client-go's default of 5 requests
+	// a second would queue the harness's watches, status updates and deletions behind each other.
+	c.Config.QPS, c.Config.Burst = 50, 100
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), apiextensionsv1.AddToScheme(scheme)); err != nil {
 		return nil, err
 	}
 	if c.Client, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
+		return nil, err
+	}
+	if c.watchClient, err = client.NewWithWatch(c.Config, client.Options{Scheme: scheme}); err != nil {
 		return nil, err
 	}
 
@@ -152,10 +171,11 @@ func Start(ctx context.Context, bin Binaries, dir string) (_ *Cluster, err error
 	if err != nil {
 		return nil, err
 	}
-	if err := c.waitFor(ctx, "kube-apiserver to be ready", apiserver, func(ctx context.Context) error {
+	c.readyz = func(ctx context.Context) error {
 		_, err := discoveryClient.RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err
-	}); err != nil {
+	}
+	if err := c.waitFor(ctx, "kube-apiserver to be ready", apiserver, c.readyz); err != nil {
 		return nil, err
 	}
 
@@ -196,13 +216,21 @@ func Start(ctx context.Context, bin Binaries, dir string) (_ *Cluster, err error
 		return nil, err
 	}
 
+	stages := filepath.Join(dir, "kwok-stages.yaml")
+	if err := writeKwokStages(stages, bin.KwokStages, opts.KubeletNamespaces); err != nil {
+		return nil, fmt.Errorf("writing kwok's stages: %w", err)
+	}
 	kwok, err := c.startProcess("kwok", bin.Kwok,
 		"--kubeconfig="+c.Kubeconfig,
-		"--config="+bin.KwokStages,
+		"--config="+stages,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector="+kwokNodeAnnotation+"=fake",
 		"--cidr="+PodCIDR,
 		"--node-ip="+NodeIP,
+		// Renew the node's Lease as kubelet does (kubelet's default duration): without it the
+		// node lifecycle controller finds the node's heartbeat stale after its grace period
+		// (50 s), marks the node NotReady and every pod on it not ready.
+		"--node-lease-duration-seconds=40",
 	)
 	if err != nil {
 		return nil, err
@@ -252,13 +280,39 @@ func (c *Cluster) Stop() error {
 	var errs []error
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		var exit *exec.ExitError
-		if err := c.processes[i].Stop(15 * time.Second); err != nil && !errors.As(err, &exit) {
+		if err := c.processes[i].Stop(stopGrace); err != nil && !errors.As(err, &exit) {
 			errs = append(errs, err)
 		}
 	}
 	c.processes = nil
 	return errors.Join(errs...)
 }
+
+// Restart stops the named control plane process (etcd or kube-apiserver, say) as a kubelet
+// stops a static pod, SIGTERM then SIGKILL after stopGrace, and starts it again with the same
+// arguments, so on the same data directory and ports; then it waits until kube-apiserver is
+// ready again. It returns how long that took from SIGTERM, and how the process stopped.
+func (c *Cluster) Restart(ctx context.Context, name string) (down time.Duration, stopped error, err error) {
+	i := slices.IndexFunc(c.processes, func(p *Process) bool { return p.Name == name })
+	if i < 0 {
+		return 0, nil, fmt.Errorf("no process %s", name)
+	}
+	start := time.Now()
+	stopped = c.processes[i].Stop(stopGrace)
+	p, err := c.processes[i].again()
+	if err != nil {
+		return 0, stopped, err
+	}
+	c.processes[i] = p
+	apiserver := c.processes[slices.IndexFunc(c.processes, func(p *Process) bool { return p.Name == "kube-apiserver" })]
+	if err := c.waitFor(ctx, "kube-apiserver to be ready after restarting "+name, apiserver, c.readyz); err != nil {
+		return 0, stopped, err
+	}
+	return time.Since(start), stopped, nil
+}
+
+// stopGrace is how long a control plane process gets to stop on SIGTERM before SIGKILL.
+const stopGrace = 15 * time.Second
 
 func (c *Cluster) startProcess(name, binary string, args ...string) (*Process, error) {
 	p, err := StartProcess(name, c.LogDir, binary, args, nil)
@@ -288,13 +342,16 @@ func (c *Cluster) waitFor(ctx context.Context, what string, p *Process, check fu
 	return nil
 }
 
-// createNode registers the one kwok node, big enough for every pod the test creates.
+// nodeCapacity is the kwok node's capacity, big enough for every pod the test creates.
+var nodeCapacity = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("32"),
+	corev1.ResourceMemory: resource.MustParse("256Gi"),
+	corev1.ResourcePods:   resource.MustParse("500"),
+}
+
+// createNode registers the one kwok node.
 func (c *Cluster) createNode(ctx context.Context) error {
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
-		corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods:   resource.MustParse("110"),
-	}
+	capacity := nodeCapacity
 	node := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        NodeName,

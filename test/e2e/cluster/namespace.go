@@ -28,8 +28,8 @@ const (
 	APIServerPort = 6443
 	// NodeIP is the address of the kwok node.
 	NodeIP = "10.250.0.2"
-	// PodCIDR is where kwok hands out pod IPs; the whole /24 is local.
-	PodCIDR = "10.244.0.0/24"
+	// PodCIDR is where kwok hands out pod IPs; the whole range is local.
+	PodCIDR = "10.244.0.0/20"
 	// ServiceCIDR is the Services' cluster IP range. Nothing routes it (there is no kube-proxy):
 	// the API server reaches webhooks through their endpoints, as --enable-aggregator-routing asks.
 	ServiceCIDR = "10.96.0.0/16"

@@ -21,6 +21,11 @@ type Process struct {
 	// Started is when the process started.
 	Started time.Time
 
+	binary string
+	args   []string
+	env    []string
+	attr   *syscall.SysProcAttr
+
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
@@ -34,26 +39,47 @@ func StartProcess(name, logDir, binary string, args, env []string) (*Process, er
 
 // startProcess is StartProcess with exactly the environment env.
 func startProcess(name, logDir, binary string, args, env []string) (*Process, error) {
-	logPath := filepath.Join(logDir, name+".log")
-	log, err := os.Create(logPath)
+	return start(&Process{
+		Name: name, LogPath: filepath.Join(logDir, name+".log"),
+		binary: binary, args: args, env: env, attr: &syscall.SysProcAttr{},
+	})
+}
+
+// start runs p's command. The log is appended to, so that a restarted process keeps the
+// output of the runs before it, as `kubectl logs --previous` would.
+func start(p *Process) (*Process, error) {
+	log, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return nil, fmt.Errorf("creating the log of %s: %w", name, err)
+		return nil, fmt.Errorf("creating the log of %s: %w", p.Name, err)
 	}
-	cmd := exec.Command(binary, args...)
+	cmd := exec.Command(p.binary, p.args...)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Env = p.env
+	attr := *p.attr
+	attr.Pdeathsig = syscall.SIGKILL
+	cmd.SysProcAttr = &attr
 	if err := cmd.Start(); err != nil {
 		_ = log.Close()
-		return nil, fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", p.Name, err)
 	}
-	p := &Process{Name: name, LogPath: logPath, Started: time.Now(), cmd: cmd, done: make(chan struct{})}
+	p.Started, p.cmd, p.done, p.err = time.Now(), cmd, make(chan struct{}), nil
 	go func() {
 		p.err = cmd.Wait()
 		_ = log.Close()
 		close(p.done)
 	}()
 	return p, nil
+}
+
+// again starts a new run of the same command, logging to the same file.
+func (p *Process) again() (*Process, error) {
+	return start(&Process{Name: p.Name, LogPath: p.LogPath, binary: p.binary, args: p.args, env: p.env, attr: p.attr})
+}
+
+// Kill sends SIGKILL and waits for the process to exit.
+func (p *Process) Kill() {
+	_ = p.cmd.Process.Kill()
+	<-p.done
 }
 
 // Done is closed when the process has exited.

@@ -1,0 +1,552 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
+)
+
+// The namespaces of the fault specs' custom resources, one per spec.
+const (
+	churnNamespace     = "e2e-churn"
+	failoverNamespace  = "e2e-failover"
+	restartNamespace   = "e2e-restart"
+	rolloutNamespace   = "e2e-rollout"
+	uninstallNamespace = "e2e-uninstall"
+)
+
+// kill is one fault the churn spec injected.
+type kill struct {
+	n   int
+	how string
+	pod string
+	// ip is the pod's IP, where kube-apiserver sent its admission requests.
+	ip     string
+	leader bool
+	at     time.Time
+	// replaced is how long until a new pod was Ready in the Service and every replica ran again.
+	replaced time.Duration
+}
+
+func (k kill) String() string {
+	leader := ""
+	if k.leader {
+		leader = " (the leader)"
+	}
+	return fmt.Sprintf("#%d %s %s %s%s; replacement Ready after %s", k.n, k.at.Format("15:04:05.000"), k.how, k.pod, leader, k.replaced.Round(time.Millisecond))
+}
+
+var _ = Describe("The highly available install under faults", Ordered, ContinueOnFailure, func() {
+	var kubelet *cluster.Kubelet
+
+	BeforeAll(func(ctx SpecContext) {
+		kubelet = startManagerKubelet()
+		DeferCleanup(func() { _ = kubelet.Stop() })
+		start := time.Now()
+		out, err := makeTarget(ctx, "deploy")
+		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
+		pods := waitManagerReady(ctx, kubelet, 2*time.Minute)
+		AddReportEntry("make deploy until every replica is Ready", time.Since(start).Round(time.Millisecond).String())
+		AddReportEntry("manager replicas, as config/default ships them", len(pods))
+		Expect(len(pods)).To(BeNumerically(">=", 2),
+			"the fault specs test the highly available install, and config/default ships %d replica(s)", len(pods))
+
+		for _, ns := range []string{churnNamespace, failoverNamespace, restartNamespace, rolloutNamespace, uninstallNamespace} {
+			Expect(k8s.Create(ctx, restrictedNamespace(ns))).To(Succeed())
+		}
+	}, NodeTimeout(4*time.Minute))
+
+	It("admits every request and converges while manager pods are deleted and crashed under load", func(ctx SpecContext) {
+		const (
+			kills = 10
+			// requestsPerKill spreads the kills over the load: creates, updates and deletes.
+			requestsPerKill = 20
+		)
+		exitsBefore := exits(kubelet)
+		endpoints := trackReadyEndpoints(ctx)
+		load := startCRLoad(ctx, loadOptions{namespace: churnNamespace, perKind: 20, interval: 150 * time.Millisecond, maxRequests: 600})
+		var done []kill
+		// deleted are the pods deleted (not crashed), with when.
+		deleted := map[*cluster.PodProcess]time.Time{}
+		for i := range kills {
+			Eventually(load.made).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", (i+1)*requestsPerKill))
+			pods := waitManagerReady(ctx, kubelet, time.Minute)
+			// The longest running replica goes, so that every kill takes a different process.
+			victim := slices.MinFunc(pods, func(a, b corev1.Pod) int {
+				return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
+			})
+			holder, _ := leaseHolder(ctx, Default)
+			k := kill{n: i + 1, pod: victim.Name, ip: victim.Status.PodIP, leader: holder == victim.Name, at: time.Now()}
+			if i%2 == 0 {
+				k.how = "deleted"
+				Expect(k8s.Delete(ctx, &victim)).To(Succeed())
+				deleted[kubelet.Pod(victim.Name)] = k.at
+			} else {
+				k.how = "SIGKILLed and force-deleted"
+				Expect(kubelet.CrashPod(ctx, victim.Name)).To(Succeed())
+			}
+			Eventually(func(g Gomega) {
+				for _, pod := range expectManagerReady(ctx, g, kubelet) {
+					g.Expect(pod.UID).NotTo(Equal(victim.UID))
+				}
+			}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100 * time.Millisecond).Should(Succeed())
+			k.replaced = time.Since(k.at)
+			done = append(done, k)
+			_, _ = fmt.Fprintln(GinkgoWriter, "kill", k)
+		}
+		// The load goes on a little after the last kill.
+		Eventually(load.made).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", (kills+1)*requestsPerKill))
+		stats := load.stop()
+		reportLoad("churn", stats, done)
+		Expect(done).To(HaveLen(kills))
+
+		// Convergence first, so that its time is measured whatever the requests' fate.
+		converged := load.waitConverged(ctx, 3*time.Minute)
+		AddReportEntry("churn: time to converge after the load stopped", converged.Round(time.Millisecond).String())
+		AddReportEntry("churn: objects live at the end", load.liveObjects())
+
+		var served []string
+		for p, at := range deleted {
+			Eventually(p.Stopped()).WithContext(ctx).WithTimeout(time.Minute).Should(BeClosed())
+			Expect(p.StopErr()).NotTo(HaveOccurred(), "the manager of deleted pod %s exits cleanly on SIGTERM", p.Name)
+			d := servedAfterLeaving(Default, endpoints, p, at)
+			served = append(served, fmt.Sprintf("%s: %s", p.Name, d.Round(time.Millisecond)))
+			Expect(d).To(BeNumerically(">=", minServedAfterLeaving), "the deleted pod %s stopped %s after it left the Service", p.Name, d)
+		}
+		AddReportEntry("churn: deleted replicas served on after leaving the Service", strings.Join(served, "\n"))
+		expectNoExits(kubelet, exitsBefore)
+		// A process killed outright cannot finish what it was sent, and kube-apiserver, which does
+		// not retry a webhook call, goes on dialling its address until the EndpointSlice change
+		// reaches it: those requests fail, and no replica count can prevent it. They are allowed,
+		// and counted, only as what they are: a connection to the crashed pod's address, refused
+		// or reset, within crashWindow of the kill. Anything else, and anything after a graceful
+		// delete, is a failure of the product.
+		crashed, unexplained := splitCrashFailures(stats.admissionFailures, done)
+		AddReportEntry("churn: admissions failed on a crashed pod's connection, within "+crashWindow.String()+" of its SIGKILL", len(crashed))
+		Expect(failureLines(unexplained)).To(BeEmpty(), "admission requests failed while manager pods were deleted and crashed")
+		Expect(failureLines(stats.otherFailures)).To(BeEmpty(), "requests of the load failed")
+	}, SpecTimeout(6*time.Minute))
+
+	It("hands the controllers to the other replica when the leader's process is killed", func(ctx SpecContext) {
+		exitsBefore := exits(kubelet)
+		// A replica of the running ones leads: after pods were killed, the Lease may still name
+		// a dead one until it expires.
+		var leader string
+		var lease *coordinationv1.Lease
+		var leaderPod *corev1.Pod
+		var standby []string
+		Eventually(func(g Gomega) {
+			pods := expectManagerReady(ctx, g, kubelet)
+			leader, lease = leaseHolder(ctx, g)
+			leaderPod, standby = nil, nil
+			for i := range pods {
+				if pods[i].Name == leader {
+					leaderPod = &pods[i]
+				} else {
+					standby = append(standby, pods[i].Name)
+				}
+			}
+			g.Expect(leaderPod).NotTo(BeNil(), "the Lease's holder %q is none of the running replicas", leader)
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "a running replica leads")
+		Expect(standby).NotTo(BeEmpty())
+		transitions := ptr.Deref(lease.Spec.LeaseTransitions, 0)
+
+		killed := time.Now()
+		kubelet.Pod(leader).Crash()
+		// Should the spec fail half way, the dead pod must not hold back the specs after it.
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, leaderPod, client.GracePeriodSeconds(0)))).To(Succeed())
+		})
+		// The dead replica is out of the Service once it is reported not ready.
+		Eventually(func(g Gomega) {
+			g.Expect(readyEndpoints(ctx, g)).NotTo(ContainElement(leaderPod.Status.PodIP))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(50 * time.Millisecond).Should(Succeed())
+		AddReportEntry("failover: the killed leader out of the webhook Service after", time.Since(killed).Round(time.Millisecond).String())
+
+		// Objects made now can only be reconciled by a new leader.
+		load := startCRLoad(ctx, loadOptions{namespace: failoverNamespace, perKind: 2, interval: 50 * time.Millisecond, maxRequests: 6})
+		var holder string
+		Eventually(func(g Gomega) {
+			holder, lease = leaseHolder(ctx, g)
+			g.Expect(standby).To(ContainElement(holder))
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).Should(Succeed(), "the other replica takes the Lease")
+		failover := time.Since(killed)
+		AddReportEntry("failover: Lease held by "+holder+" after", failover.Round(time.Millisecond).String())
+		Expect(ptr.Deref(lease.Spec.LeaseTransitions, 0)).To(Equal(transitions + 1))
+
+		Eventually(load.createsSent).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeTrue())
+		stats := load.stop()
+		reportLoad("failover", stats, nil)
+		Expect(failureLines(stats.admissionFailures)).To(BeEmpty())
+		Expect(failureLines(stats.otherFailures)).To(BeEmpty())
+		load.waitConverged(ctx, 2*time.Minute)
+		AddReportEntry("failover: objects made after the kill converged after", time.Since(killed).Round(time.Millisecond).String())
+
+		// The dead pod goes, as its node's eviction would take it, and the ReplicaSet replaces it.
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, leaderPod, client.GracePeriodSeconds(0)))).To(Succeed())
+		waitManagerReady(ctx, kubelet, time.Minute)
+		expectNoExits(kubelet, exitsBefore)
+	}, SpecTimeout(4*time.Minute))
+
+	It("converges with nothing lost or duplicated across restarts of kube-apiserver and then etcd under load", func(ctx SpecContext) {
+		waitManagerReady(ctx, kubelet, time.Minute)
+		exitsBefore := exits(kubelet)
+		load := startCRLoad(ctx, loadOptions{namespace: restartNamespace, perKind: 10, interval: 150 * time.Millisecond, maxRequests: 400, retryUnavailable: true})
+		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 10))
+
+		down, stopped, err := kube.Restart(ctx, "kube-apiserver")
+		Expect(err).NotTo(HaveOccurred())
+		AddReportEntry("restart: kube-apiserver, from SIGTERM until ready again", fmt.Sprintf("%s (stopped: %v)", down.Round(time.Millisecond), stopped))
+		progress := load.acknowledged()
+		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(2*time.Minute).Should(BeNumerically(">=", progress+10), "the load goes on after kube-apiserver's restart")
+
+		down, stopped, err = kube.Restart(ctx, "etcd")
+		Expect(err).NotTo(HaveOccurred())
+		AddReportEntry("restart: etcd, from SIGTERM until kube-apiserver ready again", fmt.Sprintf("%s (stopped: %v)", down.Round(time.Millisecond), stopped))
+		Eventually(load.createsSent).WithContext(ctx).WithTimeout(2 * time.Minute).Should(BeTrue())
+		progress = load.acknowledged()
+		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(2*time.Minute).Should(BeNumerically(">=", progress+10), "the load goes on after etcd's restart")
+		stats := load.stop()
+		reportLoad("restart", stats, nil)
+		// A request kube-apiserver refused because it could not call a webhook while it started
+		// is not lost, only refused: the counts below hold the cluster to what was acknowledged.
+		Expect(failureLines(stats.otherFailures)).To(BeEmpty(), "requests failed other than by the API server's unavailability")
+
+		waitManagerReady(ctx, kubelet, 2*time.Minute)
+		converged := load.waitConverged(ctx, 3*time.Minute)
+		AddReportEntry("restart: time to converge after the load stopped", converged.Round(time.Millisecond).String())
+		AddReportEntry("restart: manager containers that exited on their own (restarted by the kubelet)", exits(kubelet)[len(exitsBefore):])
+	}, SpecTimeout(8*time.Minute))
+
+	It("admits every request through kubectl rollout restart of the manager under load", func(ctx SpecContext) {
+		exitsBefore := exits(kubelet)
+		before := waitManagerReady(ctx, kubelet, time.Minute)
+		load := startCRLoad(ctx, loadOptions{namespace: rolloutNamespace, perKind: 10, interval: 50 * time.Millisecond, maxRequests: 1500})
+		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 10))
+
+		endpoints := trackReadyEndpoints(ctx)
+		start := time.Now()
+		_, stderr, err := kubectl(ctx, "rollout", "restart", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		_, stderr, err = kubectl(ctx, "rollout", "status", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment, "--timeout=3m")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		var served []string
+		for _, pod := range before {
+			p := kubelet.Pod(pod.Name)
+			Eventually(p.Stopped()).WithContext(ctx).WithTimeout(time.Minute).Should(BeClosed(), "the old pod %s is stopped", pod.Name)
+			Expect(p.StopErr()).NotTo(HaveOccurred(), "the manager of pod %s exits cleanly on SIGTERM", pod.Name)
+			d := servedAfterLeaving(Default, endpoints, p, start)
+			served = append(served, fmt.Sprintf("%s: %s", p.Name, d.Round(time.Millisecond)))
+			Expect(d).To(BeNumerically(">=", minServedAfterLeaving), "the old pod %s stopped %s after it left the Service", p.Name, d)
+		}
+		AddReportEntry("rollout: old replicas served on after leaving the Service", strings.Join(served, "\n"))
+		Eventually(func(g Gomega) {
+			for _, pod := range expectManagerReady(ctx, g, kubelet) {
+				g.Expect(slices.ContainsFunc(before, func(old corev1.Pod) bool { return old.UID == pod.UID })).To(BeFalse())
+			}
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		AddReportEntry("rollout: restart until every old replica stopped", time.Since(start).Round(time.Millisecond).String())
+
+		progress := load.acknowledged()
+		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", progress+10))
+		stats := load.stop()
+		reportLoad("rollout", stats, nil)
+		Expect(failureLines(stats.admissionFailures)).To(BeEmpty(), "admission requests failed during the rolling restart")
+		Expect(failureLines(stats.otherFailures)).To(BeEmpty())
+		converged := load.waitConverged(ctx, 3*time.Minute)
+		AddReportEntry("rollout: time to converge after the load stopped", converged.Round(time.Millisecond).String())
+		expectNoExits(kubelet, exitsBefore)
+	}, SpecTimeout(6*time.Minute))
+
+	It("is removed by make undeploy with custom resources of every kind present, leaving nothing stuck", func(ctx SpecContext) {
+		waitManagerReady(ctx, kubelet, time.Minute)
+		load := startCRLoad(ctx, loadOptions{namespace: uninstallNamespace, perKind: 3, interval: 50 * time.Millisecond, maxRequests: 9})
+		Eventually(load.createsSent).WithContext(ctx).WithTimeout(time.Minute).Should(BeTrue())
+		load.stop()
+		load.waitConverged(ctx, 2*time.Minute)
+		AddReportEntry("undeploy: custom resources present", countCustomResources(ctx))
+
+		start := time.Now()
+		out, err := makeTarget(ctx, "undeploy")
+		Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
+		namespaces := []string{fixtures.Namespace, churnNamespace, failoverNamespace, restartNamespace, rolloutNamespace, uninstallNamespace}
+		for _, ns := range namespaces[1:] {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+		}
+		Eventually(func() error { return leftovers(ctx, namespaces) }).
+			WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(time.Second).Should(Succeed(), "what make undeploy left behind")
+		Eventually(kubelet.Running).WithContext(ctx).WithTimeout(time.Minute).Should(BeEmpty())
+		AddReportEntry("undeploy: until the namespaces and CRDs were gone", time.Since(start).Round(time.Millisecond).String())
+	}, SpecTimeout(5*time.Minute))
+
+	It("leaves nothing stuck when the manager goes first and the namespaces of the custom resources and the CRDs follow", func(ctx SpecContext) {
+		out, err := makeTarget(ctx, "deploy")
+		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
+		waitManagerReady(ctx, kubelet, 2*time.Minute)
+		// Whatever this spec leaves, the rest of the suite gets a cluster without the operator.
+		DeferCleanup(forceUninstall)
+
+		namespaces := []string{uninstallNamespace + "-a", uninstallNamespace + "-b"}
+		for _, ns := range namespaces {
+			Expect(k8s.Create(ctx, restrictedNamespace(ns))).To(Succeed())
+			load := startCRLoad(ctx, loadOptions{namespace: ns, perKind: 3, interval: 50 * time.Millisecond, maxRequests: 9})
+			Eventually(load.createsSent).WithContext(ctx).WithTimeout(time.Minute).Should(BeTrue())
+			load.stop()
+			load.waitConverged(ctx, 2*time.Minute)
+		}
+		AddReportEntry("manager first: custom resources present", countCustomResources(ctx))
+
+		start := time.Now()
+		_, stderr, err := kubectl(ctx, "delete", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment, "--wait=false")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Eventually(kubelet.Running).WithContext(ctx).WithTimeout(time.Minute).Should(BeEmpty(), "every manager stopped")
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(fixtures.Namespace))).To(Succeed())
+			g.Expect(pods.Items).To(BeEmpty())
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+
+		for _, ns := range namespaces {
+			Expect(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		}
+		for _, crd := range operatorCRDs(ctx, Default) {
+			Expect(k8s.Delete(ctx, &crd)).To(Succeed())
+		}
+		Eventually(func() error { return leftovers(ctx, namespaces) }).
+			WithContext(ctx).WithTimeout(90*time.Second).WithPolling(time.Second).Should(Succeed(),
+			"with the manager gone, deleting the custom resources' namespaces and the CRDs left this behind")
+		AddReportEntry("manager first: until the namespaces and CRDs were gone", time.Since(start).Round(time.Millisecond).String())
+	}, SpecTimeout(5*time.Minute))
+})
+
+func restrictedNamespace(name string) *corev1.Namespace {
+	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+	}}}
+}
+
+// reportLoad reports what a load did and every request that failed, next to the faults.
+func reportLoad(name string, stats loadStats, kills []kill) {
+	AddReportEntry(name+": load", stats.String())
+	for _, k := range kills {
+		_, _ = fmt.Fprintln(GinkgoWriter, name+": kill", k)
+	}
+	if len(kills) > 0 {
+		var lines []string
+		for _, k := range kills {
+			lines = append(lines, k.String())
+		}
+		AddReportEntry(name+": kills", strings.Join(lines, "\n"))
+	}
+	var failures []string
+	// failedAfter counts the failed requests by the kind of fault they followed.
+	failedAfter := map[string]int{}
+	for _, f := range append(stats.admissionFailures, stats.otherFailures...) {
+		line := f.String()
+		// Name the fault each failure followed.
+		for i := len(kills) - 1; i >= 0; i-- {
+			if !f.at.Before(kills[i].at) {
+				line += fmt.Sprintf(" [%s after kill #%d, %s]", f.at.Sub(kills[i].at).Round(time.Millisecond), kills[i].n, kills[i].how)
+				failedAfter[kills[i].how]++
+				break
+			}
+		}
+		failures = append(failures, line)
+		_, _ = fmt.Fprintln(GinkgoWriter, name+": failed request", line)
+	}
+	if len(kills) > 0 {
+		counts := map[string]int{}
+		for _, k := range kills {
+			counts[k.how]++
+		}
+		var lines []string
+		for how, n := range counts {
+			lines = append(lines, fmt.Sprintf("%d failed requests after %d pods %s", failedAfter[how], n, how))
+		}
+		slices.Sort(lines)
+		AddReportEntry(name+": failed requests by fault", strings.Join(lines, "\n"))
+	}
+	if len(failures) > 0 {
+		AddReportEntry(name+": failed requests", strings.Join(failures, "\n"))
+	}
+}
+
+// exits are how every manager container the kubelet ran exited on its own.
+func exits(kubelet *cluster.Kubelet) []string {
+	var all []string
+	for _, p := range kubelet.Pods() {
+		for _, err := range p.Exits() {
+			all = append(all, err.Error())
+		}
+	}
+	return all
+}
+
+// expectNoExits fails when a manager exited, since exits had been seen, without being stopped
+// or killed by the test.
+func expectNoExits(kubelet *cluster.Kubelet, before []string) {
+	ExpectWithOffset(1, exits(kubelet)[len(before):]).To(BeEmpty(), "manager containers exited on their own")
+	ExpectWithOffset(1, kubelet.Errors()).To(BeEmpty())
+}
+
+// operatorCRDs are the CRDs of the operator's groups.
+func operatorCRDs(ctx context.Context, g Gomega) []apiextensionsv1.CustomResourceDefinition {
+	list := &apiextensionsv1.CustomResourceDefinitionList{}
+	g.ExpectWithOffset(1, k8s.List(ctx, list)).To(Succeed())
+	var ours []apiextensionsv1.CustomResourceDefinition
+	for _, crd := range list.Items {
+		if strings.HasSuffix(crd.Spec.Group, ".seedlabs.dev") {
+			ours = append(ours, crd)
+		}
+	}
+	return ours
+}
+
+// countCustomResources counts the operator's custom resources of each kind in the cluster.
+func countCustomResources(ctx context.Context) map[string]int {
+	counts := map[string]int{}
+	for _, kind := range loadKindNames {
+		counts[kind] = len(listKind(ctx, Default, kind, ""))
+	}
+	return counts
+}
+
+// leftovers describes what remains of the namespaces and of the operator's CRDs and custom
+// resources, with why each is not gone; nil once all are gone.
+func leftovers(ctx context.Context, namespaces []string) error {
+	var remaining []string
+	for _, name := range namespaces {
+		ns := &corev1.Namespace{}
+		err := k8s.Get(ctx, types.NamespacedName{Name: name}, ns)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		var why []string
+		for _, c := range ns.Status.Conditions {
+			if c.Status == corev1.ConditionTrue {
+				why = append(why, c.Message)
+			}
+		}
+		remaining = append(remaining, fmt.Sprintf("namespace %s (%s): %s", name, ns.Status.Phase, strings.Join(why, "; ")))
+	}
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := k8s.List(ctx, crds); err != nil {
+		return err
+	}
+	for _, crd := range crds.Items {
+		if !strings.HasSuffix(crd.Spec.Group, ".seedlabs.dev") {
+			continue
+		}
+		var why []string
+		for _, c := range crd.Status.Conditions {
+			if c.Type == apiextensionsv1.Terminating {
+				why = append(why, c.Message)
+			}
+		}
+		remaining = append(remaining, fmt.Sprintf("CRD %s (finalizers %v): %s", crd.Name, crd.Finalizers, strings.Join(why, "; ")))
+		kind := crd.Spec.Names.Kind
+		if _, known := loadKinds[kind]; !known {
+			continue
+		}
+		var objects map[string]client.Object
+		if err := InterceptGomegaFailure(func() { objects = listKind(ctx, Default, kind, "") }); err != nil {
+			continue // The CRD stops being served while it goes.
+		}
+		for _, obj := range objects {
+			remaining = append(remaining, fmt.Sprintf("%s %s/%s (deleting since %v, finalizers %v)",
+				kind, obj.GetNamespace(), obj.GetName(), obj.GetDeletionTimestamp(), obj.GetFinalizers()))
+		}
+	}
+	if len(remaining) > 0 {
+		return errors.New(strings.Join(remaining, "\n"))
+	}
+	return nil
+}
+
+// forceUninstall removes what the operator left, whatever state it is in: the webhook
+// configurations first (with no manager they would refuse every change to a custom resource),
+// then the finalizers of custom resources nothing will finalize, then everything make deploy
+// created.
+func forceUninstall(ctx SpecContext) {
+	for _, obj := range []client.Object{
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: fixtures.MutatingWebhookConfiguration}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: fixtures.ValidatingWebhookConfiguration}},
+	} {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
+	}
+	for _, kind := range loadKindNames {
+		var objects map[string]client.Object
+		if InterceptGomegaFailure(func() { objects = listKind(ctx, Default, kind, "") }) != nil {
+			continue
+		}
+		for _, obj := range objects {
+			if len(obj.GetFinalizers()) > 0 {
+				_, _ = fmt.Fprintf(GinkgoWriter, "removing the finalizers %v of %s %s/%s\n", obj.GetFinalizers(), kind, obj.GetNamespace(), obj.GetName())
+				patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"finalizers":null}}`))
+				Expect(client.IgnoreNotFound(k8s.Patch(ctx, obj, patch))).To(Succeed())
+			}
+		}
+	}
+	// CRDs on their way out finish going before make undeploy lists them.
+	Eventually(func(g Gomega) {
+		for _, crd := range operatorCRDs(ctx, g) {
+			g.Expect(crd.DeletionTimestamp).To(BeNil(), "CRD %s is being deleted", crd.Name)
+		}
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+	out, err := makeTarget(ctx, "undeploy", "ignore-not-found=true")
+	Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
+}
+
+// crashWindow bounds how long after a SIGKILL kube-apiserver may still send admission requests to
+// the killed process: the harness deletes its pod at once, and the EndpointSlice change reaches
+// kube-apiserver within milliseconds here (a real kubelet takes about a second to notice).
+const crashWindow = 2 * time.Second
+
+// splitCrashFailures separates the admission failures that a SIGKILL explains (a connection to
+// the killed pod's webhook port, refused or reset, within crashWindow of the kill) from the rest.
+func splitCrashFailures(failures []loadFailure, kills []kill) (crashed, unexplained []loadFailure) {
+	for _, f := range failures {
+		explained := false
+		for _, k := range kills {
+			if !strings.HasPrefix(k.how, "SIGKILL") || k.ip == "" || f.at.Before(k.at) || f.at.After(k.at.Add(crashWindow)) {
+				continue
+			}
+			msg := f.err.Error()
+			if strings.Contains(msg, k.ip+":9443") &&
+				(strings.Contains(msg, "connection refused") || strings.Contains(msg, "connection reset by peer")) {
+				explained = true
+				break
+			}
+		}
+		if explained {
+			crashed = append(crashed, f)
+		} else {
+			unexplained = append(unexplained, f)
+		}
+	}
+	return crashed, unexplained
+}
