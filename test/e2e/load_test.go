@@ -478,23 +478,26 @@ func (l *crLoad) expectConverged(ctx context.Context, g Gomega) {
 	g.Expect(k8s.List(ctx, deployments, client.InNamespace(l.opts.namespace))).To(Succeed())
 	services := &corev1.ServiceList{}
 	g.Expect(k8s.List(ctx, services, client.InNamespace(l.opts.namespace))).To(Succeed())
+	// owned counts, for each live custom resource, the Deployments and Services it controls.
 	owned := map[types.UID][2]int{}
+	children := make([]client.Object, 0, len(deployments.Items)+len(services.Items))
 	for i := range deployments.Items {
-		d := &deployments.Items[i]
-		ref := metav1.GetControllerOf(d)
-		g.Expect(ref).NotTo(BeNil(), "Deployment %s has no controller", d.Name)
-		g.Expect(live).To(HaveKey(ref.UID), "Deployment %s is controlled by %s %s (%s), which no longer exists", d.Name, ref.Kind, ref.Name, ref.UID)
-		count := owned[ref.UID]
-		count[0]++
-		owned[ref.UID] = count
+		children = append(children, &deployments.Items[i])
 	}
 	for i := range services.Items {
-		s := &services.Items[i]
-		ref := metav1.GetControllerOf(s)
-		g.Expect(ref).NotTo(BeNil(), "Service %s has no controller", s.Name)
-		g.Expect(live).To(HaveKey(ref.UID), "Service %s is controlled by %s %s (%s), which no longer exists", s.Name, ref.Kind, ref.Name, ref.UID)
+		children = append(children, &services.Items[i])
+	}
+	for _, child := range children {
+		kind, slot := "Deployment", 0
+		if _, isService := child.(*corev1.Service); isService {
+			kind, slot = "Service", 1
+		}
+		ref := metav1.GetControllerOf(child)
+		g.Expect(ref).NotTo(BeNil(), "%s %s has no controller", kind, child.GetName())
+		g.Expect(live).To(HaveKey(ref.UID), "%s %s is controlled by %s %s (%s), which no longer exists",
+			kind, child.GetName(), ref.Kind, ref.Name, ref.UID)
 		count := owned[ref.UID]
-		count[1]++
+		count[slot]++
 		owned[ref.UID] = count
 	}
 	for uid, name := range live {
