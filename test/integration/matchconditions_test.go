@@ -90,7 +90,10 @@ var _ = Describe("The webhook configurations' matchConditions", func() {
 		w.Spec.Name = "Grace"
 		w.Finalizers = nil
 		Expect(k8s.Patch(ctx, w, patch)).To(Succeed())
-		Expect([2]float64{webhookCalls(mutate), webhookCalls(validate)}).To(Equal([2]float64{before[0] + 1, before[1] + 1}),
-			"a spec edit must call each webhook once")
+		// At least once, not exactly: when the controller's status write lands between the API
+		// server's read and write of this patch, the API server retries the update and admits it
+		// again, calling both webhooks a second time.
+		Expect(webhookCalls(mutate)).To(BeNumerically(">=", before[0]+1), "a spec edit must call the mutating webhook")
+		Expect(webhookCalls(validate)).To(BeNumerically(">=", before[1]+1), "a spec edit must call the validating webhook")
 	})
 })
