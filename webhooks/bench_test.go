@@ -27,32 +27,47 @@ var trivialAdmission = http.HandlerFunc(func(w http.ResponseWriter, r *http.Requ
 	_ = json.NewEncoder(w).Encode(review)
 })
 
-// BenchmarkHandlers serves the first valid sample of each kind, as a create, to its defaulting and
-// validating webhooks, and the same review to the trivial stdlib handler, in one process, so
-// that `benchstat` compares a change and the ratio to the baseline reads directly.
+// benchEdits is the spec change each kind's update benchmarks make to the sample, as a JSON
+// merge patch: an update reaches the webhooks only when the spec changes.
+var benchEdits = map[string]string{
+	"Welcome":      `{"spec":{"replicas":3}}`,
+	"Memcached":    `{"spec":{"size":2}}`,
+	"DeployObject": `{"spec":{"replicas":3}}`,
+}
+
+// BenchmarkHandlers serves the first valid sample of each kind to its defaulting and validating
+// webhooks, as a create and as an update of the defaulted sample, and the same reviews to the
+// trivial stdlib handler, in one process, so that `benchstat` compares a change and the ratio to
+// the baseline reads directly. The mutating webhook gets the sample as the user wrote it (on
+// update, edited, as `kubectl replace` sends it); the validating webhook gets it as defaulting
+// left it, as in the API server.
 func BenchmarkHandlers(b *testing.B) {
 	handlers := fuzzHandlers(b)
 	for _, k := range []fuzzedKind{welcomeKind, memcachedKind, deployObjectKind} {
 		sample := sampleSeeds(b, k.kind)[0]
-		// The validating webhook sees the object as defaulting left it, as in the API server.
-		defaulted := sample
-		if patch := serveReview(b, handlers[k.mutate], admissionReviewBody(b, k, sample)).Response.Patch; len(patch) > 0 {
-			p, err := jsonpatch.DecodePatch(patch)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if defaulted, err = p.Apply(sample); err != nil {
-				b.Fatal(err)
-			}
+		defaulted := applyDefaults(b, handlers[k.mutate], k, sample)
+		edited, err := jsonpatch.MergePatch(sample, []byte(benchEdits[k.kind]))
+		if err != nil {
+			b.Fatal(err)
+		}
+		editedDefaulted := applyDefaults(b, handlers[k.mutate], k, edited)
+		create := func(object []byte) []byte {
+			return admissionReviewBody(b, k, admissionv1.Create, object, nil)
+		}
+		update := func(object []byte) []byte {
+			return admissionReviewBody(b, k, admissionv1.Update, object, defaulted)
 		}
 		for _, h := range []struct {
 			name    string
 			handler http.Handler
 			body    []byte
 		}{
-			{"trivial", trivialAdmission, admissionReviewBody(b, k, sample)},
-			{"mutate", handlers[k.mutate], admissionReviewBody(b, k, sample)},
-			{"validate", handlers[k.validate], admissionReviewBody(b, k, defaulted)},
+			{"trivial/create", trivialAdmission, create(sample)},
+			{"mutate/create", handlers[k.mutate], create(sample)},
+			{"validate/create", handlers[k.validate], create(defaulted)},
+			{"trivial/update", trivialAdmission, update(edited)},
+			{"mutate/update", handlers[k.mutate], update(edited)},
+			{"validate/update", handlers[k.validate], update(editedDefaulted)},
 		} {
 			body := h.body
 			b.Run(k.kind+"/"+h.name, func(b *testing.B) {
@@ -68,18 +83,42 @@ func BenchmarkHandlers(b *testing.B) {
 	}
 }
 
-func admissionReviewBody(tb testing.TB, k fuzzedKind, object []byte) []byte {
+// applyDefaults returns object as the mutating webhook mutate leaves it on create.
+func applyDefaults(tb testing.TB, mutate http.Handler, k fuzzedKind, object []byte) []byte {
 	tb.Helper()
+	patch := serveReview(tb, mutate, admissionReviewBody(tb, k, admissionv1.Create, object, nil)).Response.Patch
+	if len(patch) == 0 {
+		return object
+	}
+	p, err := jsonpatch.DecodePatch(patch)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defaulted, err := p.Apply(object)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return defaulted
+}
+
+// admissionReviewBody is the AdmissionReview the API server sends for op on object; old is the
+// stored object on update, nil on create.
+func admissionReviewBody(tb testing.TB, k fuzzedKind, op admissionv1.Operation, object, old []byte) []byte {
+	tb.Helper()
+	req := &admissionv1.AdmissionRequest{
+		UID:       "5a1c0b8e-0000-4000-8000-000000000001",
+		Kind:      metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind},
+		Resource:  k.resource,
+		Namespace: "default",
+		Operation: op,
+		Object:    runtime.RawExtension{Raw: object},
+	}
+	if old != nil {
+		req.OldObject = runtime.RawExtension{Raw: old}
+	}
 	body, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:       "5a1c0b8e-0000-4000-8000-000000000001",
-			Kind:      metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind},
-			Resource:  k.resource,
-			Namespace: "default",
-			Operation: admissionv1.Create,
-			Object:    runtime.RawExtension{Raw: object},
-		},
+		Request:  req,
 	})
 	if err != nil {
 		tb.Fatal(err)
