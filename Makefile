@@ -85,6 +85,14 @@ fuzz: ## Fuzz the admission webhooks' HTTP handlers, FUZZTIME (default 5m) per t
 		go test ./webhooks/ -run '^$$' -fuzz "^$${target}$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
+# make bench: BENCH_FLAGS=-quick tries it out in two minutes.
+BENCH_OUT   ?= $(LOCALBIN)/bench/report.md
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: build controlplane ## Measure the operator beside its baselines on the embedded control plane and write a table of ratios to BENCH_OUT (about 15 minutes).
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go run ./test/bench -manager $(LOCALBIN)/manager -out $(BENCH_OUT) $(BENCH_FLAGS)
+
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...

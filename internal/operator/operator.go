@@ -96,6 +96,8 @@ type Options struct {
 	AllowedRegistries []string
 	// ShutdownDelay is how long the manager goes on serving webhooks, not ready, once told to stop.
 	ShutdownDelay time.Duration
+	// PprofAddr is where net/http/pprof is served, unauthenticated; "0" or empty turns it off.
+	PprofAddr string
 
 	// SkipControllerNameValidation allows more than one Manager in a process, as tests need.
 	SkipControllerNameValidation bool
@@ -127,6 +129,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.ShutdownDelay, "shutdown-delay", DefaultShutdownDelay,
 		"How long the manager goes on serving webhooks, reporting not ready, after SIGTERM, so that no admission request "+
 			"is sent to a replica that has stopped; keep terminationGracePeriodSeconds above it plus 15s.")
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0",
+		"The address net/http/pprof binds to, such as 127.0.0.1:6060, for profiling; it is unauthenticated, "+
+			"so bind it to loopback only. 0 turns it off.")
 	fs.Func("allowed-registries",
 		"Comma-separated registries a DeployObject's image may come from, such as docker.io,registry.local:5000; "+
 			"unset allows any. May be repeated.",
@@ -199,6 +204,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Metrics:                       metricsOptions,
 		WebhookServer:                 webhookServer,
 		HealthProbeBindAddress:        o.ProbeAddr,
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,

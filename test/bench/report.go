@@ -1,0 +1,172 @@
+package main
+
+import (
+	"fmt"
+	"maps"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+)
+
+// report is everything the bench measured.
+type report struct {
+	settings    settings
+	started     time.Time
+	finished    time.Time
+	handlers    *handlerResult
+	admission   *admissionResult
+	convergence *convergenceResult
+	memory      *memoryResult
+	startups    []time.Duration
+	certSwap    trials
+}
+
+func (r *report) markdown() string {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+	p("# webhook-operator bench")
+	p("")
+	p("%s, %d CPUs, %s, %s. Each cell: median of the rounds [min–max]; variants interleaved round by round.",
+		r.started.UTC().Format(time.RFC3339), runtime.NumCPU(), runtime.Version(), r.finished.Sub(r.started).Round(time.Second))
+	p("")
+	r.admissionTables(p)
+	r.handlerTables(p)
+	r.convergenceTables(p)
+	r.memoryTable(p)
+	r.startTable(p)
+	return b.String()
+}
+
+func (r *report) admissionTables(p func(string, ...any)) {
+	a := r.admission
+	p("## 1. Admission through the API server")
+	p("")
+	p("Server-side dry-run creates, and dry-run merge patches of the spec, of the Welcome sample: with our webhooks; the same")
+	p("CRD in a group nothing matches (bare); with a ValidatingAdmissionPolicy holding the Welcome rules in CEL (VAP); and with")
+	p("that and a MutatingAdmissionPolicy for the defaults (VAP+MAP). %d rounds of %d requests per cell.", a.settings.rounds, a.settings.requests)
+	p("\"Added\" is a variant's p50 minus the bare CRD's in the same round.")
+	p("")
+	p("| request | concurrency | bare p50 | webhooks p50 | VAP p50 | VAP+MAP p50 | webhooks ÷ bare | added by webhooks | added by VAP | added by VAP+MAP | webhooks' addition ÷ VAP+MAP's | webhooks' addition ÷ VAP's |")
+	p("|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, op := range []string{"create", "update"} {
+		for _, n := range a.settings.concurrency {
+			cell := func(v string) *latencyTrials { return a.cells[admissionKey{op, n, v}] }
+			bare, hooks, vap, mapp := cell("bare CRD"), cell("webhooks"), cell("VAP"), cell("VAP+MAP")
+			addHooks, addVAP, addMAP := minus(hooks.p50, bare.p50), minus(vap.p50, bare.p50), minus(mapp.p50, bare.p50)
+			p("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", op, n,
+				bare.p50.ms(), hooks.p50.ms(), vap.p50.ms(), mapp.p50.ms(), ratio(hooks.p50, bare.p50).x(),
+				addHooks.ms(), addVAP.ms(), addMAP.ms(), ratio(addHooks, addMAP).x(), ratio(addHooks, addVAP).x())
+		}
+	}
+	p("")
+	p("| request | concurrency | bare p99 | webhooks p99 | VAP p99 | VAP+MAP p99 | webhooks ÷ bare |")
+	p("|---|---|---|---|---|---|---|")
+	for _, op := range []string{"create", "update"} {
+		for _, n := range a.settings.concurrency {
+			cell := func(v string) *latencyTrials { return a.cells[admissionKey{op, n, v}] }
+			bare, hooks := cell("bare CRD"), cell("webhooks")
+			p("| %s | %d | %s | %s | %s | %s | %s |", op, n, bare.p99.ms(), hooks.p99.ms(), cell("VAP").p99.ms(), cell("VAP+MAP").p99.ms(),
+				ratio(hooks.p99, bare.p99).x())
+		}
+	}
+	p("")
+	p("kube-apiserver's own `apiserver_admission_webhook_admission_duration_seconds` over the comparison:")
+	p("")
+	for _, name := range slices.Sorted(maps.Keys(a.webhookMeans)) {
+		p("- %s: %s", name, a.webhookMeans[name])
+	}
+	p("")
+}
+
+func (r *report) handlerTables(p func(string, ...any)) {
+	h := r.handlers
+	p("## 2. Webhook handlers over HTTPS")
+	p("")
+	p("AdmissionReviews of each sample's create POSTed to controller-runtime's webhook server as the manager runs it (TLS 1.2+,")
+	p("HTTP/1.1) and to a trivial stdlib TLS handler (decode, allow, encode), in one process; %d rounds of %s per cell.",
+		h.settings.rounds, h.settings.duration)
+	p("Throughput ratio is the handler's requests/s ÷ the trivial handler's in the same round.")
+	p("")
+	for _, keepAlive := range []bool{true, false} {
+		for _, n := range h.settings.concurrency {
+			mode := "keep-alive"
+			if !keepAlive {
+				mode = "new connection per request"
+			}
+			p("**%s, concurrency %d**", mode, n)
+			p("")
+			p("| handler | requests/s | ÷ trivial | p50 µs | p99 µs |")
+			p("|---|---|---|---|---|")
+			trivial := h.cells[handlerKey{"trivial stdlib", keepAlive, n}]
+			for _, t := range h.targets {
+				cell := h.cells[handlerKey{t, keepAlive, n}]
+				p("| %s | %s | %s | %s | %s |", t, cell.throughput.format("", 0), ratio(cell.throughput, trivial.throughput).x(),
+					cell.p50.format("", 0), cell.p99.format("", 0))
+			}
+			p("")
+		}
+	}
+}
+
+func (r *report) convergenceTables(p func(string, ...any)) {
+	c := r.convergence
+	p("## 3. Convergence")
+	p("")
+	p("%d objects of each kind (the samples), created from %d workers. Operator: from the first create until every object's",
+		c.settings.perKind, c.settings.workers)
+	p("status reports its generation (each then has exactly one Deployment and one Service it controls). Plain client: %d",
+		c.settings.workers)
+	p("workers create each object and apply the same Deployment and Service and a status, while the operator's controllers")
+	p("are idle (the bench holds their Lease). %d alternating rounds.", c.settings.rounds)
+	p("")
+	p("| plain client | operator | operator ÷ plain client |")
+	p("|---|---|---|")
+	p("| %s | %s | %s |", c.plain.format(" s", 1), c.operator.format(" s", 1), ratio(c.operator, c.plain).x())
+	p("")
+	p("The operator's API requests per object (from the API server's audit log, Lease renewals left out), last round:")
+	p("")
+	if len(c.requestsPerObject) > 0 {
+		last := c.requestsPerObject[len(c.requestsPerObject)-1]
+		for _, key := range slices.Sorted(maps.Keys(last)) {
+			p("- %s: %.2f", key, last[key])
+		}
+	}
+	p("")
+	p("Steady state: a restarted manager reconciles every object once (%s reconciles) and makes %s writes.",
+		c.steadyReconciles.format("", 0), c.steadyWrites.format("", 0))
+	if len(c.steadyWriteKinds) > 0 {
+		p("Writes seen: %s.", strings.Join(c.steadyWriteKinds, ", "))
+	}
+	p("")
+}
+
+func (r *report) memoryTable(p func(string, ...any)) {
+	m := r.memory
+	mib := func(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+	p("## 4. Manager memory")
+	p("")
+	p("%d objects (a third of each kind) converged (%s), each with its Deployment and Service in the manager's cache.",
+		m.objects, m.converge.Round(time.Second))
+	p("Heap in use after a forced GC, from the manager's pprof endpoint; JSON as the API server serves the objects.")
+	p("")
+	p("| cached JSON | without managedFields | heap in use, empty | heap in use | RSS | heap ÷ JSON | (heap − empty) ÷ JSON | RSS ÷ JSON |")
+	p("|---|---|---|---|---|---|---|---|")
+	p("| %s | %s | %s | %s | %s | %.2f× | %.2f× | %.2f× |", mib(m.jsonBytes), mib(m.jsonWithoutManagedFields), mib(m.emptyHeap),
+		mib(m.heap), mib(m.rss), float64(m.heap)/float64(m.jsonBytes), float64(m.heap-m.emptyHeap)/float64(m.jsonBytes),
+		float64(m.rss)/float64(m.jsonBytes))
+	p("")
+}
+
+func (r *report) startTable(p func(string, ...any)) {
+	var starts trials
+	for _, d := range r.startups {
+		starts = append(starts, milliseconds(d))
+	}
+	p("## 5. Start and certificate swap")
+	p("")
+	p("| exec to webhook serving (%d starts) | new certificate written to served (%d swaps) |", len(starts), len(r.certSwap))
+	p("|---|---|")
+	p("| %s | %s |", starts.ms(), r.certSwap.ms())
+	p("")
+}
