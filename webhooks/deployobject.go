@@ -1,11 +1,12 @@
 package webhooks
 
 import (
-	"context"
 	// The digest algorithm must be linked in for reference to accept sha256 digests.
 	_ "crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -22,11 +23,7 @@ import (
 // +kubebuilder:webhook:path=/mutate-app-seedlabs-dev-v1-deployobject,mutating=true,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=mdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 // +kubebuilder:webhook:path=/validate-app-seedlabs-dev-v1-deployobject,mutating=false,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=vdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
-var (
-	deployObjectGK = appv1.GroupVersion.WithKind("DeployObject").GroupKind()
-
-	serviceProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
-)
+var serviceProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
 
 // ImagePolicy is what admission requires of an image beyond a well-formed reference pinned by a
 // tag or a digest.
@@ -83,7 +80,7 @@ func DefaultDeployObject(d *appv1.DeployObject) {
 // stays admitted while it is left untouched.
 func ValidateDeployObject(old, d *appv1.DeployObject, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
 	errs, warnings := validateDeployObject(d, policy)
-	if old != nil {
+	if old != nil && len(errs) > 0 {
 		oldErrs, _ := validateDeployObject(old, policy)
 		errs = ratchet(errs, oldErrs)
 	}
@@ -225,31 +222,55 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) (field.ErrorList, admiss
 	return errs, warnings
 }
 
-type deployObjectDefaulter struct{}
-
-// Default implements admission.Defaulter.
-func (deployObjectDefaulter) Default(_ context.Context, d *appv1.DeployObject) error {
+// deployObjectDefaultsPatch defaults d, read from the review in body, and returns the JSON patch
+// that makes the defaulted d of d as sent: an operation per field DefaultDeployObject filled, the
+// whole spec when d was sent without one, and the whole port for a port sent as null.
+func deployObjectDefaultsPatch(body []byte, d *appv1.DeployObject) ([]byte, error) {
+	specWasZero := isZero(&d.Spec)
+	replicas, ports := d.Spec.Replicas, slices.Clone(d.Spec.Ports)
 	DefaultDeployObject(d)
-	return nil
-}
+	after := &d.Spec
 
-type deployObjectValidator struct {
-	policy ImagePolicy
-}
-
-// ValidateCreate implements admission.Validator.
-func (v deployObjectValidator) ValidateCreate(_ context.Context, d *appv1.DeployObject) (admission.Warnings, error) {
-	errs, warnings := ValidateDeployObject(nil, d, v.policy)
-	return admissionResult(deployObjectGK, d.Name, errs, warnings)
-}
-
-// ValidateUpdate implements admission.Validator.
-func (v deployObjectValidator) ValidateUpdate(_ context.Context, old, d *appv1.DeployObject) (admission.Warnings, error) {
-	errs, warnings := ValidateDeployObject(old, d, v.policy)
-	return admissionResult(deployObjectGK, d.Name, errs, warnings)
-}
-
-// ValidateDelete implements admission.Validator; deletion is always allowed.
-func (deployObjectValidator) ValidateDelete(context.Context, *appv1.DeployObject) (admission.Warnings, error) {
-	return nil, nil
+	// Whether spec, and each port, was sent as a JSON object is read from body only when its
+	// decoded value is empty: any other value could only come from an object.
+	var shape objectShape
+	if specWasZero || slices.Contains(ports, corev1.ServicePort{}) {
+		var err error
+		if shape, err = shapeOf(body); err != nil {
+			return nil, err
+		}
+		if specWasZero && shape.Spec == nil {
+			return specPatch(after)
+		}
+	}
+	var patch jsonPatch
+	if !equalInt32(replicas, after.Replicas) {
+		patch.add("/spec/replicas", jsonInt32(after.Replicas))
+	}
+	for i, before := range ports {
+		port := after.Ports[i]
+		if before == port {
+			continue
+		}
+		path := "/spec/ports/" + strconv.Itoa(i)
+		if before == (corev1.ServicePort{}) && (shape.Spec == nil || i >= len(shape.Spec.Ports) || shape.Spec.Ports[i] == nil) {
+			value, err := json.Marshal(&port)
+			if err != nil {
+				return nil, err
+			}
+			patch.replace(path, value)
+			continue
+		}
+		if before.Protocol != port.Protocol {
+			patch.add(path+"/protocol", jsonString(port.Protocol))
+		}
+		if before.TargetPort != port.TargetPort {
+			value, err := json.Marshal(port.TargetPort)
+			if err != nil {
+				return nil, err
+			}
+			patch.add(path+"/targetPort", value)
+		}
+	}
+	return patch.bytes(), nil
 }

@@ -1259,7 +1259,8 @@ func TestValidateDeployObjectUpdate(t *testing.T) {
 
 func TestDeployObjectValidatorReturnsInvalidStatus(t *testing.T) {
 	ctx := context.Background()
-	validator := deployObjectValidator{policy: imagePolicy(t, "docker.io")}
+	policy := imagePolicy(t, "docker.io")
+	validator := deployObjectValidator(policy)
 	bad := deployObject(func(s *appv1.DeployObjectSpec) {
 		s.Image = "quay.io/team/app:latest"
 		s.Replicas = ptr.To[int32](-1)
@@ -1379,7 +1380,7 @@ func TestDeployObjectValidatorReturnsInvalidStatus(t *testing.T) {
 
 	// A patch, an apply and an edit all reach the webhook as an UPDATE of the whole object.
 	t.Run("update through the admission handler", func(t *testing.T) {
-		handler := admission.WithValidator(deployObjectScheme(t), validator)
+		handler := testWebhooks(policy)[deployObjectKind.validate]
 		old := `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject",` +
 			`"metadata":{"name":"app","namespace":"default"},` +
 			`"spec":{"replicas":1,"image":"quay.io/x:1","ports":[{"port":80,"targetPort":8080,"protocol":"TCP"}]}}`
@@ -1390,11 +1391,11 @@ func TestDeployObjectValidatorReturnsInvalidStatus(t *testing.T) {
 			`"metadata":{"name":"app","namespace":"default"},` +
 			`"spec":{"replicas":1,"image":"quay.io/y:1","ports":[{"port":80,"targetPort":8080,"protocol":"TCP"}]}}`
 
-		if resp := handler.Handle(ctx, deployObjectRequest(admissionv1.Update, kept, old)); !resp.Allowed {
+		if resp, _ := admit(t, handler, deployObjectRequest(admissionv1.Update, kept, old)); !resp.Allowed {
 			t.Errorf("update keeping the image denied with %+v, want allowed", resp.Result)
 		}
 
-		resp := handler.Handle(ctx, deployObjectRequest(admissionv1.Update, changed, old))
+		resp, _ := admit(t, handler, deployObjectRequest(admissionv1.Update, changed, old))
 		if resp.Allowed {
 			t.Fatalf("update changing the image allowed, want denied")
 		}
@@ -1421,7 +1422,7 @@ func TestDeployObjectValidatorReturnsInvalidStatus(t *testing.T) {
 }
 
 func TestDeployObjectDefaultingPatch(t *testing.T) {
-	handler := admission.WithDefaulter(deployObjectScheme(t), deployObjectDefaulter{})
+	handler := testWebhooks(ImagePolicy{})[deployObjectKind.mutate]
 
 	const head = `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject","metadata":{"name":"app","namespace":"default"},`
 	tests := []struct {
@@ -1452,13 +1453,15 @@ func TestDeployObjectDefaultingPatch(t *testing.T) {
 			name:      "empty string targetPort is replaced by the port",
 			operation: admissionv1.Create,
 			object:    head + `"spec":{"replicas":2,"image":"nginx:1.27","ports":[{"port":8080,"targetPort":"","protocol":"TCP"}]}}`,
-			want:      []jsonpatch.Operation{{Operation: "replace", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
+			// "add" sets a member whether or not it is there.
+			want: []jsonpatch.Operation{{Operation: "add", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
 		},
 		{
 			name:      "targetPort 0 is replaced by the port",
 			operation: admissionv1.Create,
 			object:    head + `"spec":{"replicas":2,"image":"nginx:1.27","ports":[{"port":8080,"targetPort":0,"protocol":"TCP"}]}}`,
-			want:      []jsonpatch.Operation{{Operation: "replace", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
+			// "add" sets a member whether or not it is there.
+			want: []jsonpatch.Operation{{Operation: "add", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
 		},
 		{
 			name:      "only the second port is defaulted",
@@ -1501,12 +1504,12 @@ func TestDeployObjectDefaultingPatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := handler.Handle(context.Background(), deployObjectRequest(tc.operation, tc.object, tc.oldObject))
+			resp, ops := admit(t, handler, deployObjectRequest(tc.operation, tc.object, tc.oldObject))
 
 			if !resp.Allowed {
 				t.Fatalf("response denied with %+v, want allowed", resp.Result)
 			}
-			got := slices.SortedFunc(slices.Values(resp.Patches), func(a, b jsonpatch.Operation) int {
+			got := slices.SortedFunc(slices.Values(ops), func(a, b jsonpatch.Operation) int {
 				return cmp.Compare(a.Path, b.Path)
 			})
 			if diff := gocmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
@@ -1521,15 +1524,6 @@ func TestDeployObjectDefaultingPatch(t *testing.T) {
 			}
 		})
 	}
-}
-
-func deployObjectScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := appv1.AddToScheme(scheme); err != nil {
-		t.Fatalf("adding app/v1 to the scheme: %v", err)
-	}
-	return scheme
 }
 
 // deployObjectRequest builds the request the API server sends for a DeployObject; oldObject is

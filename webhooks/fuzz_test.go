@@ -13,12 +13,10 @@ import (
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
@@ -32,42 +30,38 @@ type fuzzedKind struct {
 	kind             string
 	resource         metav1.GroupVersionResource
 	mutate, validate string
+	// defaults is the kind's defaulting rule.
+	defaults func(runtime.Object)
 }
 
 var (
 	welcomeKind = fuzzedKind{kind: "Welcome",
 		resource: metav1.GroupVersionResource{Group: "auth.seedlabs.dev", Version: "v1alpha1", Resource: "welcomes"},
-		mutate:   "/mutate-auth-seedlabs-dev-v1alpha1-welcome", validate: "/validate-auth-seedlabs-dev-v1alpha1-welcome"}
+		mutate:   "/mutate-auth-seedlabs-dev-v1alpha1-welcome", validate: "/validate-auth-seedlabs-dev-v1alpha1-welcome",
+		defaults: func(o runtime.Object) { DefaultWelcome(o.(*authv1alpha1.Welcome)) }}
 	memcachedKind = fuzzedKind{kind: "Memcached",
 		resource: metav1.GroupVersionResource{Group: "cache.seedlabs.dev", Version: "v1alpha1", Resource: "memcacheds"},
-		mutate:   "/mutate-cache-seedlabs-dev-v1alpha1-memcached", validate: "/validate-cache-seedlabs-dev-v1alpha1-memcached"}
+		mutate:   "/mutate-cache-seedlabs-dev-v1alpha1-memcached", validate: "/validate-cache-seedlabs-dev-v1alpha1-memcached",
+		defaults: func(o runtime.Object) { DefaultMemcached(o.(*cachev1alpha1.Memcached)) }}
 	deployObjectKind = fuzzedKind{kind: "DeployObject",
 		resource: metav1.GroupVersionResource{Group: "app.seedlabs.dev", Version: "v1", Resource: "deployobjects"},
-		mutate:   "/mutate-app-seedlabs-dev-v1-deployobject", validate: "/validate-app-seedlabs-dev-v1-deployobject"}
+		mutate:   "/mutate-app-seedlabs-dev-v1-deployobject", validate: "/validate-app-seedlabs-dev-v1-deployobject",
+		defaults: func(o runtime.Object) { DefaultDeployObject(o.(*appv1.DeployObject)) }}
 )
 
 func FuzzWelcomeAdmission(f *testing.F)      { fuzzAdmission(f, welcomeKind) }
 func FuzzMemcachedAdmission(f *testing.F)    { fuzzAdmission(f, memcachedKind) }
 func FuzzDeployObjectAdmission(f *testing.F) { fuzzAdmission(f, deployObjectKind) }
 
-// fuzzHandlers are the webhooks as Setup registers them, with panics left to crash the fuzz
-// target instead of turning into a 500 reply.
-func fuzzHandlers(tb testing.TB) map[string]*admission.Webhook {
+// fuzzHandlers are the webhooks as Setup registers them, under the image policy the envtest
+// suite uses, with panics left to crash the fuzz target instead of turning into a 500 reply.
+func fuzzHandlers(tb testing.TB) map[string]*admissionWebhook {
 	tb.Helper()
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(authv1alpha1.AddToScheme(scheme))
-	utilruntime.Must(cachev1alpha1.AddToScheme(scheme))
-	utilruntime.Must(appv1.AddToScheme(scheme))
 	policy, err := NewImagePolicy(fixtures.AllowedRegistries)
 	if err != nil {
 		tb.Fatal(err)
 	}
-	handlers := Handlers(scheme, Options{ImagePolicy: policy})
-	for _, h := range handlers {
-		h.WithRecoverPanic(false)
-	}
-	return handlers
+	return testWebhooks(policy)
 }
 
 // sampleSeeds returns every sample of kind in config/samples, valid and invalid, as JSON.
@@ -99,9 +93,11 @@ func sampleSeeds(tb testing.TB, kind string) [][]byte {
 	return seeds
 }
 
-// fuzzAdmission sends each input to the kind's webhooks as kube-apiserver would, and requires of
-// every reply that it decodes and carries the request's uid, and of the webhooks that
-//   - a patch applies to the object it was made for;
+// fuzzAdmission sends each input to the kind's webhooks as kube-apiserver would, as a create and
+// as updates, and requires of every reply that it decodes, carries the request's uid and agrees
+// with controller-runtime's webhook of the same rules (requireAlike), and of the webhooks that
+//   - a patch applies to the object it was made for, and makes of it exactly what the kind's
+//     defaulting rule makes;
 //   - defaulting is idempotent: the defaulted object gets no further patch;
 //   - defaulting never makes an object the validating webhook admits refused;
 //   - an update that changes nothing is never refused, whatever the object.
@@ -129,6 +125,14 @@ func fuzzAdmission(f *testing.F, k fuzzedKind) {
 				t.Fatalf("defaulting is not idempotent: %s defaulted to %s, which gets the patch %s", object, defaulted, again.Patch)
 			}
 		}
+		kind := metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind}
+		want := patchedObject(t, kind, object, nil)
+		k.defaults(want)
+		if got := patchedObject(t, kind, defaulted, nil); !equality.Semantic.DeepEqual(want, got) {
+			t.Fatalf("the patch %s makes %s of %s, which defaulting makes %s", reply.Patch, asJSON(got), object, asJSON(want))
+		}
+		review(t, mutate, k, admissionv1.Update, object, defaulted)
+		review(t, validate, k, admissionv1.Update, defaulted, object)
 		if review(t, validate, k, admissionv1.Create, object, nil).Allowed &&
 			!review(t, validate, k, admissionv1.Create, defaulted, nil).Allowed {
 			t.Fatalf("defaulting made an admitted object refused: %s defaulted to %s", object, defaulted)
@@ -154,6 +158,8 @@ func FuzzMemcachedScaleAdmission(f *testing.F) {
 				jsonNumber(r) + `}}`)
 		}
 		reply := reviewSubresource(t, scale, k, "scale", admissionv1.Update, obj(replicas), obj(oldReplicas))
+		requireAlike(t, metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, obj(replicas), reply,
+			reviewSubresource(t, scale.exact, k, "scale", admissionv1.Update, obj(replicas), obj(oldReplicas)))
 		if oldReplicas == replicas && !reply.Allowed {
 			t.Fatalf("keeping %d replicas is refused: %v", replicas, reply.Result)
 		}
@@ -172,9 +178,14 @@ func jsonNumber(n int32) string {
 	return string(data)
 }
 
-func review(t *testing.T, h http.Handler, k fuzzedKind, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
+// review sends one AdmissionReview to h, and to controller-runtime's webhook of the same rules,
+// and returns h's response after requiring the two to agree (requireAlike).
+func review(t *testing.T, h *admissionWebhook, k fuzzedKind, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
 	t.Helper()
-	return reviewSubresource(t, h, k, "", op, object, old)
+	got := reviewSubresource(t, h, k, "", op, object, old)
+	want := reviewSubresource(t, h.exact, k, "", op, object, old)
+	requireAlike(t, metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind}, object, got, want)
+	return got
 }
 
 // reviewSubresource posts one AdmissionReview to h as kube-apiserver does, and returns the

@@ -318,7 +318,7 @@ func TestMemcachedValidatorReturnsInvalidStatus(t *testing.T) {
 	bad := memcached(ptr.To[int32](4), ptr.To[int32](0))
 	bad.Name = "bad-pool"
 
-	warnings, err := memcachedValidator{}.ValidateCreate(ctx, bad)
+	warnings, err := memcachedValidator().ValidateCreate(ctx, bad)
 
 	if len(warnings) != 0 {
 		t.Errorf("warnings = %q, want none", warnings)
@@ -349,14 +349,14 @@ func TestMemcachedValidatorReturnsInvalidStatus(t *testing.T) {
 	}
 
 	t.Run("valid object", func(t *testing.T) {
-		warnings, err := memcachedValidator{}.ValidateCreate(ctx, memcached(ptr.To[int32](3), ptr.To[int32](11211)))
+		warnings, err := memcachedValidator().ValidateCreate(ctx, memcached(ptr.To[int32](3), ptr.To[int32](11211)))
 		if err != nil || len(warnings) != 0 {
 			t.Errorf("ValidateCreate = %q, %v, want no warnings and no error", warnings, err)
 		}
 	})
 
 	t.Run("update from 3 to 4", func(t *testing.T) {
-		_, err := memcachedValidator{}.ValidateUpdate(ctx,
+		_, err := memcachedValidator().ValidateUpdate(ctx,
 			memcached(ptr.To[int32](3), ptr.To[int32](11211)), memcached(ptr.To[int32](4), ptr.To[int32](11211)))
 		var status apierrors.APIStatus
 		if !errors.As(err, &status) {
@@ -382,7 +382,7 @@ func TestMemcachedValidatorReturnsInvalidStatus(t *testing.T) {
 	})
 
 	t.Run("update decreasing 7 to 4", func(t *testing.T) {
-		warnings, err := memcachedValidator{}.ValidateUpdate(ctx,
+		warnings, err := memcachedValidator().ValidateUpdate(ctx,
 			memcached(ptr.To[int32](7), ptr.To[int32](11211)), memcached(ptr.To[int32](4), ptr.To[int32](11211)))
 		if err != nil {
 			t.Errorf("ValidateUpdate error = %v, want nil", err)
@@ -393,7 +393,7 @@ func TestMemcachedValidatorReturnsInvalidStatus(t *testing.T) {
 	})
 
 	t.Run("delete is always allowed", func(t *testing.T) {
-		warnings, err := memcachedValidator{}.ValidateDelete(ctx, bad)
+		warnings, err := memcachedValidator().ValidateDelete(ctx, bad)
 		if err != nil || warnings != nil {
 			t.Errorf("ValidateDelete = %q, %v, want no warnings and no error", warnings, err)
 		}
@@ -401,14 +401,14 @@ func TestMemcachedValidatorReturnsInvalidStatus(t *testing.T) {
 
 	// A patch, an apply and an edit all reach the webhook as an UPDATE of the whole object.
 	t.Run("update through the admission handler", func(t *testing.T) {
-		handler := admission.WithValidator(memcachedScheme(t), memcachedValidator{})
+		handler := testWebhooks(ImagePolicy{})[memcachedKind.validate]
 		req := memcachedRequest(admissionv1.Update,
 			`{"apiVersion":"cache.seedlabs.dev/v1alpha1","kind":"Memcached",`+
 				`"metadata":{"name":"pool","namespace":"default"},"spec":{"size":4,"containerPort":11211}}`,
 			`{"apiVersion":"cache.seedlabs.dev/v1alpha1","kind":"Memcached",`+
 				`"metadata":{"name":"pool","namespace":"default"},"spec":{"size":3,"containerPort":11211}}`)
 
-		resp := handler.Handle(ctx, req)
+		resp, _ := admit(t, handler, req)
 
 		if resp.Allowed {
 			t.Fatalf("response allowed, want denied")
@@ -621,7 +621,7 @@ func TestMemcachedScaleValidator(t *testing.T) {
 }
 
 func TestMemcachedDefaultingPatch(t *testing.T) {
-	handler := admission.WithDefaulter(memcachedScheme(t), memcachedDefaulter{})
+	handler := testWebhooks(ImagePolicy{})[memcachedKind.mutate]
 
 	bothDefaults := []jsonpatch.Operation{
 		{Operation: "add", Path: "/spec/containerPort", Value: float64(11211)},
@@ -691,12 +691,12 @@ func TestMemcachedDefaultingPatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := handler.Handle(context.Background(), memcachedRequest(tc.operation, tc.object, tc.oldObject))
+			resp, ops := admit(t, handler, memcachedRequest(tc.operation, tc.object, tc.oldObject))
 
 			if !resp.Allowed {
 				t.Fatalf("response denied with %+v, want allowed", resp.Result)
 			}
-			got := slices.SortedFunc(slices.Values(resp.Patches), func(a, b jsonpatch.Operation) int {
+			got := slices.SortedFunc(slices.Values(ops), func(a, b jsonpatch.Operation) int {
 				return cmp.Compare(a.Path, b.Path)
 			})
 			if diff := gocmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
@@ -711,15 +711,6 @@ func TestMemcachedDefaultingPatch(t *testing.T) {
 			}
 		})
 	}
-}
-
-func memcachedScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := cachev1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatalf("adding cache/v1alpha1 to the scheme: %v", err)
-	}
-	return scheme
 }
 
 // memcachedRequest builds the request the API server sends for a Memcached; oldObject is only sent

@@ -7,6 +7,7 @@ package webhooks
 
 import (
 	"fmt"
+	"net/http"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 )
 
 // Options configure the admission webhooks.
@@ -23,7 +27,8 @@ type Options struct {
 	ImagePolicy ImagePolicy
 }
 
-// Setup registers every admission webhook with the manager's webhook server.
+// Setup registers every admission webhook with the manager's webhook server, which counts and
+// times the requests of each path.
 func Setup(mgr ctrl.Manager, opts Options) {
 	for path, webhook := range Handlers(mgr.GetScheme(), opts) {
 		mgr.GetWebhookServer().Register(path, webhook)
@@ -32,16 +37,31 @@ func Setup(mgr ctrl.Manager, opts Options) {
 
 // Handlers returns every admission webhook by the path the webhook configurations in
 // config/webhook call it on: the defaulting and validating webhooks of the three kinds, and the
-// validating webhook of the memcacheds/scale subresource.
-func Handlers(scheme *runtime.Scheme, opts Options) map[string]*admission.Webhook {
-	return map[string]*admission.Webhook{
-		"/mutate-auth-seedlabs-dev-v1alpha1-welcome":      admission.WithDefaulter(scheme, welcomeDefaulter{}),
-		"/validate-auth-seedlabs-dev-v1alpha1-welcome":    admission.WithValidator(scheme, welcomeValidator{policy: opts.ImagePolicy}),
-		"/mutate-cache-seedlabs-dev-v1alpha1-memcached":   admission.WithDefaulter(scheme, memcachedDefaulter{}),
-		"/validate-cache-seedlabs-dev-v1alpha1-memcached": admission.WithValidator(scheme, memcachedValidator{}),
-		memcachedScalePath:                           {Handler: &memcachedScaleValidator{decoder: admission.NewDecoder(scheme)}},
-		"/mutate-app-seedlabs-dev-v1-deployobject":   admission.WithDefaulter(scheme, deployObjectDefaulter{}),
-		"/validate-app-seedlabs-dev-v1-deployobject": admission.WithValidator(scheme, deployObjectValidator{policy: opts.ImagePolicy}),
+// validating webhook of the memcacheds/scale subresource. The scheme must know the three kinds
+// and autoscaling/v1 Scale.
+func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
+	handlers := make(map[string]http.Handler)
+	for path, webhook := range admissionWebhooks(scheme, opts) {
+		handlers[path] = webhook
+	}
+	return handlers
+}
+
+func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissionWebhook {
+	return map[string]*admissionWebhook{
+		"/mutate-auth-seedlabs-dev-v1alpha1-welcome": defaultingWebhook(scheme, DefaultWelcome, welcomeDefaultsPatch),
+		"/validate-auth-seedlabs-dev-v1alpha1-welcome": validatingWebhook(scheme,
+			func(old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
+				return ValidateWelcome(old, w, opts.ImagePolicy)
+			}),
+		"/mutate-cache-seedlabs-dev-v1alpha1-memcached":   defaultingWebhook(scheme, DefaultMemcached, memcachedDefaultsPatch),
+		"/validate-cache-seedlabs-dev-v1alpha1-memcached": validatingWebhook(scheme, ValidateMemcached),
+		memcachedScalePath:                         memcachedScaleWebhook(scheme),
+		"/mutate-app-seedlabs-dev-v1-deployobject": defaultingWebhook(scheme, DefaultDeployObject, deployObjectDefaultsPatch),
+		"/validate-app-seedlabs-dev-v1-deployobject": validatingWebhook(scheme,
+			func(old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
+				return ValidateDeployObject(old, d, opts.ImagePolicy)
+			}),
 	}
 }
 

@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"context"
 	"net/mail"
 	"strings"
 
@@ -47,7 +46,7 @@ func DefaultWelcome(w *authv1alpha1.Welcome) {
 // that a Welcome is no way around them.
 func ValidateWelcome(old, w *authv1alpha1.Welcome, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
 	errs, warnings := validateWelcome(w, policy)
-	if old != nil {
+	if old != nil && len(errs) > 0 {
 		oldErrs, _ := validateWelcome(old, policy)
 		errs = ratchet(errs, oldErrs)
 	}
@@ -138,33 +137,31 @@ func isOneOf[T comparable](v T, allowed []T) bool {
 	return false
 }
 
-type welcomeDefaulter struct{}
-
-// Default implements admission.Defaulter.
-func (welcomeDefaulter) Default(_ context.Context, w *authv1alpha1.Welcome) error {
+// welcomeDefaultsPatch defaults w, read from the review in body, and returns the JSON patch that
+// makes the defaulted w of w as sent: an operation per field DefaultWelcome filled, or the whole
+// spec when w was sent without one.
+func welcomeDefaultsPatch(body []byte, w *authv1alpha1.Welcome) ([]byte, error) {
+	before := w.Spec
 	DefaultWelcome(w)
-	return nil
+	after := &w.Spec
+	var patch jsonPatch
+	if isZero(&before) {
+		shape, err := shapeOf(body)
+		if err != nil {
+			return nil, err
+		}
+		if shape.Spec == nil {
+			return specPatch(after)
+		}
+	}
+	if !equalInt32(before.Replicas, after.Replicas) {
+		patch.add("/spec/replicas", jsonInt32(after.Replicas))
+	}
+	if !equalInt32(before.Port, after.Port) {
+		patch.add("/spec/port", jsonInt32(after.Port))
+	}
+	if before.ServiceType != after.ServiceType {
+		patch.add("/spec/serviceType", jsonString(after.ServiceType))
+	}
+	return patch.bytes(), nil
 }
-
-type welcomeValidator struct {
-	policy ImagePolicy
-}
-
-// ValidateCreate implements admission.Validator.
-func (v welcomeValidator) ValidateCreate(_ context.Context, w *authv1alpha1.Welcome) (admission.Warnings, error) {
-	errs, warnings := ValidateWelcome(nil, w, v.policy)
-	return admissionResult(welcomeGK, w.Name, errs, warnings)
-}
-
-// ValidateUpdate implements admission.Validator.
-func (v welcomeValidator) ValidateUpdate(_ context.Context, old, w *authv1alpha1.Welcome) (admission.Warnings, error) {
-	errs, warnings := ValidateWelcome(old, w, v.policy)
-	return admissionResult(welcomeGK, w.Name, errs, warnings)
-}
-
-// ValidateDelete implements admission.Validator; deletion is always allowed.
-func (welcomeValidator) ValidateDelete(context.Context, *authv1alpha1.Welcome) (admission.Warnings, error) {
-	return nil, nil
-}
-
-var welcomeGK = authv1alpha1.GroupVersion.WithKind("Welcome").GroupKind()

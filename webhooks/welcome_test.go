@@ -630,7 +630,7 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 	})
 	bad.Name = "bad-greeting"
 
-	warnings, err := welcomeValidator{}.ValidateCreate(ctx, bad)
+	warnings, err := welcomeValidator.ValidateCreate(ctx, bad)
 
 	if diff := gocmp.Diff(admission.Warnings{passwordWarning}, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
@@ -663,7 +663,7 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 	}
 
 	t.Run("valid object", func(t *testing.T) {
-		warnings, err := welcomeValidator{}.ValidateCreate(ctx, welcome())
+		warnings, err := welcomeValidator.ValidateCreate(ctx, welcome())
 		if err != nil {
 			t.Errorf("ValidateCreate error = %v, want nil", err)
 		}
@@ -673,7 +673,7 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 	})
 
 	t.Run("valid object with warnings", func(t *testing.T) {
-		warnings, err := welcomeValidator{}.ValidateCreate(ctx, welcome(func(s *authv1alpha1.WelcomeSpec) {
+		warnings, err := welcomeValidator.ValidateCreate(ctx, welcome(func(s *authv1alpha1.WelcomeSpec) {
 			s.Replicas = ptr.To[int32](0)
 			s.Password = "hunter2"
 		}))
@@ -691,7 +691,7 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 			s.Email = "bob@localhost"
 			s.Replicas = ptr.To[int32](0)
 		})
-		warnings, err := welcomeValidator{}.ValidateUpdate(ctx, old, updated)
+		warnings, err := welcomeValidator.ValidateUpdate(ctx, old, updated)
 		if err != nil {
 			t.Errorf("ValidateUpdate error = %v, want nil", err)
 		}
@@ -702,7 +702,7 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 
 	t.Run("update adding a violation", func(t *testing.T) {
 		updated := welcome(func(s *authv1alpha1.WelcomeSpec) { s.UserID = ptr.To[int32](65536) })
-		_, err := welcomeValidator{}.ValidateUpdate(ctx, welcome(), updated)
+		_, err := welcomeValidator.ValidateUpdate(ctx, welcome(), updated)
 		if !apierrors.IsInvalid(err) {
 			t.Fatalf("ValidateUpdate error = %v, want an Invalid status error", err)
 		}
@@ -719,23 +719,23 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 	})
 
 	t.Run("delete is always allowed", func(t *testing.T) {
-		warnings, err := welcomeValidator{}.ValidateDelete(ctx, bad)
+		warnings, err := welcomeValidator.ValidateDelete(ctx, bad)
 		if err != nil || warnings != nil {
 			t.Errorf("ValidateDelete = %q, %v, want no warnings and no error", warnings, err)
 		}
 	})
 }
 
-// TestWelcomeValidatingHandler drives the validator through controller-runtime's admission handler,
-// as the webhook server does, and checks what the API server would get back.
+// TestWelcomeValidatingHandler drives the validating webhook over HTTP, as the API server does,
+// and checks what the API server gets back.
 func TestWelcomeValidatingHandler(t *testing.T) {
-	handler := admission.WithValidator(testScheme(t), welcomeValidator{})
+	handler := testWebhooks(ImagePolicy{})[welcomeKind.validate]
 
 	t.Run("invalid create", func(t *testing.T) {
 		raw := `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome",` +
 			`"metadata":{"name":"greeting","namespace":"default"},` +
 			`"spec":{"name":"x","port":0,"replicas":0,"groups":["a","a"]}}`
-		resp := handler.Handle(context.Background(), admissionRequest(admissionv1.Create, raw, ""))
+		resp, _ := admit(t, handler, welcomeRequest(admissionv1.Create, raw, ""))
 
 		if resp.Allowed {
 			t.Fatalf("response allowed, want denied")
@@ -768,7 +768,7 @@ func TestWelcomeValidatingHandler(t *testing.T) {
 			`"metadata":{"name":"greeting","namespace":"default"},"spec":{"name":"x","email":"bob@localhost"}}`
 		updated := `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome",` +
 			`"metadata":{"name":"greeting","namespace":"default"},"spec":{"name":"y","email":"bob@localhost"}}`
-		resp := handler.Handle(context.Background(), admissionRequest(admissionv1.Update, updated, old))
+		resp, _ := admit(t, handler, welcomeRequest(admissionv1.Update, updated, old))
 
 		if !resp.Allowed {
 			t.Errorf("response denied with %+v, want allowed", resp.Result)
@@ -777,7 +777,7 @@ func TestWelcomeValidatingHandler(t *testing.T) {
 }
 
 func TestWelcomeDefaultingPatch(t *testing.T) {
-	handler := admission.WithDefaulter(testScheme(t), welcomeDefaulter{})
+	handler := testWebhooks(ImagePolicy{})[welcomeKind.mutate]
 
 	allDefaults := []jsonpatch.Operation{
 		{Operation: "add", Path: "/spec/port", Value: float64(8088)},
@@ -857,12 +857,12 @@ func TestWelcomeDefaultingPatch(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			resp := handler.Handle(context.Background(), admissionRequest(tc.operation, tc.object, tc.oldObject))
+			resp, ops := admit(t, handler, welcomeRequest(tc.operation, tc.object, tc.oldObject))
 
 			if !resp.Allowed {
 				t.Fatalf("response denied with %+v, want allowed", resp.Result)
 			}
-			got := slices.SortedFunc(slices.Values(resp.Patches), func(a, b jsonpatch.Operation) int {
+			got := slices.SortedFunc(slices.Values(ops), func(a, b jsonpatch.Operation) int {
 				return cmp.Compare(a.Path, b.Path)
 			})
 			if diff := gocmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
@@ -879,18 +879,9 @@ func TestWelcomeDefaultingPatch(t *testing.T) {
 	}
 }
 
-func testScheme(t *testing.T) *runtime.Scheme {
-	t.Helper()
-	scheme := runtime.NewScheme()
-	if err := authv1alpha1.AddToScheme(scheme); err != nil {
-		t.Fatalf("adding auth/v1alpha1 to the scheme: %v", err)
-	}
-	return scheme
-}
-
-// admissionRequest builds the request the API server sends for a Welcome; oldObject is only sent on
-// update.
-func admissionRequest(op admissionv1.Operation, object, oldObject string) admission.Request {
+// welcomeRequest builds the request the API server sends for a Welcome; object and oldObject are
+// only sent when not empty.
+func welcomeRequest(op admissionv1.Operation, object, oldObject string) admission.Request {
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 		UID:       "0f2b5c4e-1111-2222-3333-444455556666",
 		Kind:      metav1.GroupVersionKind{Group: "auth.seedlabs.dev", Version: "v1alpha1", Kind: "Welcome"},
@@ -898,8 +889,10 @@ func admissionRequest(op admissionv1.Operation, object, oldObject string) admiss
 		Name:      "greeting",
 		Namespace: "default",
 		Operation: op,
-		Object:    runtime.RawExtension{Raw: []byte(object)},
 	}}
+	if object != "" {
+		req.Object = runtime.RawExtension{Raw: []byte(object)}
+	}
 	if oldObject != "" {
 		req.OldObject = runtime.RawExtension{Raw: []byte(oldObject)}
 	}
