@@ -20,7 +20,13 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 )
 
-// +kubebuilder:webhook:path=/mutate-app-seedlabs-dev-v1-deployobject,mutating=true,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=mdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// The mutating webhook is called on a create, or an update that changes the spec, of a DeployObject
+// that lacks a field DefaultDeployObject fills (lacks-a-default): replicas, or a port's protocol or
+// targetPort, which is unset when 0 or "" as DefaultDeployObject reads it. The CRD's schema
+// defaults an absent protocol before admission, so only an empty one is seen here. A port that is
+// not an object (null, which validation refuses) counts as lacking, whatever has() makes of it.
+// The validating webhook is called on a create, or an update that changes the spec.
+// +kubebuilder:webhook:path=/mutate-app-seedlabs-dev-v1-deployobject,mutating=true,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=mdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"lacks-a-default","expression":"!has(object.spec) || !has(object.spec.replicas) || (has(object.spec.ports) && object.spec.ports.exists(p, type(p) != map || !has(p.protocol) || p.protocol == '' || !has(p.targetPort) || (type(p.targetPort) == int && p.targetPort == 0) || (type(p.targetPort) == string && p.targetPort == '')))"}]}`
 // +kubebuilder:webhook:path=/validate-app-seedlabs-dev-v1-deployobject,mutating=false,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=vdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 var serviceProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}

@@ -12,7 +12,10 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 )
 
-// +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1alpha1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=mwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// The mutating webhook is called on a create, or an update that changes the spec, of a Welcome that
+// lacks a field DefaultWelcome fills (lacks-a-default): the only requests it can change anything
+// of. The validating webhook is called on a create, or an update that changes the spec.
+// +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1alpha1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=mwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"lacks-a-default","expression":"!has(object.spec) || !has(object.spec.replicas) || !has(object.spec.port) || !has(object.spec.serviceType) || object.spec.serviceType == ''"}]}`
 // +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1alpha1-welcome,mutating=false,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=vwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 const (

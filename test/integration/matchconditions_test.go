@@ -6,10 +6,21 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // webhookCalls is how many requests the in-process webhook server has answered on path, by
@@ -74,7 +85,7 @@ var _ = Describe("The webhook configurations' matchConditions", func() {
 		before := [2]float64{webhookCalls(mutate), webhookCalls(validate)}
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 		Expect([2]float64{webhookCalls(mutate), webhookCalls(validate)}).To(Equal([2]float64{before[0] + 1, before[1] + 1}),
-			"a create calls each webhook once")
+			"a create of an object that lacks defaults calls each webhook once")
 
 		By("editing labels, annotations and finalizers")
 		before = [2]float64{webhookCalls(mutate), webhookCalls(validate)}
@@ -92,8 +103,144 @@ var _ = Describe("The webhook configurations' matchConditions", func() {
 		Expect(k8s.Patch(ctx, w, patch)).To(Succeed())
 		// At least once, not exactly: when the controller's status write lands between the API
 		// server's read and write of this patch, the API server retries the update and admits it
-		// again, calling both webhooks a second time.
-		Expect(webhookCalls(mutate)).To(BeNumerically(">=", before[0]+1), "a spec edit must call the mutating webhook")
+		// again, calling the webhook a second time.
 		Expect(webhookCalls(validate)).To(BeNumerically(">=", before[1]+1), "a spec edit must call the validating webhook")
+		Expect(webhookCalls(mutate)).To(Equal(before[0]), "a spec edit of an object that lacks no default called the mutating webhook")
+
+		By("editing the spec, dropping a default")
+		before = [2]float64{webhookCalls(mutate), webhookCalls(validate)}
+		Expect(k8s.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"name":"Ada","port":null}}`)))).To(Succeed())
+		Expect(webhookCalls(mutate)).To(BeNumerically(">=", before[0]+1), "a spec edit that drops a default must call the mutating webhook")
+		Expect(webhookCalls(validate)).To(BeNumerically(">=", before[1]+1), "a spec edit must call the validating webhook")
+		Expect(w.Spec.Port).To(HaveValue(Equal(authv1alpha1.DefaultPort)), "the dropped port is defaulted again")
+	})
+
+	// Each case creates an object and says whether it lacks a field its kind's defaulting fills:
+	// the mutating webhook must be called for it exactly then, and what the API server stores is
+	// the object as Default<Kind> leaves it, either way.
+	type defaultsCase struct {
+		name     string
+		object   client.Object
+		lacks    bool
+		defaults func(client.Object)
+	}
+	welcomeDefaults := func(name string, lacks bool, spec authv1alpha1.WelcomeSpec) defaultsCase {
+		return defaultsCase{name: "Welcome " + name, lacks: lacks,
+			object:   &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "w-" + name}, Spec: spec},
+			defaults: func(o client.Object) { webhooks.DefaultWelcome(o.(*authv1alpha1.Welcome)) }}
+	}
+	memcachedDefaults := func(name string, lacks bool, spec cachev1alpha1.MemcachedSpec) defaultsCase {
+		return defaultsCase{name: "Memcached " + name, lacks: lacks,
+			object:   &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "m-" + name}, Spec: spec},
+			defaults: func(o client.Object) { webhooks.DefaultMemcached(o.(*cachev1alpha1.Memcached)) }}
+	}
+	deployObjectDefaults := func(name string, lacks bool, replicas *int32, ports ...corev1.ServicePort) defaultsCase {
+		return defaultsCase{name: "DeployObject " + name, lacks: lacks,
+			object: &appv1.DeployObject{ObjectMeta: metav1.ObjectMeta{Name: "d-" + name},
+				Spec: appv1.DeployObjectSpec{Image: "nginx:1.27", Replicas: replicas, Ports: ports}},
+			defaults: func(o client.Object) { webhooks.DefaultDeployObject(o.(*appv1.DeployObject)) }}
+	}
+	complete := func(name string, port int32, target intstr.IntOrString, protocol corev1.Protocol) corev1.ServicePort {
+		return corev1.ServicePort{Name: name, Port: port, TargetPort: target, Protocol: protocol}
+	}
+	web := complete("http", 80, intstr.FromInt32(8080), corev1.ProtocolTCP)
+	mutatingPath := map[string]string{
+		"Welcome":      mutate,
+		"Memcached":    "/mutate-cache-seedlabs-dev-v1alpha1-memcached",
+		"DeployObject": "/mutate-app-seedlabs-dev-v1-deployobject",
+	}
+
+	It("keep objects that lack no default away from the mutating webhooks, and send the others", Serial, func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		cases := []defaultsCase{
+			welcomeDefaults("complete", false, authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](0), Port: ptr.To[int32](9000),
+				ServiceType: corev1.ServiceTypeClusterIP}),
+			welcomeDefaults("no-replicas", true, authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](9000), ServiceType: corev1.ServiceTypeClusterIP}),
+			welcomeDefaults("no-port", true, authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), ServiceType: corev1.ServiceTypeClusterIP}),
+			welcomeDefaults("no-service-type", true, authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), Port: ptr.To[int32](9000)}),
+			memcachedDefaults("complete", false, cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2), ContainerPort: ptr.To[int32](11311)}),
+			memcachedDefaults("no-size", true, cachev1alpha1.MemcachedSpec{ContainerPort: ptr.To[int32](11311)}),
+			memcachedDefaults("no-container-port", true, cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}),
+			memcachedDefaults("empty", true, cachev1alpha1.MemcachedSpec{}),
+			deployObjectDefaults("complete", false, ptr.To[int32](0), web,
+				complete("dns", 53, intstr.FromString("dns"), corev1.ProtocolUDP)),
+			deployObjectDefaults("no-replicas", true, nil, web),
+			// The CRD's schema defaults an absent protocol to TCP (k8s.io/api's default for a
+			// ServicePort), before admission: the object no longer lacks it when admitted.
+			deployObjectDefaults("port-without-protocol", false, ptr.To[int32](1), web,
+				complete("metrics", 9090, intstr.FromInt32(9090), "")),
+			// A Go client sends an unset targetPort as 0, kubectl leaves it out: both are unset.
+			deployObjectDefaults("port-with-target-port-0", true, ptr.To[int32](1), web,
+				complete("metrics", 9090, intstr.FromInt32(0), corev1.ProtocolTCP)),
+			deployObjectDefaults("port-with-empty-target-port", true, ptr.To[int32](1), web,
+				complete("metrics", 9090, intstr.FromString(""), corev1.ProtocolTCP)),
+		}
+		for _, c := range cases {
+			By(c.name)
+			c.object.SetNamespace(ns)
+			want := c.object.DeepCopyObject().(client.Object)
+			c.defaults(want)
+			path := mutatingPath[kindOf(c.object)]
+			before := webhookCalls(path)
+			Expect(k8s.Create(ctx, c.object)).To(Succeed())
+			if c.lacks {
+				Expect(webhookCalls(path)).To(Equal(before+1), "%s lacks a default: the mutating webhook must be called once", c.name)
+			} else {
+				Expect(webhookCalls(path)).To(Equal(before), "%s lacks no default: the mutating webhook was called", c.name)
+			}
+			stored := c.object.DeepCopyObject().(client.Object)
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c.object), stored)).To(Succeed())
+			Expect(specOf(stored)).To(Equal(specOf(want)), "%s is not stored as defaulting leaves it", c.name)
+		}
+
+		// The Go types leave an empty protocol out, and the CRD's schema defaults an absent one:
+		// only an object written as JSON reaches admission with protocol "".
+		By("DeployObject port-with-empty-protocol")
+		path := mutatingPath["DeployObject"]
+		before := webhookCalls(path)
+		Expect(k8s.Create(ctx, deployObjectJSON(ns, "d-port-with-empty-protocol",
+			map[string]any{"name": "http", "port": int64(80), "targetPort": int64(8080), "protocol": ""}))).To(Succeed())
+		Expect(webhookCalls(path)).To(Equal(before+1), "a port with an empty protocol lacks a default: the mutating webhook must be called once")
+		stored := &appv1.DeployObject{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-port-with-empty-protocol"}, stored)).To(Succeed())
+		Expect(stored.Spec.Ports).To(ConsistOf(web))
+
+		By("DeployObject with a null port, which the matchConditions send on and validation refuses")
+		before = webhookCalls(path)
+		err := k8s.Create(ctx, deployObjectJSON(ns, "d-null-port", nil))
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(causes(err)).To(ConsistOf("spec.ports[0].port", "spec.ports[0].targetPort"))
+		Expect(webhookCalls(path)).To(Equal(before+1), "a null port lacks a default: the mutating webhook must be called once")
 	})
 })
+
+// deployObjectJSON is a DeployObject of image nginx:1.27 and one replica with the one port given,
+// as JSON the Go types could not write.
+func deployObjectJSON(ns, name string, port map[string]any) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "app.seedlabs.dev/v1", "kind": "DeployObject",
+		"metadata": map[string]any{"name": name, "namespace": ns},
+		"spec":     map[string]any{"image": "nginx:1.27", "replicas": int64(1), "ports": []any{port}},
+	}}
+}
+
+// kindOf is the kind of a typed object of the scheme.
+func kindOf(obj client.Object) string {
+	gvk, err := apiutil.GVKForObject(obj, k8s.Scheme())
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return gvk.Kind
+}
+
+// specOf is the spec of one of the three kinds.
+func specOf(obj client.Object) any {
+	switch o := obj.(type) {
+	case *authv1alpha1.Welcome:
+		return o.Spec
+	case *cachev1alpha1.Memcached:
+		return o.Spec
+	case *appv1.DeployObject:
+		return o.Spec
+	}
+	Fail(fmt.Sprintf("no spec for %T", obj))
+	return nil
+}
