@@ -87,12 +87,21 @@ type reviewFunc func(ctx context.Context, body []byte, recoverPanic bool) (admis
 type answerFunc[O, OO any] func(ctx context.Context, body []byte, req *admissionRequest[O, OO]) (admissionv1.AdmissionResponse, bool)
 
 // reviewing reads a review whose objects are of types O and OO, in one pass, and answers it.
-func reviewing[O, OO any](answer answerFunc[O, OO]) reviewFunc {
+// A review with a field unknown to the types is left to controller-runtime: the field could be a
+// key such as "Kind", which the decoder ignores but controller-runtime's reading of apiVersion
+// and kind does not (it is case-insensitive, as encoding/json is). So is, when patching, a review
+// with a key given twice: a JSON patch applies to the last value, where the decoder merges objects.
+func reviewing[O, OO any](patching bool, answer answerFunc[O, OO]) reviewFunc {
+	strictness := []kjson.StrictOption{kjson.DisallowUnknownFields}
+	if patching {
+		strictness = append(strictness, kjson.DisallowDuplicateFields)
+	}
 	return func(ctx context.Context, body []byte, recoverPanic bool) (admissionv1.AdmissionReview, bool) {
 		var req admissionRequest[O, OO]
 		// As controller-runtime: a review without a request is answered as an empty request.
 		review := admissionReview[O, OO]{Request: &req}
-		if !strictlyDecoded(body, &review) {
+		// The decoder is controller-runtime's: sigs.k8s.io/json, with case-sensitive keys.
+		if strictErrs, err := kjson.UnmarshalStrict(body, &review, strictness...); err != nil || len(strictErrs) > 0 {
 			return admissionv1.AdmissionReview{}, false
 		}
 		if log := admissionLog.V(5); log.Enabled() {
@@ -205,7 +214,7 @@ func handle(ctx context.Context, uid types.UID, recoverPanic bool, answer func()
 // writeReview writes review as controller-runtime does: encoding/json, then a newline.
 func writeReview(w io.Writer, review admissionv1.AdmissionReview) {
 	var err error
-	if reply, ok := appendAllowedReview(nil, &review); ok {
+	if reply, ok := appendAllowedReview(make([]byte, 0, 512), &review); ok {
 		_, err = w.Write(reply)
 	} else {
 		err = json.NewEncoder(w).Encode(review)
@@ -289,17 +298,6 @@ func allowed(warnings admission.Warnings) admissionv1.AdmissionResponse {
 	return admissionv1.AdmissionResponse{Allowed: true, Warnings: warnings}
 }
 
-// strictlyDecoded decodes data into v as controller-runtime's decoder does (case-sensitive keys,
-// sigs.k8s.io/json), and reports whether it did without error and without a field unknown to v
-// or given twice. An unknown field could be a key such as "Kind", which the decoder ignores but
-// the reading of apiVersion and kind does not (it is case-insensitive, as encoding/json is); a key
-// given twice is read differently by a JSON patch, which keeps the last value, and by the
-// decoder, which merges objects.
-func strictlyDecoded(data []byte, v any) bool {
-	strictErrs, err := kjson.UnmarshalStrict(data, v, kjson.DisallowDuplicateFields, kjson.DisallowUnknownFields)
-	return err == nil && len(strictErrs) == 0
-}
-
 // object is a pointer to a custom resource type the webhooks admit.
 type object[T any] interface {
 	*T
@@ -318,7 +316,7 @@ func ofKind[T any, PT object[T]](obj PT, gvk schema.GroupVersionKind) bool {
 // sent; nil when nothing changed.
 func defaultingWebhook[T any, PT object[T]](scheme *runtime.Scheme, defaults func(PT), patch func(body []byte, obj PT) ([]byte, error)) *admissionWebhook {
 	gvk := kindOf[T, PT](scheme)
-	review := reviewing(func(_ context.Context, body []byte, req *admissionRequest[PT, rawJSON]) (admissionv1.AdmissionResponse, bool) {
+	review := reviewing(true, func(_ context.Context, body []byte, req *admissionRequest[PT, rawJSON]) (admissionv1.AdmissionResponse, bool) {
 		if req.Operation == admissionv1.Delete {
 			return allowed(nil), true
 		}
@@ -340,7 +338,7 @@ func defaultingWebhook[T any, PT object[T]](scheme *runtime.Scheme, defaults fun
 // stored one on update, nil on create, and its violations are refused in one 422 Invalid status.
 func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, validate func(old, obj PT) (field.ErrorList, admission.Warnings)) *admissionWebhook {
 	gvk := kindOf[T, PT](scheme)
-	review := reviewing(func(_ context.Context, _ []byte, req *admissionRequest[PT, PT]) (admissionv1.AdmissionResponse, bool) {
+	review := reviewing(false, func(_ context.Context, _ []byte, req *admissionRequest[PT, PT]) (admissionv1.AdmissionResponse, bool) {
 		obj, old := req.Object, req.OldObject
 		switch req.Operation {
 		case admissionv1.Connect:
