@@ -237,6 +237,9 @@ func sortedResourceNames(list corev1.ResourceList) []corev1.ResourceName {
 // validateResourceName accepts cpu, memory, ephemeral-storage, hugepages-<size>, and extended
 // resources named with a domain outside kubernetes.io, such as example.com/gpu.
 func validateResourceName(name corev1.ResourceName, path *field.Path) field.ErrorList {
+	if name == corev1.ResourceCPU || name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage {
+		return nil // the names nearly every container asks for, which pass every check below
+	}
 	var errs field.ErrorList
 	for _, msg := range validation.IsQualifiedName(string(name)) {
 		errs = append(errs, field.Invalid(path, name, msg))

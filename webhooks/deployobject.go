@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
@@ -121,7 +122,7 @@ func validateImage(image string, policy ImagePolicy, path *field.Path) (field.Er
 	if strings.ContainsFunc(image, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
 		return field.ErrorList{field.Invalid(path, image, "must not contain white space; use a reference such as "+example)}, nil
 	}
-	named, err := reference.ParseNormalizedNamed(image)
+	named, err := parseImage(image)
 	if err != nil {
 		return field.ErrorList{field.Invalid(path, image, fmt.Sprintf("is not a valid image reference (%v); use a reference such as %s", err, example))}, nil
 	}
@@ -149,6 +150,46 @@ func validateImage(image string, policy ImagePolicy, path *field.Path) (field.Er
 		}
 	}
 	return errs, warnings
+}
+
+// parsedImages remembers what reference.ParseNormalizedNamed made of the images validated last:
+// an update nearly always carries the image its object was admitted with, and the parse is a
+// tenth of a DeployObject's admission. It is emptied when full, so it holds at most
+// maxParsedImages references of at most maxParsedImageLen bytes; longer ones are not kept.
+var parsedImages = struct {
+	sync.RWMutex
+	m map[string]parsedImage
+}{m: make(map[string]parsedImage)}
+
+const (
+	maxParsedImages   = 256
+	maxParsedImageLen = 512
+)
+
+type parsedImage struct {
+	named reference.Named
+	err   error
+}
+
+// parseImage is reference.ParseNormalizedNamed, remembered in parsedImages.
+func parseImage(image string) (reference.Named, error) {
+	if len(image) > maxParsedImageLen {
+		return reference.ParseNormalizedNamed(image)
+	}
+	parsedImages.RLock()
+	p, ok := parsedImages.m[image]
+	parsedImages.RUnlock()
+	if ok {
+		return p.named, p.err
+	}
+	named, err := reference.ParseNormalizedNamed(image)
+	parsedImages.Lock()
+	if len(parsedImages.m) >= maxParsedImages {
+		clear(parsedImages.m)
+	}
+	parsedImages.m[image] = parsedImage{named: named, err: err}
+	parsedImages.Unlock()
+	return named, err
 }
 
 // validateServicePorts applies the Service API's own rules to the ports, so that a bad port is

@@ -1,9 +1,12 @@
 package webhooks
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
+	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/seedlabs/webhook-operator/test/fixtures"
@@ -49,4 +52,33 @@ func imageTableErrorsEqual(got, want field.ErrorList) bool {
 	return slices.EqualFunc(got, want, func(a, b *field.Error) bool {
 		return a.Type == b.Type && a.Field == b.Field && a.BadValue == b.BadValue && a.Detail == b.Detail
 	})
+}
+
+// TestParseImageAnswersAsTheParser holds parseImage, which remembers parses, to
+// reference.ParseNormalizedNamed on the image table, remembered or not, and to its bounds.
+func TestParseImageAnswersAsTheParser(t *testing.T) {
+	for round := range 2 {
+		for _, tc := range fixtures.ImageReferences {
+			got, gotErr := parseImage(tc.Image)
+			want, wantErr := reference.ParseNormalizedNamed(tc.Image)
+			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || (want != nil) != (got != nil) || (want != nil && got.String() != want.String()) {
+				t.Errorf("round %d: parseImage(%q) = %v, %v; the parser says %v, %v", round, tc.Image, got, gotErr, want, wantErr)
+			}
+		}
+	}
+	for i := range 2 * maxParsedImages {
+		if _, err := parseImage(fmt.Sprintf("registry.example.com/app:%d", i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	long := "registry.example.com/" + strings.Repeat("a", maxParsedImageLen)
+	_, _ = parseImage(long)
+	parsedImages.RLock()
+	defer parsedImages.RUnlock()
+	if n := len(parsedImages.m); n > maxParsedImages {
+		t.Errorf("%d parses are remembered, want at most %d", n, maxParsedImages)
+	}
+	if _, kept := parsedImages.m[long]; kept {
+		t.Errorf("a reference of %d bytes is remembered", len(long))
+	}
 }
