@@ -57,6 +57,9 @@ const (
 	// gracefulShutdownTimeout bounds how long the stopped manager waits for its runnables, the
 	// webhook server's requests in flight among them.
 	gracefulShutdownTimeout = 15 * time.Second
+	// DefaultMaxConcurrentReconciles is how many objects of each kind are reconciled at once: a
+	// reconcile mostly waits on the API server, so one at a time leaves it idle.
+	DefaultMaxConcurrentReconciles = 4
 	// LeaderElectionID names the Lease that elects the active manager.
 	LeaderElectionID = "webhook-operator.seedlabs.dev"
 	// EventSource is the reportingController of the Events the controllers record.
@@ -98,6 +101,8 @@ type Options struct {
 	ShutdownDelay time.Duration
 	// PprofAddr is where net/http/pprof is served, unauthenticated; "0" or empty turns it off.
 	PprofAddr string
+	// MaxConcurrentReconciles is how many objects of each kind are reconciled at once.
+	MaxConcurrentReconciles int
 
 	// SkipControllerNameValidation allows more than one Manager in a process, as tests need.
 	SkipControllerNameValidation bool
@@ -132,6 +137,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "0",
 		"The address net/http/pprof binds to, such as 127.0.0.1:6060, for profiling; it is unauthenticated, "+
 			"so bind it to loopback only. 0 turns it off.")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles,
+		"How many objects of each kind are reconciled at once.")
 	fs.Func("allowed-registries",
 		"Comma-separated registries a DeployObject's image may come from, such as docker.io,registry.local:5000; "+
 			"unset allows any. May be repeated.",
@@ -210,12 +217,19 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		GracefulShutdownTimeout:       ptr.To(gracefulShutdownTimeout),
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}: {Label: ours},
-			&corev1.Service{}:    {Label: ours},
-			&corev1.Pod{}:        {Label: ours},
-		}},
-		Controller: config.Controller{SkipNameValidation: &o.SkipControllerNameValidation},
+		Cache: cache.Options{
+			ByObject: map[client.Object]cache.ByObject{
+				&appsv1.Deployment{}: {Label: ours},
+				&corev1.Service{}:    {Label: ours},
+				&corev1.Pod{}:        {Label: ours},
+			},
+			// Nothing reads managedFields from the cache; they are a third of an object's size.
+			DefaultTransform: cache.TransformStripManagedFields(),
+		},
+		Controller: config.Controller{
+			SkipNameValidation:      &o.SkipControllerNameValidation,
+			MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1),
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)

@@ -34,6 +34,9 @@ func TestBindFlagsDefaults(t *testing.T) {
 		WelcomeImage:   DefaultWelcomeImage,
 		MemcachedImage: DefaultMemcachedImage,
 		ShutdownDelay:  DefaultShutdownDelay,
+		PprofAddr:      "0",
+
+		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)

@@ -102,6 +102,7 @@ func (e *Env) startManager() error {
 		MemcachedImage:               MemcachedImage,
 		AllowedRegistries:            fixtures.AllowedRegistries,
 		SkipControllerNameValidation: true,
+		MaxConcurrentReconciles:      operator.DefaultMaxConcurrentReconciles,
 	})
 	if err != nil {
 		return err

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	"github.com/seedlabs/webhook-operator/internal/controller/apply"
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
@@ -100,22 +101,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
 		}
 	}
-	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
+	if _, err := apply.Apply(ctx, r.Client, current.Deployment, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Deployment", err)
-	}
-	if current.Deployment == nil {
-		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
-			"created Deployment %s running %s with %d replicas", d.Name, desired.Spec.Image, *desired.Spec.Replicas)
 	}
 	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(d), service); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
 	}
-	if err := r.Apply(ctx, service, applyOpts...); err != nil {
+	if _, err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
 	}
+	// One Event for what was created: the events.k8s.io recorder folds Events of the same reason
+	// and action into one series and would keep only the first note.
+	var created []string
+	if current.Deployment == nil {
+		created = append(created, fmt.Sprintf("Deployment %s running %s with %d replicas", d.Name, desired.Spec.Image, *desired.Spec.Replicas))
+	}
 	if !current.ServiceExists {
-		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
-			"created Service %s on ports %s", d.Name, portList(desired.Spec.Ports))
+		created = append(created, fmt.Sprintf("Service %s on ports %s", d.Name, portList(desired.Spec.Ports)))
+	}
+	if len(created) > 0 {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonCreated, "Create", "created %s", strings.Join(created, " and "))
 	}
 
 	setRolloutStatus(d, rolloutOf(deployment))

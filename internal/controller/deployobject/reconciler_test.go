@@ -203,8 +203,7 @@ func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
 
 	h.mustReconcile(t)
 	h.expectEvents(t,
-		"Normal Created created Deployment shop running "+testImage+" with 2 replicas",
-		"Normal Created created Service shop on ports http 80/TCP, metrics 9090/TCP")
+		"Normal Created created Deployment shop running "+testImage+" with 2 replicas and Service shop on ports http 80/TCP, metrics 9090/TCP")
 
 	d := h.deployObject(t)
 	if d.Spec.Ports[1].Protocol != "" || d.Spec.Ports[1].TargetPort != (intstr.IntOrString{}) {
@@ -471,5 +470,54 @@ func TestReconcileAppliesARepeatedVariable(t *testing.T) {
 	want := []corev1.EnvVar{{Name: "LEVEL", Value: "info"}, {Name: "MODE", Value: "green"}}
 	if got := h.deployment(t).Spec.Template.Spec.Containers[0].Env; !reflect.DeepEqual(got, want) {
 		t.Errorf("env = %+v, want %+v", got, want)
+	}
+}
+
+// TestReconcileTwiceWritesNothing: a reconcile that finds everything as the last one left it, as a
+// resync or the watch event of the operator's own apply does, makes no write at all.
+func TestReconcileTwiceWritesNothing(t *testing.T) {
+	var writes []string
+	count := func(what string) { writes = append(writes, what) }
+	funcs := &interceptor.Funcs{
+		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			count(fmt.Sprintf("apply %T", obj))
+			return applyUnlessDryRun(ctx, c, obj, opts...)
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			count(fmt.Sprintf("patch %T", obj))
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			count(fmt.Sprintf("patch %T/%s", obj, sub))
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	}
+	h := newHarness(t, funcs, newDeployObject(shopSpec()))
+	h.mustReconcile(t)
+	if len(writes) == 0 {
+		t.Fatal("the first reconcile wrote nothing")
+	}
+	writes = nil
+	h.mustReconcile(t)
+	if len(writes) > 0 {
+		t.Errorf("a reconcile with nothing to change wrote %q", writes)
+	}
+
+	// A field it sets, changed by hand, is put back with one apply.
+	dep := &appsv1.Deployment{}
+	if err := h.c.Get(context.Background(), key, dep); err != nil {
+		t.Fatal(err)
+	}
+	dep.Spec.Replicas = ptr.To[int32](5)
+	if err := h.c.Update(context.Background(), dep); err != nil {
+		t.Fatal(err)
+	}
+	writes = nil
+	h.mustReconcile(t)
+	if want := []string{"apply *v1.DeploymentApplyConfiguration"}; !reflect.DeepEqual(writes, want) {
+		t.Errorf("after a hand edit: writes %q, want %q", writes, want)
+	}
+	if err := h.c.Get(context.Background(), key, dep); err != nil || *dep.Spec.Replicas != 2 {
+		t.Errorf("replicas after the reconcile = %v (%v), want 2 put back", dep.Spec.Replicas, err)
 	}
 }

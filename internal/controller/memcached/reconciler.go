@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/apply"
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
@@ -100,19 +102,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	deployment := resources.MemcachedDeployment(desired, r.Image).WithOwnerReferences(owner)
 	service := resources.MemcachedService(desired).WithOwnerReferences(owner)
 	applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
-	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
+	if _, err := apply.Apply(ctx, r.Client, current.Deployment, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Deployment", err)
 	}
-	r.recordDeploymentChange(m, current.Deployment, *desired.Spec.Size)
+	r.recordScale(m, current.Deployment, *desired.Spec.Size)
 	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(m), service); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
 	}
-	if err := r.Apply(ctx, service, applyOpts...); err != nil {
+	if _, err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
 	}
+	// One Event for what was created: the events.k8s.io recorder folds Events of the same reason
+	// and action into one series and would keep only the first note.
+	var created []string
+	if current.Deployment == nil {
+		created = append(created, fmt.Sprintf("Deployment %s with %d memcached instances", m.Name, *desired.Spec.Size))
+	}
 	if !current.ServiceExists {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
-			"created Service %s on port %d", m.Name, *desired.Spec.ContainerPort)
+		created = append(created, fmt.Sprintf("Service %s on port %d", m.Name, *desired.Spec.ContainerPort))
+	}
+	if len(created) > 0 {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonCreated, "Create", "created %s", strings.Join(created, " and "))
 	}
 
 	setRolloutStatus(m, deployment, current.pods)
@@ -151,15 +161,13 @@ func (o observed) replicas() int32 {
 	return o.Deployment.Status.Replicas
 }
 
-// recordDeploymentChange records an Event when the apply created the Deployment or changed its
-// replicas, as judged from the cached Deployment before the apply.
+// recordScale records an Event when the apply changed the Deployment's replicas, as judged from
+// the cached Deployment before the apply.
 //
 // The cache may lag behind the apply of a previous reconcile by a moment; an Event recorded twice
 // then is folded into one Event series by the events.k8s.io recorder.
-func (r *Reconciler) recordDeploymentChange(m *cachev1alpha1.Memcached, before *appsv1.Deployment, size int32) {
+func (r *Reconciler) recordScale(m *cachev1alpha1.Memcached, before *appsv1.Deployment, size int32) {
 	if before == nil {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonCreated, "Create",
-			"created Deployment %s with %d memcached instances", m.Name, size)
 		return
 	}
 	if was := ptr.Deref(before.Spec.Replicas, 1); was != size {

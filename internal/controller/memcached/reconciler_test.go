@@ -138,8 +138,7 @@ func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 		t.Fatalf("Reconcile() = %v", err)
 	}
 	h.expectEvents(t,
-		"Normal Created created Deployment cache with 2 memcached instances",
-		"Normal Created created Service cache on port 11211")
+		"Normal Created created Deployment cache with 2 memcached instances and Service cache on port 11211")
 
 	m := h.memcached(t)
 	if len(m.Finalizers) != 0 {

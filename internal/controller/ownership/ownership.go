@@ -77,6 +77,8 @@ type Children struct {
 	Deployment *appsv1.Deployment
 	// ServiceExists reports whether the resource controls a Service of its name.
 	ServiceExists bool
+	// Service is the resource's own Service, nil when it controls none.
+	Service *corev1.Service
 	// Conflicts describe the objects under the resource's name that it does not control.
 	Conflicts []string
 }
@@ -99,9 +101,13 @@ func ObserveChildren(ctx context.Context, cached, live client.Reader, key client
 	if conflict != "" {
 		c.Conflicts = append(c.Conflicts, conflict)
 	}
-	c.ServiceExists, conflict, err = Observe(ctx, cached, live, key, &corev1.Service{}, "Service", ownerKind, owner)
+	svc := &corev1.Service{}
+	c.ServiceExists, conflict, err = Observe(ctx, cached, live, key, svc, "Service", ownerKind, owner)
 	if err != nil {
 		return c, err
+	}
+	if c.ServiceExists {
+		c.Service = svc
 	}
 	if conflict != "" {
 		c.Conflicts = append(c.Conflicts, conflict)

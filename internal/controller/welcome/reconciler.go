@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/apply"
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
@@ -85,13 +86,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	deployment := resources.WelcomeDeployment(desired, r.Image).WithOwnerReferences(owner)
 	service := resources.WelcomeService(desired).WithOwnerReferences(owner)
 	applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
-	if err := r.Apply(ctx, deployment, applyOpts...); err != nil {
+	if _, err := apply.Apply(ctx, r.Client, children.Deployment, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Deployment", err)
 	}
 	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(w), service); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Service", err)
 	}
-	if err := r.Apply(ctx, service, applyOpts...); err != nil {
+	if _, err := apply.Apply(ctx, r.Client, children.Service, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Service", err)
 	}
 
