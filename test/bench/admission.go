@@ -26,6 +26,7 @@ var admissionVariants = []variant{
 	{"webhooks", "auth.seedlabs.dev"},
 	{"VAP", policyGroup},
 	{"VAP+MAP", mutatingPolicyGroup},
+	{"trivial webhooks", trivialGroup},
 }
 
 // admissionSettings size the admission comparison.
@@ -146,6 +147,9 @@ func runAdmission(ctx context.Context, c *cluster, s admissionSettings, sample m
 	if err := waitForPolicies(ctx, api, sample); err != nil {
 		return nil, err
 	}
+	if err := waitForTrivialWebhooks(ctx, api, c.trivial, sample); err != nil {
+		return nil, err
+	}
 	before, err := webhookAdmissionMetrics(ctx, api)
 	if err != nil {
 		return nil, err
@@ -258,6 +262,24 @@ func waitForPolicies(ctx context.Context, api *apiClient, sample map[string]any)
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("not enforced within a minute: %s", strings.Join(pending, ", "))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitForTrivialWebhooks waits until a create in trivialGroup calls both trivial webhooks.
+func waitForTrivialWebhooks(ctx context.Context, api *apiClient, t *trivialWebhooks, sample map[string]any) error {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		before := t.calls.Load()
+		if _, err := dryRunCreate(ctx, api, trivialGroup, sample); err != nil {
+			return err
+		}
+		if t.calls.Load()-before == 2 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return errors.New("the trivial webhooks were not called within a minute")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -19,6 +19,8 @@ type auditEvent struct {
 	ObjectRef  *struct {
 		Resource    string `json:"resource"`
 		Subresource string `json:"subresource"`
+		Namespace   string `json:"namespace"`
+		Name        string `json:"name"`
 	} `json:"objectRef"`
 }
 
@@ -37,6 +39,15 @@ func (a *auditLog) offset() (int64, error) {
 // requests counts the entries from offset on by "verb resource[/subresource]", leaving out the
 // leader election Lease and marking dry runs.
 func (a *auditLog) requests(offset int64) (map[string]int, error) {
+	return a.count(offset, false)
+}
+
+// writes counts the write entries from offset on by "verb resource[/subresource] namespace/name".
+func (a *auditLog) writes(offset int64) (map[string]int, error) {
+	return a.count(offset, true)
+}
+
+func (a *auditLog) count(offset int64, writesByName bool) (map[string]int, error) {
 	f, err := os.Open(a.path)
 	if err != nil {
 		return nil, err
@@ -63,6 +74,12 @@ func (a *auditLog) requests(offset int64) (map[string]int, error) {
 		key := ev.Verb + " " + resource
 		if strings.Contains(ev.RequestURI, "dryRun=All") {
 			key += " (dry run)"
+		}
+		if writesByName {
+			if !isWrite(key) {
+				continue
+			}
+			key += " " + ev.ObjectRef.Namespace + "/" + ev.ObjectRef.Name
 		}
 		out[key]++
 	}

@@ -69,6 +69,8 @@ type cluster struct {
 	workDir        string
 	// audit is the API server's log of the manager's requests.
 	audit *auditLog
+	// trivial serves the trivial webhooks.
+	trivial *trivialWebhooks
 }
 
 // managerUser is who the manager process authenticates as; the audit policy logs this user only.
@@ -93,7 +95,7 @@ func startCluster(ctx context.Context, workDir string) (*cluster, error) {
 		return nil, err
 	}
 	var copies []*apiextensionsv1.CustomResourceDefinition
-	for _, group := range []string{bareGroup, policyGroup, mutatingPolicyGroup} {
+	for _, group := range []string{bareGroup, policyGroup, mutatingPolicyGroup, trivialGroup} {
 		copies = append(copies, crdInGroup(welcomeCRD, group))
 	}
 	auditPolicy := filepath.Join(workDir, "audit-policy.yaml")
@@ -115,6 +117,8 @@ func startCluster(ctx context.Context, workDir string) (*cluster, error) {
 		// Room for the Services of 10k objects, a third of them NodePort (Welcome's default).
 		Set("service-cluster-ip-range", "10.96.0.0/12").
 		Set("service-node-port-range", "20000-60000")
+	// Stopping an API server holding tens of thousands of objects and their watches takes a while.
+	env.ControlPlane.GetAPIServer().StopTimeout = time.Minute
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting envtest: %w", err), env.Stop())
@@ -158,6 +162,9 @@ func (c *cluster) setUp(ctx context.Context) error {
 		return err
 	}
 	if err := c.trustCA(ctx); err != nil {
+		return err
+	}
+	if c.trivial, err = c.serveTrivialWebhooks(ctx); err != nil {
 		return err
 	}
 	return c.installPolicies(ctx)
@@ -218,7 +225,13 @@ func (c *cluster) trustCA(ctx context.Context) error {
 	return nil
 }
 
-func (c *cluster) stop() error { return c.env.Stop() }
+func (c *cluster) stop() error {
+	var err error
+	if c.trivial != nil {
+		err = c.trivial.stop()
+	}
+	return errors.Join(err, c.env.Stop())
+}
 
 func readCRD(path string) (*apiextensionsv1.CustomResourceDefinition, error) {
 	data, err := os.ReadFile(path)

@@ -104,7 +104,9 @@ var crGVKs = []schema.GroupVersionKind{
 // into Deployments, Services and status with a plain client making those writes itself while the
 // operator's controllers are idle (the bench holds their Lease). After each operator round it
 // restarts the manager and counts the writes its resync of every object makes.
-func runConvergence(ctx context.Context, c *cluster, mf managerFlags, s convergenceSettings, smp *samples) (*convergenceResult, *managerProcess, []time.Duration, error) {
+func runConvergence(ctx context.Context, c *cluster, mf managerFlags, s convergenceSettings, smp *samples,
+	logf func(string, ...any),
+) (*convergenceResult, *managerProcess, []time.Duration, error) {
 	res := &convergenceResult{settings: s}
 	var startups []time.Duration
 	var mgr *managerProcess
@@ -146,6 +148,7 @@ func runConvergence(ctx context.Context, c *cluster, mf managerFlags, s converge
 			return fail(err)
 		}
 		res.plain = append(res.plain, elapsed.Seconds())
+		logf("round %d: plain client %.1f s", round+1, elapsed.Seconds())
 		if err := deleteRun(ctx, c, ns); err != nil {
 			return fail(err)
 		}
@@ -166,6 +169,7 @@ func runConvergence(ctx context.Context, c *cluster, mf managerFlags, s converge
 			return fail(err)
 		}
 		res.operator = append(res.operator, elapsed.Seconds())
+		logf("round %d: operator %.1f s", round+1, elapsed.Seconds())
 		requests, err := c.audit.requests(before)
 		if err != nil {
 			return fail(err)
@@ -193,18 +197,17 @@ func runConvergence(ctx context.Context, c *cluster, mf managerFlags, s converge
 		if err != nil {
 			return fail(err)
 		}
-		if requests, err = c.audit.requests(before); err != nil {
+		if requests, err = c.audit.writes(before); err != nil {
 			return fail(err)
 		}
 		writes := 0
 		for key, n := range requests {
-			if isWrite(key) {
-				writes += n
-				res.steadyWriteKinds = append(res.steadyWriteKinds, fmt.Sprintf("%s ×%d", key, n))
-			}
+			writes += n
+			res.steadyWriteKinds = append(res.steadyWriteKinds, fmt.Sprintf("%s ×%d", key, n))
 		}
 		res.steadyWrites = append(res.steadyWrites, float64(writes))
 		res.steadyReconciles = append(res.steadyReconciles, reconciles)
+		logf("round %d: resync of %.0f reconciles made %d writes", round+1, reconciles, writes)
 		if err := deleteRun(ctx, c, ns); err != nil {
 			return fail(err)
 		}

@@ -16,9 +16,13 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
 	"github.com/seedlabs/webhook-operator/test/testenv"
@@ -31,13 +35,17 @@ type settings struct {
 	convergence convergenceSettings
 	memory      int
 	certSwaps   int
+	// sections are the sections to run: handlers, admission, convergence, memory, start.
+	sections map[string]bool
 }
 
 func main() {
 	out := flag.String("out", filepath.Join("bin", "bench", "report.md"), "Where to write the report.")
 	managerBinary := flag.String("manager", filepath.Join("bin", "manager"), "The manager binary (make build).")
 	quick := flag.Bool("quick", false, "Small sizes, to try the bench out in a minute or two; the numbers are not worth much.")
+	sections := flag.String("sections", "handlers,admission,convergence,memory,start", "The sections to run, comma-separated.")
 	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 
 	s := settings{
 		admission:   admissionSettings{rounds: 5, requests: 300, concurrency: []int{1, 8}},
@@ -45,6 +53,10 @@ func main() {
 		convergence: convergenceSettings{rounds: 3, perKind: 1000, workers: 8},
 		memory:      10000,
 		certSwaps:   5,
+		sections:    map[string]bool{},
+	}
+	for _, name := range strings.Split(*sections, ",") {
+		s.sections[strings.TrimSpace(name)] = true
 	}
 	if *quick {
 		s.admission.rounds, s.admission.requests = 2, 60
@@ -71,6 +83,9 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 	if !filepath.IsAbs(out) {
 		out = filepath.Join(root, out)
 	}
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
 	workDir, err := os.MkdirTemp("", "webhook-operator-bench-")
 	if err != nil {
 		return err
@@ -80,10 +95,24 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 	logf := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "%s  %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
 	}
+	// The report is rewritten after every section, so that a section that fails keeps the others.
+	write := func() error {
+		r.finished = time.Now()
+		return os.WriteFile(out, []byte(r.markdown()), 0o644)
+	}
 
-	logf("handlers over HTTPS against a trivial stdlib handler")
-	if r.handlers, err = runHandlers(ctx, s.handlers, root, workDir); err != nil {
-		return fmt.Errorf("handlers: %w", err)
+	if s.sections["handlers"] {
+		logf("handlers over HTTPS against a trivial stdlib handler")
+		if r.handlers, err = runHandlers(ctx, s.handlers, root, workDir); err != nil {
+			return fmt.Errorf("handlers: %w", err)
+		}
+		if err := write(); err != nil {
+			return err
+		}
+	}
+	if !s.sections["admission"] && !s.sections["convergence"] && !s.sections["memory"] && !s.sections["start"] {
+		fmt.Print(r.markdown())
+		return nil
 	}
 
 	logf("starting the control plane")
@@ -91,69 +120,104 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 	if err != nil {
 		return err
 	}
+	var m *managerProcess
 	defer func() {
-		if stopErr := c.stop(); err == nil {
-			err = stopErr
+		if m != nil {
+			err = errors.Join(err, m.stop())
 		}
+		err = errors.Join(err, c.stop())
 	}()
 	mf := managerFlags{binary: managerBinary, logPath: filepath.Join(filepath.Dir(out), "manager.log")}
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
-	}
 	_ = os.Remove(mf.logPath)
-
-	// The admission comparison runs with the controllers idle, as the other variants have none.
-	if err := c.holdLease(ctx); err != nil {
-		return err
-	}
-	m, err := c.startManager(mf)
-	if err != nil {
-		return err
-	}
-	firstStart := m.servingAfter
-	sampleJSON, err := readSampleJSON(filepath.Join(root, "config", "samples", "auth_v1alpha1_welcome.yaml"))
-	if err != nil {
-		return err
-	}
-	var sample map[string]any
-	if err := yaml.Unmarshal(sampleJSON, &sample); err != nil {
-		return err
-	}
-	logf("admission through the API server: webhooks, bare CRD, ValidatingAdmissionPolicy, MutatingAdmissionPolicy")
-	if r.admission, err = runAdmission(ctx, c, s.admission, sample); err != nil {
-		return fmt.Errorf("admission: %w", errors.Join(err, m.stop()))
-	}
-	if err := m.stop(); err != nil {
-		return err
-	}
-
 	smp, err := readSamples(root)
 	if err != nil {
 		return err
 	}
-	logf("convergence: %d objects of each kind, operator against a plain client, %d rounds", s.convergence.perKind, s.convergence.rounds)
-	r.convergence, m, r.startups, err = runConvergence(ctx, c, mf, s.convergence, smp)
-	if err != nil {
-		return fmt.Errorf("convergence: %w", err)
-	}
-	r.startups = append([]time.Duration{firstStart}, r.startups...)
-	logf("memory with %d objects", s.memory)
-	r.memory, err = runMemory(ctx, c, m, smp, s.memory, s.convergence.workers)
-	if err != nil {
-		return fmt.Errorf("memory: %w", errors.Join(err, m.stop()))
-	}
-	logf("certificate swap")
-	r.certSwap, err = runCertificateSwap(c, s.certSwaps)
-	if err := errors.Join(err, m.stop()); err != nil {
-		return fmt.Errorf("certificate swap: %w", err)
-	}
-	r.finished = time.Now()
 
-	text := r.markdown()
-	if err := os.WriteFile(out, []byte(text), 0o644); err != nil {
-		return err
+	if s.sections["admission"] {
+		// With the controllers idle, as the other variants have none.
+		if err := c.holdLease(ctx); err != nil {
+			return err
+		}
+		if m, err = c.startManager(mf); err != nil {
+			return err
+		}
+		r.startups = append(r.startups, m.servingAfter)
+		sample, err := readSampleMap(filepath.Join(root, "config", "samples", "auth_v1alpha1_welcome.yaml"))
+		if err != nil {
+			return err
+		}
+		logf("admission through the API server: webhooks, bare CRD, VAP, VAP+MAP, trivial webhooks")
+		if r.admission, err = runAdmission(ctx, c, s.admission, sample); err != nil {
+			return fmt.Errorf("admission: %w", err)
+		}
+		if err := write(); err != nil {
+			return err
+		}
 	}
-	fmt.Print(text)
+
+	if s.sections["convergence"] {
+		if m != nil {
+			err, m = m.stop(), nil
+			if err != nil {
+				return err
+			}
+		}
+		logf("convergence: %d objects of each kind, operator against a plain client, %d rounds", s.convergence.perKind, s.convergence.rounds)
+		var startups []time.Duration
+		r.convergence, m, startups, err = runConvergence(ctx, c, mf, s.convergence, smp, logf)
+		r.startups = append(r.startups, startups...)
+		if err != nil {
+			return fmt.Errorf("convergence: %w", err)
+		}
+		if err := write(); err != nil {
+			return err
+		}
+	}
+
+	if s.sections["memory"] || s.sections["start"] {
+		if m == nil {
+			if err := c.holdLease(ctx); err != nil {
+				return err
+			}
+			if m, err = c.startManager(mf); err != nil {
+				return err
+			}
+			r.startups = append(r.startups, m.servingAfter)
+		}
+		if err := c.releaseLease(ctx); err != nil {
+			return err
+		}
+	}
+	if s.sections["memory"] {
+		logf("memory with %d objects", s.memory)
+		r.memory, err = runMemory(ctx, c, m, smp, s.memory, s.convergence.workers, filepath.Join(filepath.Dir(out), "manager-heap.pprof"))
+		if err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
+		if err := write(); err != nil {
+			return err
+		}
+	}
+	if s.sections["start"] {
+		logf("certificate swap")
+		if r.certSwap, err = runCertificateSwap(c, s.certSwaps); err != nil {
+			return fmt.Errorf("certificate swap: %w", err)
+		}
+		if err := write(); err != nil {
+			return err
+		}
+	}
+	fmt.Print(r.markdown())
 	logf("wrote %s", out)
 	return nil
+}
+
+func readSampleMap(path string) (map[string]any, error) {
+	data, err := readSampleJSON(path)
+	if err != nil {
+		return nil, err
+	}
+	var sample map[string]any
+	return sample, yaml.Unmarshal(data, &sample)
 }
