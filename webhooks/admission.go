@@ -33,6 +33,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -445,6 +446,14 @@ func jsonInt32(n *int32) []byte {
 		return []byte("null")
 	}
 	return strconv.AppendInt(nil, int64(*n), 10)
+}
+
+// jsonIntOrString is the JSON of an int-or-string, as intstr.IntOrString.MarshalJSON writes it.
+func jsonIntOrString(v intstr.IntOrString) []byte {
+	if v.Type == intstr.String {
+		return jsonString(v.StrVal)
+	}
+	return strconv.AppendInt(nil, int64(v.IntVal), 10)
 }
 
 // jsonString is the JSON of a string.

@@ -18,9 +18,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
@@ -455,4 +457,20 @@ func TestPanicsAreAnsweredAsControllerRuntimeAnswersThem(t *testing.T) {
 	}()
 	serveRaw(h, "application/json", body)
 	t.Error("the panic was answered")
+}
+
+// TestJSONValuesAreWrittenAsEncodingJSONWrites holds the values of a patch to encoding/json's
+// encoding of the same values.
+func TestJSONValuesAreWrittenAsEncodingJSONWrites(t *testing.T) {
+	for _, v := range []intstr.IntOrString{intstr.FromInt32(0), intstr.FromInt32(8080), intstr.FromInt32(-1),
+		intstr.FromString(""), intstr.FromString("http"), intstr.FromString(`<"é">`)} {
+		if got, want := string(jsonIntOrString(v)), asJSON(v); got != want {
+			t.Errorf("jsonIntOrString(%#v) = %s, encoding/json writes %s", v, got, want)
+		}
+	}
+	for _, n := range []*int32{nil, ptr.To[int32](0), ptr.To[int32](-7), ptr.To[int32](65535)} {
+		if got, want := string(jsonInt32(n)), asJSON(n); got != want {
+			t.Errorf("jsonInt32(%v) = %s, encoding/json writes %s", n, got, want)
+		}
+	}
 }

@@ -312,11 +312,7 @@ func deployObjectDefaultsPatch(body []byte, d *appv1.DeployObject) ([]byte, erro
 			patch.add(path+"/protocol", jsonString(port.Protocol))
 		}
 		if before.TargetPort != port.TargetPort {
-			value, err := json.Marshal(port.TargetPort)
-			if err != nil {
-				return nil, err
-			}
-			patch.add(path+"/targetPort", value)
+			patch.add(path+"/targetPort", jsonIntOrString(port.TargetPort))
 		}
 	}
 	return patch.bytes(), nil
