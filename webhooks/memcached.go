@@ -114,7 +114,7 @@ func memcachedDefaultsPatch(body []byte, m *cachev1alpha1.Memcached) ([]byte, er
 // memcachedScaleWebhook is the validating webhook of the memcacheds/scale subresource.
 func memcachedScaleWebhook(scheme *runtime.Scheme) *admissionWebhook {
 	validator := &memcachedScaleValidator{decoder: admission.NewDecoder(scheme)}
-	review := reviewing(func(ctx context.Context, _ []byte, req *admissionRequest[rawJSON, rawJSON]) (admissionv1.AdmissionResponse, bool) {
+	review := reviewing(false, func(ctx context.Context, _ []byte, req *admissionRequest[rawJSON, rawJSON]) (admissionv1.AdmissionResponse, bool) {
 		r := admission.Request{AdmissionRequest: req.AdmissionRequest}
 		r.Object.Raw, r.OldObject.Raw = req.Object, req.OldObject
 		return validator.Handle(ctx, r).AdmissionResponse, true
