@@ -118,7 +118,7 @@ func startCluster(ctx context.Context, workDir string) (*cluster, error) {
 		Set("service-cluster-ip-range", "10.96.0.0/12").
 		Set("service-node-port-range", "20000-60000")
 	// Stopping an API server holding tens of thousands of objects and their watches takes a while.
-	env.ControlPlane.GetAPIServer().StopTimeout = time.Minute
+	env.ControlPlaneStopTimeout = 2 * time.Minute
 	cfg, err := env.Start()
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("starting envtest: %w", err), env.Stop())
@@ -438,18 +438,19 @@ func freeAddress() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// heapInuse reads HeapInuse from the manager's heap profile after a forced garbage collection.
-func (m *managerProcess) heapInuse(ctx context.Context) (uint64, error) {
+// liveHeap reads HeapAlloc, the bytes of live objects, from the manager's heap profile after a
+// forced garbage collection.
+func (m *managerProcess) liveHeap(ctx context.Context) (uint64, error) {
 	body, err := get(ctx, m.pprof, "/debug/pprof/heap?gc=1&debug=1")
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range bytes.Split(body, []byte("\n")) {
-		if v, ok := strings.CutPrefix(string(line), "# HeapInuse = "); ok {
+		if v, ok := strings.CutPrefix(string(line), "# HeapAlloc = "); ok {
 			return strconv.ParseUint(strings.TrimSpace(v), 10, 64)
 		}
 	}
-	return 0, errors.New("no HeapInuse in the heap profile")
+	return 0, errors.New("no HeapAlloc in the heap profile")
 }
 
 // rss is the manager process's resident set size.

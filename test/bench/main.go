@@ -43,6 +43,7 @@ func main() {
 	out := flag.String("out", filepath.Join("bin", "bench", "report.md"), "Where to write the report.")
 	managerBinary := flag.String("manager", filepath.Join("bin", "manager"), "The manager binary (make build).")
 	quick := flag.Bool("quick", false, "Small sizes, to try the bench out in a minute or two; the numbers are not worth much.")
+	memoryObjects := flag.Int("memory-objects", 0, "How many objects the memory section converges; 0 means 10000, or 600 with -quick.")
 	sections := flag.String("sections", "handlers,admission,convergence,memory,start", "The sections to run, comma-separated.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
@@ -63,6 +64,9 @@ func main() {
 		s.handlers.rounds, s.handlers.duration = 2, 200*time.Millisecond
 		s.convergence.rounds, s.convergence.perKind = 1, 100
 		s.memory, s.certSwaps = 600, 2
+	}
+	if *memoryObjects > 0 {
+		s.memory = *memoryObjects
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

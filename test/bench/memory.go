@@ -21,7 +21,7 @@ const memoryNamespace = "memory"
 
 type memoryResult struct {
 	objects int
-	// emptyHeap is the manager's heap in use with nothing of ours stored; heap and rss with the
+	// emptyHeap is the manager's live heap with nothing of ours stored; heap and rss with the
 	// objects and their children cached.
 	emptyHeap, heap, rss uint64
 	// jsonBytes is the size of the cached objects as the API server serves them, and
@@ -35,7 +35,7 @@ type memoryResult struct {
 func runMemory(ctx context.Context, c *cluster, m *managerProcess, smp *samples, objects, workers int, heapProfile string) (*memoryResult, error) {
 	res := &memoryResult{objects: objects}
 	var err error
-	if res.emptyHeap, err = m.heapInuse(ctx); err != nil {
+	if res.emptyHeap, err = m.liveHeap(ctx); err != nil {
 		return nil, err
 	}
 	if err := c.createNamespace(ctx, memoryNamespace); err != nil {
@@ -46,7 +46,7 @@ func runMemory(ctx context.Context, c *cluster, m *managerProcess, smp *samples,
 	if res.converge, err = operatorRun(ctx, c, smp, memoryNamespace, convergenceSettings{perKind: perKind, workers: workers}); err != nil {
 		return nil, err
 	}
-	if res.heap, err = m.heapInuse(ctx); err != nil {
+	if res.heap, err = m.liveHeap(ctx); err != nil {
 		return nil, err
 	}
 	if res.rss, err = m.rss(); err != nil {
