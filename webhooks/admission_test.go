@@ -40,6 +40,9 @@ var testScheme = func() *runtime.Scheme {
 	return scheme
 }()
 
+// testDecoder decodes objects as controller-runtime's webhooks do.
+var testDecoder = admission.NewDecoder(testScheme)
+
 // testWebhooks are the webhooks as Setup registers them, under policy, with panics left to crash
 // the test instead of turning into a 500 reply.
 func testWebhooks(policy ImagePolicy) map[string]*admissionWebhook {
@@ -137,7 +140,7 @@ func patchedObject(t *testing.T, kind metav1.GroupVersionKind, object, patch []b
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := admission.NewDecoder(testScheme).DecodeRaw(runtime.RawExtension{Raw: object}, obj); err != nil {
+	if err := testDecoder.DecodeRaw(runtime.RawExtension{Raw: object}, obj); err != nil {
 		t.Fatalf("the patched object %s does not decode: %v", object, err)
 	}
 	return obj
