@@ -3,11 +3,14 @@ package webhooks
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"testing/iotest"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	gocmp "github.com/google/go-cmp/cmp"
@@ -475,5 +478,36 @@ func TestJSONValuesAreWrittenAsEncodingJSONWrites(t *testing.T) {
 		if got, want := string(jsonInt32(n)), asJSON(n); got != want {
 			t.Errorf("jsonInt32(%v) = %s, encoding/json writes %s", n, got, want)
 		}
+	}
+}
+
+// TestUnreadableBodiesAreAnsweredAsControllerRuntimeAnswersThem: a body that breaks off, and one
+// over controller-runtime's limit, get controller-runtime's answers.
+func TestUnreadableBodiesAreAnsweredAsControllerRuntimeAnswersThem(t *testing.T) {
+	h := testWebhooks(ImagePolicy{})[welcomeKind.validate]
+	bodies := map[string]func() io.Reader{
+		"broken off": func() io.Reader {
+			return io.MultiReader(strings.NewReader(`{"request":`), iotest.ErrReader(errors.New("connection reset")))
+		},
+		"too large": func() io.Reader { return strings.NewReader(strings.Repeat(" ", int(maxRequestSize)+1)) },
+	}
+	for name, body := range bodies {
+		t.Run(name, func(t *testing.T) {
+			serve := func(h http.Handler) (int, string) {
+				req := httptest.NewRequest(http.MethodPost, "/", body())
+				req.Header.Set("Content-Type", "application/json")
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				return rec.Code, rec.Body.String()
+			}
+			gotCode, got := serve(h)
+			wantCode, want := serve(h.exact)
+			if gotCode != wantCode || got != want {
+				t.Errorf("HTTP %d %s\ncontroller-runtime answers HTTP %d %s", gotCode, got, wantCode, want)
+			}
+			if !strings.Contains(got, `"allowed":false`) {
+				t.Errorf("the answer %s admits", got)
+			}
+		})
 	}
 }
