@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"os"
 	"strings"
+
+	"github.com/seedlabs/webhook-operator/internal/operator"
 )
 
 // auditLog reads the API server's audit log of the manager's requests.
@@ -36,8 +38,8 @@ func (a *auditLog) offset() (int64, error) {
 	return info.Size(), nil
 }
 
-// requests counts the entries from offset on by "verb resource[/subresource]", leaving out the
-// leader election Lease and marking dry runs.
+// requests counts the entries from offset on by "verb resource[/subresource]", leaving out leader
+// election (the Lease, and the Event a new leader posts) and marking dry runs.
 func (a *auditLog) requests(offset int64) (map[string]int, error) {
 	return a.count(offset, false)
 }
@@ -65,7 +67,7 @@ func (a *auditLog) count(offset int64, writesByName bool) (map[string]int, error
 			continue
 		}
 		resource := ev.ObjectRef.Resource
-		if resource == "leases" {
+		if resource == "leases" || isLeaderElectionEvent(ev) {
 			continue
 		}
 		if ev.ObjectRef.Subresource != "" {
@@ -84,6 +86,12 @@ func (a *auditLog) count(offset int64, writesByName bool) (map[string]int, error
 		out[key]++
 	}
 	return out, scanner.Err()
+}
+
+// isLeaderElectionEvent reports whether ev records the Event a manager posts on becoming leader.
+func isLeaderElectionEvent(ev auditEvent) bool {
+	return ev.ObjectRef.Resource == "events" && ev.ObjectRef.Namespace == leaseNamespace &&
+		strings.HasPrefix(ev.ObjectRef.Name, operator.LeaderElectionID+".")
 }
 
 // isWrite reports whether a requests key is a write.

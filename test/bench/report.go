@@ -149,7 +149,7 @@ func (r *report) convergenceTables(p func(string, ...any)) {
 	p("|---|---|---|")
 	p("| %s | %s | %s |", c.plain.format(" s", 1), c.operator.format(" s", 1), ratio(c.operator, c.plain).x())
 	p("")
-	p("The operator's API requests per object (from the API server's audit log, Lease renewals left out), last round:")
+	p("The operator's API requests per object (from the API server's audit log; leader election's Lease and Event left out), last round:")
 	p("")
 	if len(c.requestsPerObject) > 0 {
 		last := c.requestsPerObject[len(c.requestsPerObject)-1]
