@@ -15,21 +15,9 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-)
 
-// trivialAdmission is the baseline the handlers are compared with: a stdlib handler that decodes
-// the AdmissionReview, admits it and answers with the request's uid, and nothing else.
-var trivialAdmission = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	var review admissionv1.AdmissionReview
-	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-		http.Error(w, "bad review", http.StatusBadRequest)
-		return
-	}
-	review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
-	review.Request = nil
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(review)
-})
+	"github.com/seedlabs/webhook-operator/test/fixtures"
+)
 
 // benchEdits is the spec change each kind's update benchmarks make to the sample, as a JSON
 // merge patch: an update reaches the webhooks only when the spec changes.
@@ -69,10 +57,10 @@ func benchCases(b *testing.B) []benchCase {
 			return admissionReviewBody(b, k, admissionv1.Update, object, defaulted)
 		}
 		for _, c := range []benchCase{
-			{"trivial/create", trivialAdmission, create(sample)},
+			{"trivial/create", fixtures.TrivialAdmission, create(sample)},
 			{"mutate/create", handlers[k.mutate], create(sample)},
 			{"validate/create", handlers[k.validate], create(defaulted)},
-			{"trivial/update", trivialAdmission, update(edited)},
+			{"trivial/update", fixtures.TrivialAdmission, update(edited)},
 			{"mutate/update", handlers[k.mutate], update(edited)},
 			{"validate/update", handlers[k.validate], update(editedDefaulted)},
 		} {
@@ -115,7 +103,7 @@ func BenchmarkHandlersVsTrivial(b *testing.B) {
 			var handler, trivial []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				serveReview(b, trivialAdmission, c.body)
+				serveReview(b, fixtures.TrivialAdmission, c.body)
 				between := time.Now()
 				serveReview(b, c.handler, c.body)
 				handler = append(handler, time.Since(between))

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -78,19 +77,11 @@ func (a *apiClient) do(ctx context.Context, method, path, contentType string, bo
 	}
 	req.Header.Set("Content-Type", contentType)
 	req.Header.Set("Accept", "application/json")
-	resp, err := a.http.Do(req)
-	if err != nil {
-		return err
+	status, reply, err := roundTrip(a.http, req)
+	if err == nil && status != want {
+		err = fmt.Errorf("%s %s: HTTP %d: %s", method, path, status, reply)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	reply, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: HTTP %d: %s", method, path, resp.StatusCode, reply)
-	}
-	return nil
+	return err
 }
 
 func welcomesPath(group string) string {
@@ -315,12 +306,7 @@ func webhookAdmissionMetrics(ctx context.Context, api *apiClient) (map[string]su
 	if err != nil {
 		return nil, err
 	}
-	resp, err := api.http.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
+	_, body, err := roundTrip(api.http, req)
 	if err != nil {
 		return nil, err
 	}

@@ -356,19 +356,22 @@ func get(ctx context.Context, address, path string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	status, body, err := roundTrip(http.DefaultClient, req)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("GET %s%s: HTTP %d", address, path, status)
+	}
+	return body, err
+}
+
+// roundTrip sends req and reads the whole reply, so that the connection is kept alive.
+func roundTrip(c *http.Client, req *http.Request) (status int, body []byte, err error) {
+	resp, err := c.Do(req)
 	if err != nil {
-		return nil, err
+		return 0, nil, err
 	}
 	defer func() { _ = resp.Body.Close() }()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return nil, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s%s: %s", address, path, resp.Status)
-	}
-	return body, nil
+	body, err = io.ReadAll(resp.Body)
+	return resp.StatusCode, body, err
 }
 
 // holdLease takes the manager's leader election Lease for the bench, so that a manager process

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -30,20 +29,6 @@ import (
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
-
-// trivialAdmission is the baseline: a stdlib handler that decodes the AdmissionReview, admits it and
-// answers with the request's uid, and nothing else.
-var trivialAdmission = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-	var review admissionv1.AdmissionReview
-	if err := json.NewDecoder(r.Body).Decode(&review); err != nil || review.Request == nil {
-		http.Error(w, "bad review", http.StatusBadRequest)
-		return
-	}
-	review.Response = &admissionv1.AdmissionResponse{UID: review.Request.UID, Allowed: true}
-	review.Request = nil
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(review)
-})
 
 // kindUnderTest is one of the operator's kinds, with its sample and its webhooks' paths.
 type kindUnderTest struct {
@@ -141,7 +126,7 @@ func runHandlers(ctx context.Context, s handlerSettings, root, workDir string) (
 	}
 	trivialTLS := &tls.Config{Certificates: []tls.Certificate{cert}}
 	tlsOpts(trivialTLS)
-	trivialServer := &http.Server{Handler: trivialAdmission, TLSConfig: trivialTLS, ReadHeaderTimeout: 10 * time.Second}
+	trivialServer := &http.Server{Handler: fixtures.TrivialAdmission, TLSConfig: trivialTLS, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = trivialServer.Serve(tls.NewListener(trivialListener, trivialTLS)) }()
 	defer func() { _ = trivialServer.Close() }()
 
@@ -322,19 +307,11 @@ func postAllowed(ctx context.Context, c *http.Client, url string, body []byte) e
 		return err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	resp, err := c.Do(req)
-	if err != nil {
-		return err
+	status, reply, err := roundTrip(c, req)
+	if err == nil && (status != http.StatusOK || !bytes.Contains(reply, allowed)) {
+		err = fmt.Errorf("HTTP %d: %s", status, reply)
 	}
-	defer func() { _ = resp.Body.Close() }()
-	reply, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK || !bytes.Contains(reply, allowed) {
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, reply)
-	}
-	return nil
+	return err
 }
 
 func readSampleJSON(path string) ([]byte, error) {

@@ -11,6 +11,8 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
 // trivialGroup is matched by a mutating and a validating webhook that both call the trivial
@@ -43,7 +45,7 @@ func (c *cluster) serveTrivialWebhooks(ctx context.Context) (*trivialWebhooks, e
 	t.server = &http.Server{
 		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			t.calls.Add(1)
-			trivialAdmission(w, r)
+			fixtures.TrivialAdmission(w, r)
 		}),
 		TLSConfig:         tlsConfig,
 		ReadHeaderTimeout: 10 * time.Second,
