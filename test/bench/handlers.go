@@ -112,9 +112,13 @@ func runHandlers(ctx context.Context, s handlerSettings, root, workDir string) (
 		server.Register(path, h)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	serverDone := make(chan error, 1)
 	go func() { serverDone <- server.Start(ctx) }()
+	// The server and its certificate watcher stop before the certificates are removed.
+	defer func() {
+		cancel()
+		<-serverDone
+	}()
 
 	cert, err := tls.LoadX509KeyPair(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
 	if err != nil {
