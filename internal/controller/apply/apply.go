@@ -31,22 +31,22 @@ type configuration[T any] interface {
 //
 // The hash catches a field desired no longer sets, which the apply would remove; the comparison
 // catches a field someone else changed, which the apply would put back.
-func Apply[T configuration[T]](ctx context.Context, c client.Client, live client.Object, desired T, opts ...client.ApplyOption) (applied bool, err error) {
+func Apply[T configuration[T]](ctx context.Context, c client.Client, live client.Object, desired T, opts ...client.ApplyOption) error {
 	hash, err := hashOf(desired)
 	if err != nil {
-		return false, err
+		return err
 	}
 	desired.WithAnnotations(map[string]string{AnnotationDesired: hash})
 	if !isNil(live) && live.GetAnnotations()[AnnotationDesired] == hash {
 		holds, err := holds(live, desired)
 		if err != nil {
-			return false, err
+			return err
 		}
 		if holds {
-			return false, fill(desired, live)
+			return fill(desired, live)
 		}
 	}
-	return true, c.Apply(ctx, desired, opts...)
+	return c.Apply(ctx, desired, opts...)
 }
 
 func isNil(obj client.Object) bool {

@@ -101,13 +101,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
 		}
 	}
-	if _, err := apply.Apply(ctx, r.Client, current.Deployment, deployment, applyOpts...); err != nil {
+	if err := apply.Apply(ctx, r.Client, current.Deployment, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Deployment", err)
 	}
 	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(d), service); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
 	}
-	if _, err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
+	if err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
 	}
 	// One Event for what was created: the events.k8s.io recorder folds Events of the same reason

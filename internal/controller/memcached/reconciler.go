@@ -102,14 +102,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	deployment := resources.MemcachedDeployment(desired, r.Image).WithOwnerReferences(owner)
 	service := resources.MemcachedService(desired).WithOwnerReferences(owner)
 	applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
-	if _, err := apply.Apply(ctx, r.Client, current.Deployment, deployment, applyOpts...); err != nil {
+	if err := apply.Apply(ctx, r.Client, current.Deployment, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Deployment", err)
 	}
 	r.recordScale(m, current.Deployment, *desired.Spec.Size)
 	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(m), service); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
 	}
-	if _, err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
+	if err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
 	}
 	// One Event for what was created: the events.k8s.io recorder folds Events of the same reason

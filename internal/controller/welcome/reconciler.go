@@ -86,13 +86,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	deployment := resources.WelcomeDeployment(desired, r.Image).WithOwnerReferences(owner)
 	service := resources.WelcomeService(desired).WithOwnerReferences(owner)
 	applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
-	if _, err := apply.Apply(ctx, r.Client, children.Deployment, deployment, applyOpts...); err != nil {
+	if err := apply.Apply(ctx, r.Client, children.Deployment, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Deployment", err)
 	}
 	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(w), service); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Service", err)
 	}
-	if _, err := apply.Apply(ctx, r.Client, children.Service, service, applyOpts...); err != nil {
+	if err := apply.Apply(ctx, r.Client, children.Service, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Service", err)
 	}
 
