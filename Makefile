@@ -90,7 +90,7 @@ BENCH_OUT   ?= $(LOCALBIN)/bench/report.md
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: build controlplane ## Measure the operator beside its baselines on the embedded control plane and write a table of ratios to BENCH_OUT (about 15 minutes).
+bench: build controlplane ## Measure the operator beside its baselines on the embedded control plane and write a table of ratios to BENCH_OUT (about 20 minutes).
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go run ./test/bench -manager $(LOCALBIN)/manager -out $(BENCH_OUT) $(BENCH_FLAGS)
 
 .PHONY: lint
