@@ -6,26 +6,46 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 )
 
 // variant is one way the API server admits a Welcome.
 type variant struct {
 	name  string
 	group string
+	// complete creates the sample with every default already set, so that no defaulting is
+	// needed and the lacks-a-default matchCondition keeps the mutating webhook out.
+	complete bool
 }
 
 var admissionVariants = []variant{
-	{"bare CRD", bareGroup},
-	{"webhooks", "auth.seedlabs.dev"},
-	{"VAP", policyGroup},
-	{"VAP+MAP", mutatingPolicyGroup},
-	{"trivial webhooks", trivialGroup},
+	{name: "bare CRD", group: bareGroup},
+	{name: "webhooks", group: "auth.seedlabs.dev"},
+	{name: "webhooks, no default missing", group: "auth.seedlabs.dev", complete: true},
+	{name: "VAP", group: policyGroup},
+	{name: "VAP+MAP", group: mutatingPolicyGroup},
+	{name: "trivial webhooks", group: trivialGroup},
+}
+
+// withDefaults is the sample with the defaults the mutating webhook would fill already set.
+func withDefaults(sample map[string]any) map[string]any {
+	spec := map[string]any{
+		"replicas":    authv1alpha1.DefaultReplicas,
+		"port":        authv1alpha1.DefaultPort,
+		"serviceType": authv1alpha1.DefaultServiceType,
+	}
+	if given, ok := sample["spec"].(map[string]any); ok {
+		maps.Copy(spec, given)
+	}
+	return map[string]any{"spec": spec}
 }
 
 // admissionSettings size the admission comparison.
@@ -119,9 +139,9 @@ func runAdmission(ctx context.Context, c *cluster, s admissionSettings, sample m
 	}
 	// One stored Welcome per worker and variant, for the updates. A CRD may still be on its way
 	// to being served.
-	for _, v := range admissionVariants {
+	for vi, v := range admissionVariants {
 		for w := range maxConcurrency {
-			body := welcomeJSON(sample, v.group, fmt.Sprintf("stored-%d", w))
+			body := welcomeJSON(sample, v.group, storedName(vi, w))
 			deadline := time.Now().Add(30 * time.Second)
 			for {
 				err := api.do(ctx, http.MethodPost, welcomesPath(v.group), "application/json", body, http.StatusCreated)
@@ -152,8 +172,13 @@ func runAdmission(ctx context.Context, c *cluster, s admissionSettings, sample m
 		for _, op := range []string{"create", "update"} {
 			for _, n := range s.concurrency {
 				for i := range admissionVariants {
-					v := admissionVariants[(i+max(round, 0))%len(admissionVariants)]
-					latencies, err := admissionLoad(ctx, api, v, op, n, s.requests, sample, &seq)
+					vi := (i + max(round, 0)) % len(admissionVariants)
+					v := admissionVariants[vi]
+					body := sample
+					if v.complete {
+						body = withDefaults(sample)
+					}
+					latencies, err := admissionLoad(ctx, api, v, vi, op, n, s.requests, body, &seq)
 					if err != nil {
 						return nil, err
 					}
@@ -188,7 +213,7 @@ func runAdmission(ctx context.Context, c *cluster, s admissionSettings, sample m
 
 // admissionLoad sends requests dry-run creates (or updates of the stored Welcomes) of variant v
 // from n workers and returns each request's latency.
-func admissionLoad(ctx context.Context, api *apiClient, v variant, op string, n, requests int, sample map[string]any, seq *int) ([]time.Duration, error) {
+func admissionLoad(ctx context.Context, api *apiClient, v variant, vi int, op string, n, requests int, sample map[string]any, seq *int) ([]time.Duration, error) {
 	bodies := make([][]byte, requests)
 	paths := make([]string, requests)
 	for i := range requests {
@@ -198,7 +223,7 @@ func admissionLoad(ctx context.Context, api *apiClient, v variant, op string, n,
 			paths[i] = welcomesPath(v.group) + "?dryRun=All"
 			bodies[i] = welcomeJSON(sample, v.group, fmt.Sprintf("w-%d", *seq))
 		default:
-			paths[i] = fmt.Sprintf("%s/stored-%d?dryRun=All", welcomesPath(v.group), i%n)
+			paths[i] = welcomesPath(v.group) + "/" + storedName(vi, i%n) + "?dryRun=All"
 			bodies[i] = fmt.Appendf(nil, `{"spec":{"name":"Ada %d"}}`, *seq)
 		}
 	}
@@ -226,6 +251,9 @@ func admissionLoad(ctx context.Context, api *apiClient, v variant, op string, n,
 	wg.Wait()
 	return latencies, errors.Join(errs...)
 }
+
+// storedName names the Welcome worker w of variant vi updates.
+func storedName(vi, w int) string { return fmt.Sprintf("stored-%d-%d", vi, w) }
 
 // waitForPolicies waits until the API server enforces the policies: an invalid Welcome is refused in
 // both policy groups, and the mutating policy fills the defaults.

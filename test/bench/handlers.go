@@ -113,11 +113,15 @@ func runHandlers(ctx context.Context, s handlerSettings, root, workDir string) (
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	serverDone := make(chan error, 1)
-	go func() { serverDone <- server.Start(ctx) }()
-	// The server and its certificate watcher stop before the certificates are removed.
+	serverStopped := make(chan struct{})
+	go func() {
+		serverDone <- server.Start(ctx)
+		close(serverStopped)
+	}()
+	// The server stops before its certificates are removed.
 	defer func() {
 		cancel()
-		<-serverDone
+		<-serverStopped
 	}()
 
 	cert, err := tls.LoadX509KeyPair(filepath.Join(certDir, "tls.crt"), filepath.Join(certDir, "tls.key"))
