@@ -116,7 +116,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if current.Deployment == nil {
 		created = append(created, fmt.Sprintf("Deployment %s running %s with %d replicas", d.Name, desired.Spec.Image, *desired.Spec.Replicas))
 	}
-	if !current.ServiceExists {
+	if current.Service == nil {
 		created = append(created, fmt.Sprintf("Service %s on ports %s", d.Name, portList(desired.Spec.Ports)))
 	}
 	if len(created) > 0 {

@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if current.Deployment == nil {
 		created = append(created, fmt.Sprintf("Deployment %s with %d memcached instances", m.Name, *desired.Spec.Size))
 	}
-	if !current.ServiceExists {
+	if current.Service == nil {
 		created = append(created, fmt.Sprintf("Service %s on port %d", m.Name, *desired.Spec.ContainerPort))
 	}
 	if len(created) > 0 {

@@ -75,8 +75,6 @@ func Observe(ctx context.Context, cached, live client.Reader, key client.ObjectK
 type Children struct {
 	// Deployment is the resource's own Deployment, nil when it controls none.
 	Deployment *appsv1.Deployment
-	// ServiceExists reports whether the resource controls a Service of its name.
-	ServiceExists bool
 	// Service is the resource's own Service, nil when it controls none.
 	Service *corev1.Service
 	// Conflicts describe the objects under the resource's name that it does not control.
@@ -102,11 +100,11 @@ func ObserveChildren(ctx context.Context, cached, live client.Reader, key client
 		c.Conflicts = append(c.Conflicts, conflict)
 	}
 	svc := &corev1.Service{}
-	c.ServiceExists, conflict, err = Observe(ctx, cached, live, key, svc, "Service", ownerKind, owner)
+	ours, conflict, err = Observe(ctx, cached, live, key, svc, "Service", ownerKind, owner)
 	if err != nil {
 		return c, err
 	}
-	if c.ServiceExists {
+	if ours {
 		c.Service = svc
 	}
 	if conflict != "" {
