@@ -32,18 +32,25 @@ type configuration[T any] interface {
 // The hash catches a field desired no longer sets, which the apply would remove; the comparison
 // catches a field someone else changed, which the apply would put back.
 func Apply[T configuration[T]](ctx context.Context, c client.Client, live client.Object, desired T, opts ...client.ApplyOption) error {
-	hash, err := hashOf(desired)
+	want, err := json.Marshal(desired)
 	if err != nil {
-		return err
+		return fmt.Errorf("hashing the apply configuration: %w", err)
 	}
+	hash := hashOf(want)
 	desired.WithAnnotations(map[string]string{AnnotationDesired: hash})
+	// The annotation is compared here; the rest of desired is compared below without it.
 	if !isNil(live) && live.GetAnnotations()[AnnotationDesired] == hash {
-		holds, err := holds(live, desired)
+		have, err := json.Marshal(live)
+		if err != nil {
+			return err
+		}
+		holds, err := holds(want, have)
 		if err != nil {
 			return err
 		}
 		if holds {
-			return fill(desired, live)
+			// desired becomes the stored object, as the reply to an apply would make it.
+			return json.Unmarshal(have, desired)
 		}
 	}
 	return c.Apply(ctx, desired, opts...)
@@ -57,51 +64,28 @@ func isNil(obj client.Object) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// hashOf is a hash of the configuration's JSON; encoding/json writes struct fields in a fixed
-// order and map keys sorted.
-func hashOf(desired any) (string, error) {
-	data, err := json.Marshal(desired)
-	if err != nil {
-		return "", fmt.Errorf("hashing the apply configuration: %w", err)
-	}
-	sum := sha256.Sum256(data)
-	return hex.EncodeToString(sum[:16]), nil
+// hashOf is a hash of a configuration's JSON; encoding/json writes struct fields in a fixed order
+// and map keys sorted.
+func hashOf(configuration []byte) string {
+	sum := sha256.Sum256(configuration)
+	return hex.EncodeToString(sum[:16])
 }
 
-// holds reports whether live has every value desired sets.
-func holds(live client.Object, desired any) (bool, error) {
-	want, err := toJSONValue(desired)
-	if err != nil {
+// holds reports whether the object in JSON have has every value the configuration in JSON want sets.
+func holds(want, have []byte) (bool, error) {
+	var w, h any
+	if err := json.Unmarshal(want, &w); err != nil {
+		return false, err
+	}
+	if err := json.Unmarshal(have, &h); err != nil {
 		return false, err
 	}
 	// A typed object read from the API server or the cache may come without its kind.
-	if m, ok := want.(map[string]any); ok {
+	if m, ok := w.(map[string]any); ok {
 		delete(m, "apiVersion")
 		delete(m, "kind")
 	}
-	have, err := toJSONValue(live)
-	if err != nil {
-		return false, err
-	}
-	return Subset(want, have), nil
-}
-
-func toJSONValue(v any) (any, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	var out any
-	return out, json.Unmarshal(data, &out)
-}
-
-// fill makes desired the stored object, as the reply to an apply would.
-func fill(desired any, live client.Object) error {
-	data, err := json.Marshal(live)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, desired)
+	return Subset(w, h), nil
 }
 
 // Subset reports whether every value in want is in have, for decoded JSON: an object's keys must

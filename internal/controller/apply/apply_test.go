@@ -164,14 +164,15 @@ func TestApply(t *testing.T) {
 
 // TestHashOf: configurations that differ hash differently, so an edit is never skipped.
 func TestHashOf(t *testing.T) {
-	a, err := hashOf(appsv1ac.Deployment("d", "ns").WithSpec(appsv1ac.DeploymentSpec().WithReplicas(1)))
-	if err != nil {
-		t.Fatal(err)
+	hash := func(d *appsv1ac.DeploymentApplyConfiguration) string {
+		data, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hashOf(data)
 	}
-	b, err := hashOf(appsv1ac.Deployment("d", "ns").WithSpec(appsv1ac.DeploymentSpec().WithReplicas(2)))
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := hash(appsv1ac.Deployment("d", "ns").WithSpec(appsv1ac.DeploymentSpec().WithReplicas(1)))
+	b := hash(appsv1ac.Deployment("d", "ns").WithSpec(appsv1ac.DeploymentSpec().WithReplicas(2)))
 	if a == b {
 		t.Errorf("two configurations hash alike: %s", a)
 	}
