@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -526,8 +527,11 @@ func forceUninstall(ctx SpecContext) {
 // kube-apiserver within milliseconds here (a real kubelet takes about a second to notice).
 const crashWindow = 2 * time.Second
 
-// splitCrashFailures separates the admission failures that a SIGKILL explains (a connection to
-// the killed pod's webhook port, refused or reset, within crashWindow of the kill) from the rest.
+// splitCrashFailures separates the admission failures that a SIGKILL explains from the rest: a
+// connection-level error (refused, reset, broken, or EOF on a request in flight when the process
+// died) within crashWindow of the kill, naming no webhook address but the killed pod's. An EOF
+// names only the Service's host, so it is tied to the kill by time alone; no graceful delete
+// falls within crashWindow of a SIGKILL, since the kills are requestsPerKill requests apart.
 func splitCrashFailures(failures []loadFailure, kills []kill) (crashed, unexplained []loadFailure) {
 	for _, f := range failures {
 		explained := false
@@ -535,9 +539,7 @@ func splitCrashFailures(failures []loadFailure, kills []kill) (crashed, unexplai
 			if !strings.HasPrefix(k.how, "SIGKILL") || k.ip == "" || f.at.Before(k.at) || f.at.After(k.at.Add(crashWindow)) {
 				continue
 			}
-			msg := f.err.Error()
-			if strings.Contains(msg, k.ip+":9443") &&
-				(strings.Contains(msg, "connection refused") || strings.Contains(msg, "connection reset by peer")) {
+			if isConnectionFailure(f.err.Error(), k.ip) {
 				explained = true
 				break
 			}
@@ -549,4 +551,27 @@ func splitCrashFailures(failures []loadFailure, kills []kill) (crashed, unexplai
 		}
 	}
 	return crashed, unexplained
+}
+
+// webhookAddress matches a webhook replica's address in kube-apiserver's error messages.
+var webhookAddress = regexp.MustCompile(`\b(\d{1,3}(?:\.\d{1,3}){3}):9443\b`)
+
+// isConnectionFailure reports whether msg, kube-apiserver's error for a webhook call, says the
+// connection failed rather than the call being answered or timing out, and names no replica's
+// address but ip.
+func isConnectionFailure(msg, ip string) bool {
+	for _, m := range webhookAddress.FindAllStringSubmatch(msg, -1) {
+		if m[1] != ip {
+			return false
+		}
+	}
+	for _, s := range []string{
+		"connection refused", "connection reset by peer", "broken pipe", "transport connection broken",
+		": EOF", "http2: client connection lost",
+	} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
