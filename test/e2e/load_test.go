@@ -36,11 +36,17 @@ type loadKind struct {
 	// and Services each object gets are named after it.
 	short     string
 	newObject func(namespace, name string, version int) client.Object
-	// patch is a JSON merge patch that moves the spec to version; every one changes .spec, so
-	// every one goes through the webhooks.
+	// patch is a JSON merge patch that moves the spec to version; every one changes .spec. The
+	// validating webhooks are called for every create and patch of a Welcome (it has an image,
+	// which only the webhook can judge) and of a DeployObject, whose creates also call the
+	// mutating webhook (a port without a targetPort); a Memcached's are kept from the webhooks by
+	// their matchConditions, as a valid object's are.
 	patch   func(version int) string
 	version func(obj client.Object) (int, error)
 }
+
+// loadWelcomeImage is the image of the load's Welcomes: any image policy of the suite admits it.
+const loadWelcomeImage = "ghcr.io/seedlabs/welcome-web:v1"
 
 var loadKinds = map[string]loadKind{
 	"Welcome": {
@@ -48,7 +54,8 @@ var loadKinds = map[string]loadKind{
 		newObject: func(namespace, name string, version int) client.Object {
 			return &authv1alpha1.Welcome{
 				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-				Spec:       authv1alpha1.WelcomeSpec{Name: welcomeName(version), Replicas: ptr.To[int32](1), ServiceType: corev1.ServiceTypeClusterIP},
+				Spec: authv1alpha1.WelcomeSpec{Name: welcomeName(version), Replicas: ptr.To[int32](1), ServiceType: corev1.ServiceTypeClusterIP,
+					Image: loadWelcomeImage},
 			}
 		},
 		patch: func(version int) string { return fmt.Sprintf(`{"spec":{"name":%q}}`, welcomeName(version)) },

@@ -79,40 +79,55 @@ var _ = Describe("The webhook configurations' matchConditions", func() {
 		validate = "/validate-auth-seedlabs-dev-v1alpha1-welcome"
 	)
 
-	It("keep updates that leave the spec alone away from the webhooks, and send the others", Serial, func(ctx SpecContext) {
+	It("keep requests that cannot change the answer away from the webhooks, and send the others", Serial, func(ctx SpecContext) {
 		ns := newNamespace(ctx)
+		calls := func() [2]float64 { return [2]float64{webhookCalls(mutate), webhookCalls(validate)} }
 		w := newWelcome(ns, "quiet", authv1alpha1.WelcomeSpec{Name: "Ada"})
-		before := [2]float64{webhookCalls(mutate), webhookCalls(validate)}
+		before := calls()
 		Expect(k8s.Create(ctx, w)).To(Succeed())
-		Expect([2]float64{webhookCalls(mutate), webhookCalls(validate)}).To(Equal([2]float64{before[0] + 1, before[1] + 1}),
-			"a create of an object that lacks defaults calls each webhook once")
+		Expect(calls()).To(Equal(before),
+			"a create of a valid object, which the CRD's schema defaults, called a webhook")
+		Expect(w.Spec).To(Equal(authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To(authv1alpha1.DefaultReplicas),
+			Port: ptr.To(authv1alpha1.DefaultPort), ServiceType: authv1alpha1.DefaultServiceType}), "the schema's defaults")
 
 		By("editing labels, annotations and finalizers")
-		before = [2]float64{webhookCalls(mutate), webhookCalls(validate)}
 		patch := client.MergeFrom(w.DeepCopy())
 		w.Labels = map[string]string{"team": "web"}
 		w.Annotations = map[string]string{"note": "hello"}
 		w.Finalizers = []string{"example.com/hold"}
 		Expect(k8s.Patch(ctx, w, patch)).To(Succeed())
-		Expect([2]float64{webhookCalls(mutate), webhookCalls(validate)}).To(Equal(before), "a metadata edit called a webhook")
+		Expect(calls()).To(Equal(before), "a metadata edit called a webhook")
 
-		By("editing the spec")
+		By("editing the spec to values that can only be admitted")
 		patch = client.MergeFrom(w.DeepCopy())
-		w.Spec.Name = "Grace"
+		w.Spec.Name, w.Spec.Port = "Grace", ptr.To[int32](9000)
 		w.Finalizers = nil
 		Expect(k8s.Patch(ctx, w, patch)).To(Succeed())
-		// At least once, not exactly: when the controller's status write lands between the API
-		// server's read and write of this patch, the API server retries the update and admits it
-		// again, calling the webhook a second time.
-		Expect(webhookCalls(validate)).To(BeNumerically(">=", before[1]+1), "a spec edit must call the validating webhook")
-		Expect(webhookCalls(mutate)).To(Equal(before[0]), "a spec edit of an object that lacks no default called the mutating webhook")
+		Expect(calls()).To(Equal(before), "a spec edit that may-be-refused passes called a webhook")
 
-		By("editing the spec, dropping a default")
-		before = [2]float64{webhookCalls(mutate), webhookCalls(validate)}
-		Expect(k8s.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"name":"Ada","port":null}}`)))).To(Succeed())
-		Expect(webhookCalls(mutate)).To(BeNumerically(">=", before[0]+1), "a spec edit that drops a default must call the mutating webhook")
-		Expect(webhookCalls(validate)).To(BeNumerically(">=", before[1]+1), "a spec edit must call the validating webhook")
+		By("editing the spec to values the validating webhook may refuse or warn about")
+		// A password is admitted with a warning; an image is for the image policy to judge.
+		for _, edit := range []string{`{"spec":{"password":"hunter2"}}`, `{"spec":{"image":"nginx:1.27"}}`} {
+			before = calls()
+			Expect(k8s.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(edit)))).To(Succeed())
+			// At least once, not exactly: when the controller's status write lands between the
+			// API server's read and write of this patch, the API server retries the update and
+			// admits it again, calling the webhook a second time.
+			Expect(webhookCalls(validate)).To(BeNumerically(">=", before[1]+1), "%s must call the validating webhook", edit)
+			Expect(webhookCalls(mutate)).To(Equal(before[0]), "%s, which lacks no default, called the mutating webhook", edit)
+		}
+
+		By("editing the spec, dropping a default the schema fills again")
+		before = calls()
+		Expect(k8s.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"port":null}}`)))).To(Succeed())
+		Expect(webhookCalls(mutate)).To(Equal(before[0]), "a default the schema fills called the mutating webhook")
 		Expect(w.Spec.Port).To(HaveValue(Equal(authv1alpha1.DefaultPort)), "the dropped port is defaulted again")
+
+		By("editing the spec, emptying a default the schema cannot fill")
+		before = calls()
+		Expect(k8s.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"serviceType":""}}`)))).To(Succeed())
+		Expect(webhookCalls(mutate)).To(BeNumerically(">=", before[0]+1), "an empty serviceType must call the mutating webhook")
+		Expect(w.Spec.ServiceType).To(Equal(authv1alpha1.DefaultServiceType), "the emptied serviceType is defaulted again")
 	})
 
 	// Each case creates an object and says whether it lacks a field its kind's defaulting fills:
@@ -124,13 +139,15 @@ var _ = Describe("The webhook configurations' matchConditions", func() {
 		lacks    bool
 		defaults func(client.Object)
 	}
-	welcomeDefaults := func(name string, lacks bool, spec authv1alpha1.WelcomeSpec) defaultsCase {
-		return defaultsCase{name: "Welcome " + name, lacks: lacks,
+	// A Welcome or Memcached the Go types can write lacks no default once the CRD's schema has
+	// defaulted it: only JSON reaches the mutating webhook (below).
+	welcomeDefaults := func(name string, spec authv1alpha1.WelcomeSpec) defaultsCase {
+		return defaultsCase{name: "Welcome " + name,
 			object:   &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "w-" + name}, Spec: spec},
 			defaults: func(o client.Object) { webhooks.DefaultWelcome(o.(*authv1alpha1.Welcome)) }}
 	}
-	memcachedDefaults := func(name string, lacks bool, spec cachev1alpha1.MemcachedSpec) defaultsCase {
-		return defaultsCase{name: "Memcached " + name, lacks: lacks,
+	memcachedDefaults := func(name string, spec cachev1alpha1.MemcachedSpec) defaultsCase {
+		return defaultsCase{name: "Memcached " + name,
 			object:   &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "m-" + name}, Spec: spec},
 			defaults: func(o client.Object) { webhooks.DefaultMemcached(o.(*cachev1alpha1.Memcached)) }}
 	}
@@ -153,18 +170,21 @@ var _ = Describe("The webhook configurations' matchConditions", func() {
 	It("keep objects that lack no default away from the mutating webhooks, and send the others", Serial, func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		cases := []defaultsCase{
-			welcomeDefaults("complete", false, authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](0), Port: ptr.To[int32](9000),
+			welcomeDefaults("complete", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](0), Port: ptr.To[int32](9000),
 				ServiceType: corev1.ServiceTypeClusterIP}),
-			welcomeDefaults("no-replicas", true, authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](9000), ServiceType: corev1.ServiceTypeClusterIP}),
-			welcomeDefaults("no-port", true, authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), ServiceType: corev1.ServiceTypeClusterIP}),
-			welcomeDefaults("no-service-type", true, authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), Port: ptr.To[int32](9000)}),
-			memcachedDefaults("complete", false, cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2), ContainerPort: ptr.To[int32](11311)}),
-			memcachedDefaults("no-size", true, cachev1alpha1.MemcachedSpec{ContainerPort: ptr.To[int32](11311)}),
-			memcachedDefaults("no-container-port", true, cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}),
-			memcachedDefaults("empty", true, cachev1alpha1.MemcachedSpec{}),
+			// The CRD's schema defaults replicas, port and serviceType before admission, as
+			// DefaultWelcome would: an object that leaves them out no longer lacks them when admitted.
+			welcomeDefaults("no-replicas", authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](9000), ServiceType: corev1.ServiceTypeClusterIP}),
+			welcomeDefaults("no-port", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), ServiceType: corev1.ServiceTypeClusterIP}),
+			welcomeDefaults("no-service-type", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), Port: ptr.To[int32](9000)}),
+			welcomeDefaults("only-a-name", authv1alpha1.WelcomeSpec{Name: "Ada"}),
+			memcachedDefaults("complete", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2), ContainerPort: ptr.To[int32](11311)}),
+			memcachedDefaults("no-size", cachev1alpha1.MemcachedSpec{ContainerPort: ptr.To[int32](11311)}),
+			memcachedDefaults("no-container-port", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}),
+			memcachedDefaults("empty", cachev1alpha1.MemcachedSpec{}),
 			deployObjectDefaults("complete", false, ptr.To[int32](0), web,
 				complete("dns", 53, intstr.FromString("dns"), corev1.ProtocolUDP)),
-			deployObjectDefaults("no-replicas", true, nil, web),
+			deployObjectDefaults("no-replicas", false, nil, web),
 			// The CRD's schema defaults an absent protocol to TCP (k8s.io/api's default for a
 			// ServicePort), before admission: the object no longer lacks it when admitted.
 			deployObjectDefaults("port-without-protocol", false, ptr.To[int32](1), web,
@@ -205,7 +225,35 @@ var _ = Describe("The webhook configurations' matchConditions", func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "d-port-with-empty-protocol"}, stored)).To(Succeed())
 		Expect(stored.Spec.Ports).To(ConsistOf(web))
 
+		By("Welcome with an empty serviceType, which the schema does not default")
+		path = mutatingPath["Welcome"]
+		before = webhookCalls(path)
+		Expect(k8s.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "auth.seedlabs.dev/v1alpha1", "kind": "Welcome",
+			"metadata": map[string]any{"name": "w-empty-service-type", "namespace": ns},
+			"spec":     map[string]any{"name": "Ada", "serviceType": ""},
+		}})).To(Succeed())
+		Expect(webhookCalls(path)).To(Equal(before+1), "an empty serviceType lacks a default: the mutating webhook must be called once")
+		storedWelcome := &authv1alpha1.Welcome{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w-empty-service-type"}, storedWelcome)).To(Succeed())
+		Expect(storedWelcome.Spec.ServiceType).To(Equal(authv1alpha1.DefaultServiceType))
+
+		By("Memcached without a spec, which the schema does not default")
+		path = mutatingPath["Memcached"]
+		before = webhookCalls(path)
+		Expect(k8s.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "cache.seedlabs.dev/v1alpha1", "kind": "Memcached",
+			"metadata": map[string]any{"name": "m-no-spec", "namespace": ns},
+		}})).To(Succeed())
+		Expect(webhookCalls(path)).To(Equal(before+1), "a Memcached without a spec lacks defaults: the mutating webhook must be called once")
+		storedMemcached := &cachev1alpha1.Memcached{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "m-no-spec"}, storedMemcached)).To(Succeed())
+		want := &cachev1alpha1.Memcached{}
+		webhooks.DefaultMemcached(want)
+		Expect(storedMemcached.Spec).To(Equal(want.Spec))
+
 		By("DeployObject with a null port, which the matchConditions send on and validation refuses")
+		path = mutatingPath["DeployObject"]
 		before = webhookCalls(path)
 		err := k8s.Create(ctx, deployObjectJSON(ns, "d-null-port", nil))
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)

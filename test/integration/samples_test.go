@@ -75,6 +75,37 @@ var _ = Describe("Samples in config/samples", func() {
 		}
 	})
 
+	// Every valid Welcome and Memcached sample is one the matchConditions can tell is admitted as
+	// it is: kube-apiserver calls none of their webhooks. A DeployObject always has an image,
+	// which only the validating webhook can judge against the image policy.
+	It("reach no webhook when they are valid Welcomes and Memcacheds", Serial, func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		paths := []string{
+			"/mutate-auth-seedlabs-dev-v1alpha1-welcome", "/validate-auth-seedlabs-dev-v1alpha1-welcome",
+			"/mutate-cache-seedlabs-dev-v1alpha1-memcached", "/validate-cache-seedlabs-dev-v1alpha1-memcached",
+		}
+		calls := func() []float64 {
+			out := make([]float64, len(paths))
+			for i, p := range paths {
+				out[i] = webhookCalls(p)
+			}
+			return out
+		}
+		applied := 0
+		for _, path := range sampleFiles("") {
+			u := readSample(path)
+			if u.GetKind() != "Welcome" && u.GetKind() != "Memcached" {
+				continue
+			}
+			u.SetNamespace(ns)
+			before := calls()
+			Expect(applyAsKubectl(ctx, u)).To(Succeed(), "applying %s", filepath.Base(path))
+			Expect(calls()).To(Equal(before), "applying %s called a webhook (%v)", filepath.Base(path), paths)
+			applied++
+		}
+		Expect(applied).To(BeNumerically(">=", 4))
+	})
+
 	It("are refused when invalid, naming exactly the fields they break, and nothing is stored", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		files := sampleFiles("invalid")

@@ -6,7 +6,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// DefaultReplicas is the number of pods when spec.replicas is unset.
+// DefaultReplicas is the number of pods when spec.replicas is unset. The CRD's schema applies it
+// before admission (a +kubebuilder:default marker, which a test holds equal to it).
 const DefaultReplicas int32 = 1
 
 // Condition types a DeployObject reports in status.conditions.
@@ -48,8 +49,9 @@ const (
 // Image rules and ranges are enforced by the validating webhook, not by this schema, so that one
 // bad object gets every violation in a single reply.
 type DeployObjectSpec struct {
-	// Replicas is the number of pods.
+	// Replicas is the number of pods. Defaults to 1.
 	// +optional
+	// +kubebuilder:default=1
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Image is the container image, with an explicit tag or digest.

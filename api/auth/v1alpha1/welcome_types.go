@@ -5,7 +5,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Defaults the mutating webhook applies to a Welcome.
+// Defaults of a Welcome. The CRD's schema applies them before admission (the +kubebuilder:default
+// markers below, which a test holds equal to these); the mutating webhook fills what the schema
+// cannot: an empty serviceType, or a spec sent as null.
 const (
 	// DefaultReplicas is the number of web server pods when spec.replicas is unset.
 	DefaultReplicas int32 = 1
@@ -78,10 +80,12 @@ type WelcomeSpec struct {
 
 	// Replicas is the number of web server pods. Defaults to 1; 0 is allowed and stops the app.
 	// +optional
+	// +kubebuilder:default=1
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Port is the port the web server listens on and the Service exposes, 1-65535. Defaults to 8088.
 	// +optional
+	// +kubebuilder:default=8088
 	Port *int32 `json:"port,omitempty"`
 
 	// Image overrides the web server image the operator is configured with.
@@ -90,6 +94,7 @@ type WelcomeSpec struct {
 
 	// ServiceType is how the web server is exposed: NodePort (the default), ClusterIP or LoadBalancer.
 	// +optional
+	// +kubebuilder:default=NodePort
 	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
 }
 

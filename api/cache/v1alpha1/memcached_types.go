@@ -4,7 +4,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Defaults the mutating webhook applies to a Memcached, and the range the validating webhook allows.
+// Defaults of a Memcached, which the CRD's schema applies before admission (the +kubebuilder:default
+// markers below, which a test holds equal to these; the mutating webhook fills them into a spec
+// sent as null), and the range the validating webhook allows.
 const (
 	// DefaultSize is the number of memcached instances when spec.size is unset.
 	DefaultSize int32 = 1
@@ -58,12 +60,14 @@ const (
 // Ranges are enforced by the validating webhook, not by this schema, so that one bad object gets
 // every violation in a single reply.
 type MemcachedSpec struct {
-	// Size is the number of memcached instances, 1-3.
+	// Size is the number of memcached instances, 1-3. Defaults to 1.
 	// +optional
+	// +kubebuilder:default=1
 	Size *int32 `json:"size,omitempty"`
 
-	// ContainerPort is the port memcached listens on and the Service exposes, 1-65535.
+	// ContainerPort is the port memcached listens on and the Service exposes, 1-65535. Defaults to 11211.
 	// +optional
+	// +kubebuilder:default=11211
 	ContainerPort *int32 `json:"containerPort,omitempty"`
 }
 

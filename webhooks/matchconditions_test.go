@@ -1,0 +1,357 @@
+package webhooks
+
+import (
+	"context"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/admission"
+	celplugin "k8s.io/apiserver/pkg/admission/plugin/cel"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook"
+	"k8s.io/apiserver/pkg/authentication/user"
+	"k8s.io/apiserver/pkg/cel/environment"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
+)
+
+// The validating webhooks of Welcome and Memcached are called only when their may-be-refused
+// matchCondition holds. These tests evaluate the matchConditions of config/webhook/manifests.yaml
+// with kube-apiserver's own compiler and matcher (k8s.io/apiserver), and hold them to the rules:
+// whenever Validate<Kind> returns an error or a warning, under the strictest image policy and
+// with no image policy at all, the webhook must be called. The envtest suite checks the same
+// through the API server for the rules' tables.
+
+// webhookMatcher evaluates one webhook's matchConditions as kube-apiserver does.
+type webhookMatcher struct {
+	accessor webhook.WebhookAccessor
+	compiler celplugin.ConditionCompiler
+	gvr      schema.GroupVersionResource
+	gvk      schema.GroupVersionKind
+}
+
+// validatingMatcher is the matcher of the validating webhook name in config/webhook/manifests.yaml.
+func validatingMatcher(tb testing.TB, name string, gvk schema.GroupVersionKind, resource string) *webhookMatcher {
+	tb.Helper()
+	data, err := os.ReadFile("../config/webhook/manifests.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var config admissionregistrationv1.ValidatingWebhookConfiguration
+		if err := yaml.Unmarshal([]byte(doc), &config); err != nil {
+			tb.Fatal(err)
+		}
+		if config.Kind != "ValidatingWebhookConfiguration" {
+			continue
+		}
+		for i := range config.Webhooks {
+			if config.Webhooks[i].Name != name {
+				continue
+			}
+			return &webhookMatcher{
+				accessor: webhook.NewValidatingWebhookAccessor(name, config.Name, &config.Webhooks[i]),
+				compiler: celplugin.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())),
+				gvr:      gvk.GroupVersion().WithResource(resource),
+				gvk:      gvk,
+			}
+		}
+	}
+	tb.Fatalf("no validating webhook %s in config/webhook/manifests.yaml", name)
+	return nil
+}
+
+// calls reports whether kube-apiserver would call the webhook for op on obj (and old, on an
+// update), failing the test when a matchCondition does not evaluate: with failurePolicy Fail that
+// refuses the request with an error that is not a field error.
+func (m *webhookMatcher) calls(tb testing.TB, op admission.Operation, subresource string, obj, old runtime.Object) bool {
+	tb.Helper()
+	var versioned [2]runtime.Object
+	for i, o := range []runtime.Object{obj, old} {
+		if o == nil || reflect.ValueOf(o).IsNil() {
+			continue
+		}
+		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		versioned[i] = &unstructured.Unstructured{Object: u}
+	}
+	name := ""
+	if accessor, ok := obj.(interface{ GetName() string }); ok {
+		name = accessor.GetName()
+	}
+	attrs := admission.NewAttributesRecord(versioned[0], versioned[1], m.gvk, "default", name, m.gvr, subresource, op,
+		nil, false, &user.DefaultInfo{Name: "kubernetes-admin"})
+	result := m.accessor.GetCompiledMatcher(m.compiler).Match(context.Background(), &admission.VersionedAttributes{
+		Attributes:         attrs,
+		VersionedKind:      m.gvk,
+		VersionedObject:    admission.NewLazyObject(versioned[0]),
+		VersionedOldObject: admission.NewLazyObject(versioned[1]),
+	}, nil, nil)
+	if result.Error != nil {
+		tb.Fatalf("the matchCondition %q of %s does not evaluate: %v", result.FailedConditionName, m.accessor.GetName(), result.Error)
+	}
+	return result.Matches
+}
+
+var (
+	welcomeGVK   = authv1alpha1.GroupVersion.WithKind("Welcome")
+	memcachedGVK = cachev1alpha1.GroupVersion.WithKind("Memcached")
+	scaleGVK     = schema.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
+)
+
+// imagePolicies are the policies the may-be-refused conditions must hold under: none, and the
+// envtest suite's allow-list.
+func imagePolicies(tb testing.TB) []ImagePolicy {
+	tb.Helper()
+	strict, err := NewImagePolicy(fixtures.AllowedRegistries)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return []ImagePolicy{{}, strict}
+}
+
+// requireWelcomeCall fails unless the validating webhook is called for w whenever ValidateWelcome
+// finds anything in it, as a create and as an update of old.
+func requireWelcomeCall(tb testing.TB, m *webhookMatcher, policies []ImagePolicy, w, old *authv1alpha1.Welcome) {
+	tb.Helper()
+	if m.calls(tb, admission.Create, "", w, nil) {
+		return
+	}
+	for _, policy := range policies {
+		errs, warnings := ValidateWelcome(nil, w, policy)
+		if len(errs) > 0 || len(warnings) > 0 {
+			tb.Fatalf("the validating webhook is not called for %+v, which it refuses or warns about: %v %v", w, errs, warnings)
+		}
+		if old != nil {
+			if errs, warnings := ValidateWelcome(old, w, policy); len(errs) > 0 || len(warnings) > 0 {
+				tb.Fatalf("the validating webhook is not called for an update to %+v, which it refuses or warns about: %v %v", w, errs, warnings)
+			}
+		}
+	}
+}
+
+// requireMemcachedCall is requireWelcomeCall for a Memcached.
+func requireMemcachedCall(tb testing.TB, m *webhookMatcher, mc, old *cachev1alpha1.Memcached) {
+	tb.Helper()
+	if m.calls(tb, admission.Create, "", mc, nil) {
+		return
+	}
+	for _, o := range []*cachev1alpha1.Memcached{nil, old} {
+		if errs, warnings := ValidateMemcached(o, mc); len(errs) > 0 || len(warnings) > 0 {
+			tb.Fatalf("the validating webhook is not called for %+v (old %+v), which it refuses or warns about: %v %v", mc, o, errs, warnings)
+		}
+	}
+}
+
+func TestWelcomeMayBeRefused(t *testing.T) {
+	m := validatingMatcher(t, "vwelcome.auth.seedlabs.dev", welcomeGVK, "welcomes")
+	policies := imagePolicies(t)
+	// valid is a Welcome the webhook admits with no warning, changed by changes.
+	valid := func(changes ...func(*authv1alpha1.WelcomeSpec)) *authv1alpha1.Welcome {
+		return welcome(append([]func(*authv1alpha1.WelcomeSpec){func(s *authv1alpha1.WelcomeSpec) {
+			s.Replicas, s.Port, s.ServiceType = ptr.To[int32](2), ptr.To[int32](8088), corev1.ServiceTypeNodePort
+		}}, changes...)...)
+	}
+	skipped := []struct {
+		name string
+		w    *authv1alpha1.Welcome
+	}{
+		{"the defaults", valid()},
+		{"every field a valid object may have", valid(func(s *authv1alpha1.WelcomeSpec) {
+			s.UserID, s.Groups, s.Email = ptr.To[int32](1815), []string{"engineering", "analysts"}, "ada.lovelace+web@example.co.uk"
+			s.Port, s.ServiceType = ptr.To[int32](65535), "LoadBalancer"
+		})},
+		{"the lowest values", valid(func(s *authv1alpha1.WelcomeSpec) {
+			s.UserID, s.Replicas, s.Port, s.ServiceType = ptr.To[int32](1), ptr.To[int32](1), ptr.To[int32](1), "ClusterIP"
+		})},
+	}
+	for _, c := range skipped {
+		if m.calls(t, admission.Create, "", c.w, nil) {
+			t.Errorf("%s: the validating webhook is called for a Welcome it can only admit", c.name)
+		}
+		requireWelcomeCall(t, m, policies, c.w, nil)
+	}
+
+	called := []struct {
+		name   string
+		change func(*authv1alpha1.Welcome)
+	}{
+		{"a name that is no DNS-1035 label", func(w *authv1alpha1.Welcome) { w.Name = "hello.world" }},
+		{"a name of 64 characters", func(w *authv1alpha1.Welcome) { w.Name = strings.Repeat("a", 64) }},
+		{"a blank spec.name", func(w *authv1alpha1.Welcome) { w.Spec.Name = " \t" }},
+		{"a spec.name of only punctuation", func(w *authv1alpha1.Welcome) { w.Spec.Name = "¡!" }},
+		{"userID 0", func(w *authv1alpha1.Welcome) { w.Spec.UserID = ptr.To[int32](0) }},
+		{"userID 65536", func(w *authv1alpha1.Welcome) { w.Spec.UserID = ptr.To[int32](65536) }},
+		{"an empty group", func(w *authv1alpha1.Welcome) { w.Spec.Groups = []string{"a", " "} }},
+		{"a duplicate group", func(w *authv1alpha1.Welcome) { w.Spec.Groups = []string{"a", "b", "a"} }},
+		{"an email with a display name", func(w *authv1alpha1.Welcome) { w.Spec.Email = "Ada <ada@example.com>" }},
+		{"an email without a domain dot", func(w *authv1alpha1.Welcome) { w.Spec.Email = "ada@localhost" }},
+		{"a password, which warns", func(w *authv1alpha1.Welcome) { w.Spec.Password = "hunter2" }},
+		{"0 replicas, which warns", func(w *authv1alpha1.Welcome) { w.Spec.Replicas = ptr.To[int32](0) }},
+		{"negative replicas", func(w *authv1alpha1.Welcome) { w.Spec.Replicas = ptr.To[int32](-1) }},
+		{"port 0", func(w *authv1alpha1.Welcome) { w.Spec.Port = ptr.To[int32](0) }},
+		{"port 65536", func(w *authv1alpha1.Welcome) { w.Spec.Port = ptr.To[int32](65536) }},
+		{"an image, which the image policy decides", func(w *authv1alpha1.Welcome) { w.Spec.Image = "ghcr.io/seedlabs/welcome-web:v1" }},
+		{"an unsupported serviceType", func(w *authv1alpha1.Welcome) { w.Spec.ServiceType = "ExternalName" }},
+	}
+	for _, c := range called {
+		w := valid()
+		c.change(w)
+		if !m.calls(t, admission.Create, "", w, nil) {
+			t.Errorf("%s: the validating webhook is not called", c.name)
+		}
+	}
+	// A Welcome of groups too many to check within the matchCondition's cost is sent on.
+	many := valid(func(s *authv1alpha1.WelcomeSpec) {
+		for i := range 33 {
+			s.Groups = append(s.Groups, "group-"+string(rune('a'+i%26))+strings.Repeat("x", i))
+		}
+	})
+	if !m.calls(t, admission.Create, "", many, nil) {
+		t.Error("a Welcome of 33 groups is not sent to the validating webhook")
+	}
+}
+
+// TestMayBeRefusedReadsEveryField fails when a field is added to a spec that the may-be-refused
+// expression does not read: a rule on it would go unchecked for every object the condition skips.
+func TestMayBeRefusedReadsEveryField(t *testing.T) {
+	for _, c := range []struct {
+		webhook string
+		spec    any
+	}{
+		{"vwelcome.auth.seedlabs.dev", authv1alpha1.WelcomeSpec{}},
+		{"vmemcached.cache.seedlabs.dev", cachev1alpha1.MemcachedSpec{}},
+	} {
+		m := validatingMatcher(t, c.webhook, welcomeGVK, "welcomes")
+		var expression string
+		for _, mc := range m.accessor.GetMatchConditions() {
+			if mc.Name == "may-be-refused" {
+				expression = mc.Expression
+			}
+		}
+		if expression == "" {
+			t.Fatalf("%s has no may-be-refused matchCondition", c.webhook)
+		}
+		typ := reflect.TypeOf(c.spec)
+		for i := range typ.NumField() {
+			name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+			if !strings.Contains(expression, "object.spec."+name) {
+				t.Errorf("the may-be-refused condition of %s does not read spec.%s", c.webhook, name)
+			}
+		}
+	}
+}
+
+func TestMemcachedMayBeRefused(t *testing.T) {
+	m := validatingMatcher(t, "vmemcached.cache.seedlabs.dev", memcachedGVK, "memcacheds")
+	for _, size := range []int32{-1, 0, 1, 2, 3, 4, 100} {
+		for _, port := range []int32{-1, 0, 1, 11211, 65535, 65536} {
+			for _, name := range []string{"cache", "my.cache", strings.Repeat("c", 64)} {
+				mc := memcached(ptr.To(size), ptr.To(port))
+				mc.Name = name
+				for _, old := range []int32{1, 3, 5, size} {
+					requireMemcachedCall(t, m, mc, memcached(ptr.To(old), ptr.To(port)))
+				}
+				wantSkip := size >= 1 && size <= 3 && port >= 1 && port <= 65535 && name == "cache"
+				if got := !m.calls(t, admission.Create, "", mc, nil); got != wantSkip {
+					t.Errorf("size %d, port %d, name %q: skipped %v, want %v", size, port, name, got, wantSkip)
+				}
+			}
+		}
+	}
+	if m.calls(t, admission.Create, "", &cachev1alpha1.Memcached{ObjectMeta: memcached(nil, nil).ObjectMeta}, nil) {
+		t.Error("a Memcached without a spec, which can only be admitted, is sent to the validating webhook")
+	}
+}
+
+func TestMemcachedScaleMayBeRefused(t *testing.T) {
+	m := validatingMatcher(t, "vmemcachedscale.cache.seedlabs.dev", scaleGVK, "memcacheds")
+	for _, replicas := range []int32{-1, 0, 1, 2, 3, 4} {
+		for _, old := range []int32{0, 1, 3, 5} {
+			scale, oldScale := scaleObject(replicas), scaleObject(old)
+			errs, warnings := validateSizeChange(ptr.To(old), ptr.To(replicas), nil)
+			calls := m.calls(t, admission.Update, "scale", scale, oldScale)
+			if !calls && (len(errs) > 0 || len(warnings) > 0) {
+				t.Errorf("a scale from %d to %d is refused or warned about, and the webhook is not called", old, replicas)
+			}
+			// An unchanged scale is no spec change (spec-changed), which is never refused.
+			if calls != (replicas != old && (replicas < 1 || replicas > 3)) {
+				t.Errorf("a scale from %d to %d: called %v", old, replicas, calls)
+			}
+		}
+	}
+}
+
+// FuzzWelcomeMayBeRefused requires of any Welcome that the validating webhook is called whenever
+// ValidateWelcome refuses it or warns about it.
+func FuzzWelcomeMayBeRefused(f *testing.F) {
+	f.Add("welcome-sample", "Ada", "ada@example.com", "engineering", "analysts", "", "", "", int64(1815), int64(1), int64(8088), uint8(0xff))
+	f.Add("hello.world", " ", "Ada <ada@example.com>", "a", "a", "hunter2", "nginx:latest", "ExternalName", int64(0), int64(0), int64(0), uint8(0xff))
+	f.Add("w", "x", "a.b@c.d", "", "", "", "", "ClusterIP", int64(65535), int64(-1), int64(65536), uint8(0))
+	m := validatingMatcher(f, "vwelcome.auth.seedlabs.dev", welcomeGVK, "welcomes")
+	policies := imagePolicies(f)
+	f.Fuzz(func(t *testing.T, name, specName, email, group1, group2, password, image, serviceType string, userID, replicas, port int64, set uint8) {
+		w := welcome()
+		w.Name = name
+		w.Spec = authv1alpha1.WelcomeSpec{Name: specName, Email: email, Password: password, Image: image,
+			ServiceType: corev1.ServiceType(serviceType)}
+		if set&1 != 0 {
+			w.Spec.UserID = ptr.To(int32(userID))
+		}
+		if set&2 != 0 {
+			w.Spec.Replicas = ptr.To(int32(replicas))
+		}
+		if set&4 != 0 {
+			w.Spec.Port = ptr.To(int32(port))
+		}
+		if set&8 != 0 {
+			w.Spec.Groups = append(w.Spec.Groups, group1)
+		}
+		if set&16 != 0 {
+			w.Spec.Groups = append(w.Spec.Groups, group2)
+		}
+		requireWelcomeCall(t, m, policies, w, welcome())
+	})
+}
+
+// FuzzMemcachedMayBeRefused is FuzzWelcomeMayBeRefused for a Memcached, as a create and as an
+// update of a Memcached of size old.
+func FuzzMemcachedMayBeRefused(f *testing.F) {
+	f.Add("memcached-sample", int64(3), int64(11211), int64(5), uint8(0xff))
+	f.Add("cache.local", int64(0), int64(0), int64(0), uint8(0x3))
+	m := validatingMatcher(f, "vmemcached.cache.seedlabs.dev", memcachedGVK, "memcacheds")
+	f.Fuzz(func(t *testing.T, name string, size, port, old int64, set uint8) {
+		mc := memcached(nil, nil)
+		mc.Name = name
+		if set&1 != 0 {
+			mc.Spec.Size = ptr.To(int32(size))
+		}
+		if set&2 != 0 {
+			mc.Spec.ContainerPort = ptr.To(int32(port))
+		}
+		requireMemcachedCall(t, m, mc, memcached(ptr.To(int32(old)), mc.Spec.ContainerPort))
+	})
+}
+
+// scaleObject is the Scale of a Memcached of size replicas, as kube-apiserver makes it.
+func scaleObject(replicas int32) *autoscalingv1.Scale {
+	return &autoscalingv1.Scale{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
+		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "default"},
+		Spec:       autoscalingv1.ScaleSpec{Replicas: replicas},
+	}
+}
