@@ -13,38 +13,37 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 )
 
 // variant is one way the API server admits a Welcome.
 type variant struct {
 	name  string
 	group string
-	// complete creates the sample with every default already set, so that no defaulting is
-	// needed and the lacks-a-default matchCondition keeps the mutating webhook out.
-	complete bool
+	// bothCalled sends the sample with an empty serviceType, which the CRD's schema does not
+	// default, and an image, which only the validating webhook can judge: the matchConditions
+	// send it to both webhooks, as every create went before they could tell.
+	bothCalled bool
 }
 
 var admissionVariants = []variant{
 	{name: "bare CRD", group: bareGroup},
 	{name: "webhooks", group: "auth.seedlabs.dev"},
-	{name: "webhooks, no default missing", group: "auth.seedlabs.dev", complete: true},
+	{name: "webhooks, both called", group: "auth.seedlabs.dev", bothCalled: true},
 	{name: "VAP", group: policyGroup},
 	{name: "VAP+MAP", group: mutatingPolicyGroup},
 	{name: "trivial webhooks", group: trivialGroup},
 }
 
-// withDefaults is the sample with the defaults the mutating webhook would fill already set.
-func withDefaults(sample map[string]any) map[string]any {
-	spec := map[string]any{
-		"replicas":    authv1alpha1.DefaultReplicas,
-		"port":        authv1alpha1.DefaultPort,
-		"serviceType": authv1alpha1.DefaultServiceType,
-	}
+// bothCalledImage is an image any image policy of the bench admits.
+const bothCalledImage = "ghcr.io/seedlabs/welcome-web:v1"
+
+// forBothWebhooks is the sample with what sends it to both webhooks (bothCalled).
+func forBothWebhooks(sample map[string]any) map[string]any {
+	spec := map[string]any{}
 	if given, ok := sample["spec"].(map[string]any); ok {
 		maps.Copy(spec, given)
 	}
+	spec["serviceType"], spec["image"] = "", bothCalledImage
 	return map[string]any{"spec": spec}
 }
 
@@ -175,8 +174,8 @@ func runAdmission(ctx context.Context, c *cluster, s admissionSettings, sample m
 					vi := (i + max(round, 0)) % len(admissionVariants)
 					v := admissionVariants[vi]
 					body := sample
-					if v.complete {
-						body = withDefaults(sample)
+					if v.bothCalled {
+						body = forBothWebhooks(sample)
 					}
 					latencies, err := admissionLoad(ctx, api, v, vi, op, n, s.requests, body, &seq)
 					if err != nil {
@@ -225,6 +224,9 @@ func admissionLoad(ctx context.Context, api *apiClient, v variant, vi int, op st
 		default:
 			paths[i] = welcomesPath(v.group) + "/" + storedName(vi, i%n) + "?dryRun=All"
 			bodies[i] = fmt.Appendf(nil, `{"spec":{"name":"Ada %d"}}`, *seq)
+			if v.bothCalled {
+				bodies[i] = fmt.Appendf(nil, `{"spec":{"name":"Ada %d","serviceType":"","image":%q}}`, *seq, bothCalledImage)
+			}
 		}
 	}
 	latencies := make([]time.Duration, requests)

@@ -49,7 +49,7 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 
 	s := settings{
-		admission:   admissionSettings{rounds: 5, requests: 300, concurrency: []int{1, 8}},
+		admission:   admissionSettings{rounds: 11, requests: 300, concurrency: []int{1, 8}},
 		handlers:    handlerSettings{rounds: 5, duration: 500 * time.Millisecond, concurrency: []int{1, 8}},
 		convergence: convergenceSettings{rounds: 3, perKind: 1000, workers: 8},
 		memory:      10000,
