@@ -106,9 +106,10 @@ lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and fix what it can.
 ##@ Build
 
 .PHONY: build
-build: manifests generate fmt vet ## Build the manager and the welcome-web operand (the Dockerfile's flags).
+build: manifests generate fmt vet ## Build the manager, the welcome-web operand (the Dockerfile's flags) and the kubectl plugin.
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/manager ./cmd/manager
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/welcome-web ./cmd/welcome-web
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/kubectl-webhook_operator ./cmd/kubectl-webhook_operator
 
 # The welcome-web image, for docker-build.
 WELCOME_IMG ?= ghcr.io/seedlabs/welcome-web:v0.1.0
@@ -185,7 +186,7 @@ module_dir = $$(cd test/tools/e2e && go mod download $(1) && go list -m -f '{{.D
 
 .PHONY: test-e2e
 test-e2e: build controlplane $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) e2e-tools $(KUSTOMIZE) ## Deploy the operator with make deploy onto a real control plane with kwok nodes and cert-manager, no containers, and test it.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_MANAGER="$(LOCALBIN)/manager" E2E_IMG="$(E2E_IMG)" \
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_MANAGER="$(LOCALBIN)/manager" E2E_KUBECTL_PLUGIN="$(LOCALBIN)/kubectl-webhook_operator" E2E_IMG="$(E2E_IMG)" \
 	E2E_KWOK="$(KWOK)" E2E_KWOK_STAGES="$(KWOK_STAGES)" E2E_CERT_MANAGER="$(CERT_MANAGER)" E2E_CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" \
 	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 35m -v ./test/e2e/ -ginkgo.v
 

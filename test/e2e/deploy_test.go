@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -209,6 +210,27 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 			}
 			Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: s.obj.GetName()}, s.kind.newObject()))).
 				To(BeTrue(), "%s was stored", path)
+		}
+	}, SpecTimeout(2*time.Minute))
+
+	// The kubectl plugin runs the same admission offline: on PATH, `kubectl webhook-operator lint`
+	// must admit what the cluster admits and refuse what it refuses, in the same words.
+	It("lints every sample with kubectl webhook-operator as the cluster admits it", func(ctx SpecContext) {
+		for _, path := range sampleFiles("") {
+			out, stderr, err := kubectlPlugin(ctx, "webhook-operator", "lint", "-f", path)
+			Expect(err).NotTo(HaveOccurred(), "kubectl webhook-operator lint -f %s: %s", path, stderr)
+			Expect(out).To(HaveSuffix(" valid\n"), "%s", path)
+		}
+		for _, path := range sampleFiles("invalid") {
+			_, applied, err := kubectl(ctx, "apply", "--dry-run=server", "-n", samplesNamespace, "-f", path)
+			Expect(err).To(HaveOccurred(), "kubectl apply -f %s was accepted", path)
+			_, linted, err := kubectlPlugin(ctx, "webhook-operator", "lint", "-f", path)
+			var exit *exec.ExitError
+			Expect(errors.As(err, &exit)).To(BeTrue(), "kubectl webhook-operator lint -f %s: %v", path, err)
+			Expect(exit.ExitCode()).To(Equal(1), "%s", path)
+			lintedMessage, found := strings.CutPrefix(linted, path+": ")
+			Expect(found).To(BeTrue(), "lint printed %s", linted)
+			Expect(lintedMessage).To(Equal(applied), "%s: lint's words are not kubectl's", filepath.Base(path))
 		}
 	}, SpecTimeout(2*time.Minute))
 

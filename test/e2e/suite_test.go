@@ -59,6 +59,7 @@ type settings struct {
 	assets    string // etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
 	kustomize string
 	manager   string // the manager binary, built with the Dockerfile's flags
+	plugin    string // the kubectl plugin kubectl-webhook_operator
 	image     string // the image `make deploy IMG=` sets
 	artifacts string // logs and cluster state, kept after the run
 	binaries  cluster.Binaries
@@ -77,6 +78,7 @@ func readSettings() settings {
 		assets:    get("KUBEBUILDER_ASSETS"),
 		kustomize: get("KUSTOMIZE"),
 		manager:   get("E2E_MANAGER"),
+		plugin:    get("E2E_KUBECTL_PLUGIN"),
 		image:     get("E2E_IMG"),
 		artifacts: get("E2E_ARTIFACTS"),
 	}
@@ -136,6 +138,25 @@ func kubectl(ctx context.Context, args ...string) (string, string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// kubectlPlugin runs kubectl as kubectl, with the operator's plugin on PATH, as a user who
+// installed it would.
+func kubectlPlugin(ctx context.Context, args ...string) (string, string, error) {
+	dir, err := os.MkdirTemp("", "kubectl-plugins-")
+	if err != nil {
+		return "", "", err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	if err := os.Symlink(cfg.plugin, filepath.Join(dir, filepath.Base(cfg.plugin))); err != nil {
+		return "", "", err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(cfg.assets, "kubectl"), args...)
+	cmd.Env = append(os.Environ(), "KUBECONFIG="+kube.Kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
 	return stdout.String(), stderr.String(), err
 }
 

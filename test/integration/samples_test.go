@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 
@@ -11,37 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/seedlabs/webhook-operator/internal/lint"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/test/testenv"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
-
-// refusedSamples maps every file in config/samples/invalid to the fields its refusal must name.
-var refusedSamples = map[string][]string{
-	"welcome-empty-name.yaml":   {"spec.name"},
-	"welcome-userid.yaml":       {"spec.userID"},
-	"welcome-port.yaml":         {"spec.port"},
-	"welcome-replicas.yaml":     {"spec.replicas"},
-	"welcome-email.yaml":        {"spec.email"},
-	"welcome-groups.yaml":       {"spec.groups[1]", "spec.groups[2]"},
-	"welcome-service-type.yaml": {"spec.serviceType"},
-	"welcome-everything.yaml": {
-		"spec.name", "spec.userID", "spec.email", "spec.groups[1]", "spec.replicas", "spec.port", "spec.serviceType",
-	},
-	"memcached-size-zero.yaml":          {"spec.size"},
-	"memcached-size-four.yaml":          {"spec.size"},
-	"memcached-size-negative.yaml":      {".spec.size"}, // the API server's own scale subresource check
-	"memcached-container-port.yaml":     {"spec.containerPort"},
-	"memcached-everything.yaml":         {"spec.size", "spec.containerPort"},
-	"deployobject-image-latest.yaml":    {"spec.image"},
-	"deployobject-image-untagged.yaml":  {"spec.image"},
-	"deployobject-image-uppercase.yaml": {"spec.image"},
-	"deployobject-no-ports.yaml":        {"spec.ports"},
-	"deployobject-ports.yaml":           {"spec.ports[0].name", "spec.ports[1].name", "spec.ports[1]", "spec.ports[2].protocol"},
-	"deployobject-resources.yaml":       {"spec.resources.requests[cpu]"},
-	"deployobject-everything.yaml": {
-		"spec.image", "spec.replicas", "spec.ports[0].port", "spec.ports[0].targetPort", "spec.env[0].name",
-		"spec.resources.requests[memory]",
-	},
-}
 
 func readSample(path string) *unstructured.Unstructured {
 	data, err := os.ReadFile(path)
@@ -106,6 +81,39 @@ var _ = Describe("Samples in config/samples", func() {
 		Expect(applied).To(BeNumerically(">=", 4))
 	})
 
+	// kubectl webhook-operator lint runs the same rules offline: for every sample it must come to
+	// the API server's verdict, in the API server's words.
+	It("get the API server's verdict from kubectl webhook-operator lint", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		policy, err := webhooks.NewImagePolicy(fixtures.AllowedRegistries)
+		Expect(err).NotTo(HaveOccurred())
+		linter := lint.Linter{Policy: policy}
+		for _, path := range append(sampleFiles(""), sampleFiles("invalid")...) {
+			name := filepath.Base(path)
+			data, err := os.ReadFile(path)
+			Expect(err).NotTo(HaveOccurred())
+			results, err := linter.Lint(name, bytes.NewReader(data))
+			Expect(err).NotTo(HaveOccurred())
+			Expect(results).To(HaveLen(1), "%s", name)
+			linted := results[0]
+
+			u := readSample(path)
+			u.SetNamespace(ns)
+			applied := k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("kubectl"), client.DryRunAll)
+			if applied == nil {
+				Expect(linted.Verdict).To(Equal(lint.Valid), "%s: the API server admits it, lint says %s", name, linted.Message)
+				continue
+			}
+			Expect(linted.Verdict).To(Equal(lint.Invalid), "%s: the API server refuses it (%v), lint does not", name, applied)
+			Expect(applied.Error()).To(HaveSuffix(linted.Message), "%s: lint's message is not the API server's", name)
+			fields := make([]string, 0, len(linted.Violations))
+			for _, v := range linted.Violations {
+				fields = append(fields, v.Field)
+			}
+			Expect(fields).To(Equal(causes(applied)), "%s: lint names other fields than the API server", name)
+		}
+	})
+
 	It("are refused when invalid, naming exactly the fields they break, and nothing is stored", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		files := sampleFiles("invalid")
@@ -113,8 +121,8 @@ var _ = Describe("Samples in config/samples", func() {
 		for _, path := range files {
 			name := filepath.Base(path)
 			names = append(names, name)
-			want, known := refusedSamples[name]
-			Expect(known).To(BeTrue(), "%s has no expected refusal in refusedSamples", name)
+			want, known := fixtures.RefusedSamples[name]
+			Expect(known).To(BeTrue(), "%s has no expected refusal in fixtures.RefusedSamples", name)
 
 			u := readSample(path)
 			u.SetNamespace(ns)
@@ -126,7 +134,7 @@ var _ = Describe("Samples in config/samples", func() {
 			stored.SetGroupVersionKind(u.GroupVersionKind())
 			Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(u), stored))).To(BeTrue(), "%s was stored", name)
 		}
-		Expect(names).To(ConsistOf(keys(refusedSamples)), "refusedSamples names a file that does not exist")
+		Expect(names).To(ConsistOf(keys(fixtures.RefusedSamples)), "fixtures.RefusedSamples names a file that does not exist")
 	})
 })
 

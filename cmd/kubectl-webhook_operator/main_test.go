@@ -1,0 +1,191 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/seedlabs/webhook-operator/internal/lint"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
+)
+
+// lintRun runs the plugin with args and stdin and returns its exit status and output.
+func lintRun(t *testing.T, stdin string, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestLintValidSamples(t *testing.T) {
+	code, stdout, stderr := lintRun(t, "", "lint", "-f", "../../config/samples")
+	if code != exitValid {
+		t.Fatalf("exit %d for the valid samples; stderr:\n%s", code, stderr)
+	}
+	files, err := filepath.Glob("../../config/samples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(stdout, " valid\n"); got != len(files) {
+		t.Errorf("%d objects valid, want one per sample (%d):\n%s", got, len(files), stdout)
+	}
+	if !strings.Contains(stdout, "welcome.auth.seedlabs.dev/welcome-sample valid\n") {
+		t.Errorf("the Welcome sample is not named as kubectl names it:\n%s", stdout)
+	}
+	if stderr != "" {
+		t.Errorf("valid samples wrote to stderr:\n%s", stderr)
+	}
+}
+
+// TestLintInvalidSamples lints each invalid sample alone: each is refused, naming exactly the
+// fields fixtures.RefusedSamples says the API server names.
+func TestLintInvalidSamples(t *testing.T) {
+	files, err := filepath.Glob("../../config/samples/invalid/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != len(fixtures.RefusedSamples) {
+		t.Fatalf("%d invalid samples, %d in fixtures.RefusedSamples", len(files), len(fixtures.RefusedSamples))
+	}
+	for _, file := range files {
+		code, stdout, stderr := lintRun(t, "", "lint", "-o", "json", "-f", file)
+		if code != exitInvalid {
+			t.Errorf("%s: exit %d, want %d; stderr: %s", file, code, exitInvalid, stderr)
+		}
+		var report struct {
+			Summary lint.Summary  `json:"summary"`
+			Results []lint.Result `json:"results"`
+		}
+		if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+			t.Fatalf("%s: the JSON output does not decode: %v\n%s", file, err, stdout)
+		}
+		if report.Summary != (lint.Summary{Invalid: 1}) || len(report.Results) != 1 {
+			t.Fatalf("%s: %+v, want one invalid object", file, report)
+		}
+		var fields []string
+		for _, v := range report.Results[0].Violations {
+			fields = append(fields, v.Field)
+		}
+		if diff := cmp.Diff(fixtures.RefusedSamples[filepath.Base(file)], fields, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+			t.Errorf("%s: the fields named (-want +got):\n%s", file, diff)
+		}
+	}
+}
+
+func TestLintText(t *testing.T) {
+	manifest := `# two Welcomes and something else
+apiVersion: auth.seedlabs.dev/v1alpha1
+kind: Welcome
+metadata: {name: ok}
+spec: {name: Ada, password: hunter2}
+---
+apiVersion: auth.seedlabs.dev/v1alpha1
+kind: Welcome
+metadata: {name: bad}
+spec: {name: Ada, port: 0, userID: 0}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: settings}
+`
+	code, stdout, stderr := lintRun(t, manifest, "lint", "-f", "-")
+	if code != exitInvalid {
+		t.Errorf("exit %d, want %d", code, exitInvalid)
+	}
+	wantOut := "welcome.auth.seedlabs.dev/ok valid\nconfigmap/settings skipped: not a kind webhook-operator admits\n"
+	if stdout != wantOut {
+		t.Errorf("stdout (-want +got):\n%s", cmp.Diff(wantOut, stdout))
+	}
+	wantErr := "Warning: spec.password is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead\n" +
+		"-: The Welcome \"bad\" is invalid: \n" +
+		"* spec.userID: Invalid value: 0: must be between 1 and 65535 when set\n" +
+		"* spec.port: Invalid value: 0: must be between 1 and 65535\n"
+	if stderr != wantErr {
+		t.Errorf("stderr (-want +got):\n%s", cmp.Diff(wantErr, stderr))
+	}
+}
+
+func TestLintRefusesWhatTheAPIServerCannotDecode(t *testing.T) {
+	for _, c := range []struct {
+		name, manifest, want string
+	}{
+		{"an unknown field", "apiVersion: cache.seedlabs.dev/v1alpha1\nkind: Memcached\nmetadata: {name: m}\nspec: {size: 1, sise: 2}\n",
+			`strict decoding error: unknown field "spec.sise"`},
+		{"a duplicate field", "apiVersion: cache.seedlabs.dev/v1alpha1\nkind: Memcached\nmetadata: {name: m}\nspec: {size: 1}\nspec: {size: 2}\n",
+			`key "spec" already set in map`},
+		{"a string for a number", "apiVersion: cache.seedlabs.dev/v1alpha1\nkind: Memcached\nmetadata: {name: m}\nspec: {size: two}\n",
+			`cannot unmarshal string`},
+	} {
+		code, _, stderr := lintRun(t, c.manifest, "lint")
+		if code == exitValid || !strings.Contains(stderr, c.want) {
+			t.Errorf("%s: exit %d, stderr %q, want a refusal containing %q", c.name, code, stderr, c.want)
+		}
+	}
+}
+
+func TestLintList(t *testing.T) {
+	list := `{"apiVersion": "v1", "kind": "List", "items": [
+		{"apiVersion": "cache.seedlabs.dev/v1alpha1", "kind": "Memcached", "metadata": {"name": "a"}, "spec": {"size": 2}},
+		{"apiVersion": "cache.seedlabs.dev/v1alpha1", "kind": "Memcached", "metadata": {"name": "b"}, "spec": {"size": 4}}]}`
+	code, stdout, stderr := lintRun(t, list, "lint", "-o", "json")
+	if code != exitInvalid {
+		t.Errorf("exit %d, want %d; stderr %s", code, exitInvalid, stderr)
+	}
+	var report struct {
+		Summary lint.Summary  `json:"summary"`
+		Results []lint.Result `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &report); err != nil {
+		t.Fatal(err)
+	}
+	if report.Summary != (lint.Summary{Valid: 1, Invalid: 1}) {
+		t.Errorf("summary %+v, want one valid and one invalid", report.Summary)
+	}
+	if len(report.Results) == 2 && (report.Results[1].Name != "b" || report.Results[1].Document != 1) {
+		t.Errorf("the second item is reported as %+v", report.Results[1])
+	}
+}
+
+func TestLintAllowedRegistries(t *testing.T) {
+	manifest := "apiVersion: app.seedlabs.dev/v1\nkind: DeployObject\nmetadata: {name: d}\nspec: {image: 'quay.io/team/app:1.0', ports: [{port: 80}]}\n"
+	if code, _, stderr := lintRun(t, manifest, "lint"); code != exitValid {
+		t.Errorf("with no allow-list: exit %d: %s", code, stderr)
+	}
+	code, _, stderr := lintRun(t, manifest, "lint", "--allowed-registries=docker.io,ghcr.io")
+	if code != exitInvalid || !strings.Contains(stderr, "spec.image") {
+		t.Errorf("with an allow-list without quay.io: exit %d: %s", code, stderr)
+	}
+}
+
+func TestLintUsage(t *testing.T) {
+	for _, args := range [][]string{
+		{},
+		{"apply"},
+		{"lint", "-o", "yaml"},
+		{"lint", "-f", "does-not-exist.yaml"},
+		{"lint", "stray-argument"},
+		{"lint", "--allowed-registries=UPPER CASE"},
+	} {
+		if code, _, _ := lintRun(t, "", args...); code != exitUsage {
+			t.Errorf("%q: exit %d, want %d", args, code, exitUsage)
+		}
+	}
+	for _, manifest := range []string{"not: [a, kubernetes object", "just: a map\n", "[1, 2]\n"} {
+		if code, _, stderr := lintRun(t, manifest, "lint"); code != exitInvalid || !strings.Contains(stderr, "error parsing document 1") {
+			t.Errorf("%q: exit %d, stderr %q; want a refusal of the document", manifest, code, stderr)
+		}
+	}
+	empty := filepath.Join(t.TempDir(), "empty.yaml")
+	if err := os.WriteFile(empty, []byte("# nothing\n---\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, stdout, _ := lintRun(t, "", "lint", "-f", empty, "-o", "json"); code != exitValid || !strings.Contains(stdout, `"results": []`) {
+		t.Errorf("a file of comments: exit %d, %s", code, stdout)
+	}
+}
