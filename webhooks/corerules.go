@@ -83,7 +83,7 @@ func validateEnvVar(e corev1.EnvVar, path *field.Path) field.ErrorList {
 		sources++
 		errs = append(errs, field.Forbidden(from.Child("secretKeyRef"),
 			"a DeployObject may not read Secrets, since whoever can edit it could read any Secret of the namespace; "+
-				"use a configMapKeyRef, or a Deployment of your own"))
+				"use a configMapKeyRef, or a Deployment of your own").WithOrigin(string(DeployObjectEnvSecrets)))
 	}
 	if src.FileKeyRef != nil {
 		sources++

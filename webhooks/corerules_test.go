@@ -200,7 +200,7 @@ func TestValidateEnvVar(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := validateEnvVar(tc.env, field.NewPath("spec", "env").Index(0))
-			if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
+			if diff := gocmp.Diff(tc.want, got, compareUnruledErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})
@@ -274,7 +274,7 @@ func TestValidateResourcesAsThePodAPI(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := validateResources(tc.resources, field.NewPath("spec", "resources"))
-			if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
+			if diff := gocmp.Diff(tc.want, got, compareUnruledErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 		})

@@ -91,40 +91,52 @@ func ValidateDeployObject(old, d *appv1.DeployObject, policy ImagePolicy) (field
 		oldErrs, _ := validateDeployObject(old, policy)
 		errs = ratchet(errs, oldErrs)
 	}
-	return errs, warnings
+	return withRuleIDs(errs), warnings
+}
+
+// deployObjectImageRules are the image rules as a DeployObject's.
+var deployObjectImageRules = imageRules{
+	reference: DeployObjectImageReference, pinned: DeployObjectImagePinned, registry: DeployObjectImageRegistry,
+	latestWithDigest: DeployObjectImageLatestDigest,
 }
 
 func validateDeployObject(d *appv1.DeployObject, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
 	errs, warnings := validateDeployObjectSpec(&d.Spec, policy, field.NewPath("spec"))
-	return append(validateObjectName(d.Name), errs...), warnings
+	return append(tagged(validateObjectName(d.Name), DeployObjectObjectName), errs...), warnings
 }
 
 func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy ImagePolicy, path *field.Path) (field.ErrorList, admission.Warnings) {
-	errs, warnings := validateImage(spec.Image, policy, path.Child("image"))
+	errs, warnings := validateImage(spec.Image, policy, path.Child("image"), deployObjectImageRules)
 	if spec.Replicas != nil && *spec.Replicas < 0 {
-		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more"))
+		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more").WithOrigin(string(DeployObjectReplicas)))
 	}
-	errs = append(errs, validateServicePorts(spec.Ports, path.Child("ports"))...)
+	errs = append(errs, tagged(validateServicePorts(spec.Ports, path.Child("ports")), DeployObjectPorts)...)
 	envErrs, envWarnings := validateEnv(spec.Env, path.Child("env"))
-	errs = append(errs, envErrs...)
+	errs = append(errs, tagged(envErrs, DeployObjectEnv)...)
 	warnings = append(warnings, envWarnings...)
-	errs = append(errs, validateResources(spec.Resources, path.Child("resources"))...)
+	errs = append(errs, tagged(validateResources(spec.Resources, path.Child("resources")), DeployObjectResources)...)
 	return errs, warnings
+}
+
+// imageRules are the IDs of the image rules as one kind's.
+type imageRules struct {
+	reference, pinned, registry, latestWithDigest RuleID
 }
 
 // validateImage parses an image reference as the container runtime does and requires it to be
 // pinned by a tag other than latest, or by a digest, and to come from an allowed registry.
-func validateImage(image string, policy ImagePolicy, path *field.Path) (field.ErrorList, admission.Warnings) {
+func validateImage(image string, policy ImagePolicy, path *field.Path, ids imageRules) (field.ErrorList, admission.Warnings) {
 	const example = "registry.example.com/team/app:1.2.3"
 	if strings.TrimSpace(image) == "" {
-		return field.ErrorList{field.Required(path, "an image reference such as "+example+" is required")}, nil
+		return field.ErrorList{field.Required(path, "an image reference such as "+example+" is required").WithOrigin(string(ids.reference))}, nil
 	}
 	if strings.ContainsFunc(image, func(r rune) bool { return r == ' ' || r == '\t' || r == '\n' || r == '\r' }) {
-		return field.ErrorList{field.Invalid(path, image, "must not contain white space; use a reference such as "+example)}, nil
+		return field.ErrorList{field.Invalid(path, image, "must not contain white space; use a reference such as "+example).WithOrigin(string(ids.reference))}, nil
 	}
 	named, err := parseImage(image)
 	if err != nil {
-		return field.ErrorList{field.Invalid(path, image, fmt.Sprintf("is not a valid image reference (%v); use a reference such as %s", err, example))}, nil
+		return field.ErrorList{field.Invalid(path, image, fmt.Sprintf("is not a valid image reference (%v); use a reference such as %s", err, example)).
+			WithOrigin(string(ids.reference))}, nil
 	}
 
 	var errs field.ErrorList
@@ -135,18 +147,20 @@ func validateImage(image string, policy ImagePolicy, path *field.Path) (field.Er
 	case !hasTag && !hasDigest:
 		errs = append(errs, field.Invalid(path, image, fmt.Sprintf(
 			"has no tag or digest, so the container runtime would pull %s, whatever latest is that day; pin a version tag such as %s:1.2.3, or a digest",
-			reference.TagNameOnly(named), reference.FamiliarName(named))))
+			reference.TagNameOnly(named), reference.FamiliarName(named))).WithOrigin(string(ids.pinned)))
 	case hasTag && tagged.Tag() == "latest" && !hasDigest:
 		errs = append(errs, field.Invalid(path, image, fmt.Sprintf(
-			"uses the tag latest, which moves without notice; pin a version tag such as %s:1.2.3, or a digest", reference.FamiliarName(named))))
+			"uses the tag latest, which moves without notice; pin a version tag such as %s:1.2.3, or a digest", reference.FamiliarName(named))).
+			WithOrigin(string(ids.pinned)))
 	case hasTag && tagged.Tag() == "latest":
-		warnings = append(warnings, fmt.Sprintf("%s: the tag latest is ignored; the digest decides which image runs", path))
+		warnings = append(warnings, warning(ids.latestWithDigest, "%s: the tag latest is ignored; the digest decides which image runs", path))
 	}
 
 	if allowed := policy.allowedRegistries; len(allowed) > 0 {
 		if registry := strings.ToLower(reference.Domain(named)); !slices.Contains(allowed, registry) {
 			errs = append(errs, field.Invalid(path, image, fmt.Sprintf(
-				"is pulled from registry %s, which is not allowed; allowed registries: %s", registry, strings.Join(allowed, ", "))))
+				"is pulled from registry %s, which is not allowed; allowed registries: %s", registry, strings.Join(allowed, ", "))).
+				WithOrigin(string(ids.registry)))
 		}
 	}
 	return errs, warnings
@@ -234,7 +248,7 @@ func validateServicePorts(ports []corev1.ServicePort, path *field.Path) field.Er
 		default:
 			errs = append(errs, validatePort(p.TargetPort.IntVal, pp.Child("targetPort"))...)
 		}
-		errs = append(errs, validateAppProtocol(p.AppProtocol, pp.Child("appProtocol"))...)
+		errs = append(errs, tagged(validateAppProtocol(p.AppProtocol, pp.Child("appProtocol")), DeployObjectAppProtocol)...)
 		if !slices.Contains(serviceProtocols, p.Protocol) {
 			errs = append(errs, field.NotSupported(pp.Child("protocol"), p.Protocol, serviceProtocols))
 		}
@@ -260,7 +274,7 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) (field.ErrorList, admiss
 	for i, e := range env {
 		errs = append(errs, validateEnvVar(e, path.Index(i))...)
 		if j, seen := first[e.Name]; seen && strings.TrimSpace(e.Name) != "" {
-			warnings = append(warnings, fmt.Sprintf("%s: %s is also set by %s; Kubernetes keeps the last value",
+			warnings = append(warnings, warning(DeployObjectEnvDuplicate, "%s: %s is also set by %s; Kubernetes keeps the last value",
 				path.Index(i).Child("name"), e.Name, path.Index(j)))
 			continue
 		}

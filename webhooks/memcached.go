@@ -54,9 +54,9 @@ func ValidateMemcached(old, m *cachev1alpha1.Memcached) (field.ErrorList, admiss
 		oldSize = old.Spec.Size
 	}
 	errs, warnings := validateSizeChange(oldSize, m.Spec.Size, path.Child("size"))
-	errs = append(validateObjectName(m.Name), errs...)
+	errs = append(tagged(validateObjectName(m.Name), MemcachedObjectName), errs...)
 	if m.Spec.ContainerPort != nil {
-		errs = append(errs, validatePort(*m.Spec.ContainerPort, path.Child("containerPort"))...)
+		errs = append(errs, tagged(validatePort(*m.Spec.ContainerPort, path.Child("containerPort")), MemcachedContainerPort)...)
 	}
 	if old != nil && len(errs) > 0 {
 		oldErrs := validateObjectName(old.Name)
@@ -65,7 +65,7 @@ func ValidateMemcached(old, m *cachev1alpha1.Memcached) (field.ErrorList, admiss
 		}
 		errs = ratchet(errs, oldErrs)
 	}
-	return errs, warnings
+	return withRuleIDs(errs), warnings
 }
 
 // validateSizeChange checks a size against the allowed range. Keeping the stored size is always
@@ -80,12 +80,12 @@ func validateSizeChange(old, size *int32, path *field.Path) (field.ErrorList, ad
 		return nil, nil
 	}
 	if old != nil && *size <= *old && *size >= cachev1alpha1.MinSize {
-		return nil, admission.Warnings{fmt.Sprintf(
+		return nil, admission.Warnings{warning(MemcachedSizeScaleDown,
 			"%s is %d, still above %d: the pool is not rolled out until it is at most %d",
 			path, *size, cachev1alpha1.MaxSize, cachev1alpha1.MaxSize)}
 	}
 	return field.ErrorList{field.Invalid(path, *size,
-		fmt.Sprintf("must be between %d and %d", cachev1alpha1.MinSize, cachev1alpha1.MaxSize))}, nil
+		fmt.Sprintf("must be between %d and %d", cachev1alpha1.MinSize, cachev1alpha1.MaxSize)).WithOrigin(string(MemcachedSize))}, nil
 }
 
 // memcachedDefaultsPatch defaults m, read from the review in body, and returns the JSON patch
@@ -146,6 +146,7 @@ func (v *memcachedScaleValidator) Handle(_ context.Context, req admission.Reques
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	errs, warnings := validateSizeChange(&old.Spec.Replicas, &scale.Spec.Replicas, field.NewPath("spec", "size"))
+	errs = withRuleIDs(errs)
 	if len(errs) > 0 {
 		status := apierrors.NewInvalid(memcachedGK, req.Name, errs).ErrStatus
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{

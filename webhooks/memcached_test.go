@@ -300,7 +300,7 @@ func TestValidateMemcachedUpdate(t *testing.T) {
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
-			if diff := gocmp.Diff(tc.wantWarnings, gotWarnings, cmpopts.EquateEmpty()); diff != "" {
+			if diff := gocmp.Diff(tc.wantWarnings, withoutRuleIDs(t, gotWarnings), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 			if diff := gocmp.Diff(oldBefore, tc.old); diff != "" {
@@ -332,15 +332,15 @@ func TestMemcachedValidatorReturnsInvalidStatus(t *testing.T) {
 		Code:   http.StatusUnprocessableEntity,
 		Reason: metav1.StatusReasonInvalid,
 		Message: `Memcached.cache.seedlabs.dev "bad-pool" is invalid: [` +
-			`spec.size: Invalid value: 4: must be between 1 and 3, ` +
-			`spec.containerPort: Invalid value: 0: must be between 1 and 65535]`,
+			`spec.size: Invalid value: 4: must be between 1 and 3 (rule memcached.size.range), ` +
+			`spec.containerPort: Invalid value: 0: must be between 1 and 65535 (rule memcached.container-port.range)]`,
 		Details: &metav1.StatusDetails{
 			Name:  "bad-pool",
 			Group: "cache.seedlabs.dev",
 			Kind:  "Memcached",
 			Causes: []metav1.StatusCause{
-				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.size", Message: "Invalid value: 4: " + sizeDetail},
-				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.containerPort", Message: "Invalid value: 0: " + portDetail},
+				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.size", Message: "Invalid value: 4: " + sizeDetail + " (rule memcached.size.range)"},
+				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.containerPort", Message: "Invalid value: 0: " + portDetail + " (rule memcached.container-port.range)"},
 			},
 		},
 	}
@@ -366,13 +366,13 @@ func TestMemcachedValidatorReturnsInvalidStatus(t *testing.T) {
 			Status:  metav1.StatusFailure,
 			Code:    http.StatusUnprocessableEntity,
 			Reason:  metav1.StatusReasonInvalid,
-			Message: `Memcached.cache.seedlabs.dev "pool" is invalid: spec.size: Invalid value: 4: must be between 1 and 3`,
+			Message: `Memcached.cache.seedlabs.dev "pool" is invalid: spec.size: Invalid value: 4: must be between 1 and 3 (rule memcached.size.range)`,
 			Details: &metav1.StatusDetails{
 				Name:  "pool",
 				Group: "cache.seedlabs.dev",
 				Kind:  "Memcached",
 				Causes: []metav1.StatusCause{
-					{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.size", Message: "Invalid value: 4: " + sizeDetail},
+					{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.size", Message: "Invalid value: 4: " + sizeDetail + " (rule memcached.size.range)"},
 				},
 			},
 		}
@@ -387,7 +387,7 @@ func TestMemcachedValidatorReturnsInvalidStatus(t *testing.T) {
 		if err != nil {
 			t.Errorf("ValidateUpdate error = %v, want nil", err)
 		}
-		if diff := gocmp.Diff(admission.Warnings{size4Warning}, warnings); diff != "" {
+		if diff := gocmp.Diff(admission.Warnings{size4Warning + " (rule memcached.size.scale-down)"}, warnings); diff != "" {
 			t.Errorf("warnings (-want +got):\n%s", diff)
 		}
 	})
@@ -424,7 +424,7 @@ func TestMemcachedValidatorReturnsInvalidStatus(t *testing.T) {
 			Group: "cache.seedlabs.dev",
 			Kind:  "Memcached",
 			Causes: []metav1.StatusCause{
-				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.size", Message: "Invalid value: 4: " + sizeDetail},
+				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.size", Message: "Invalid value: 4: " + sizeDetail + " (rule memcached.size.range)"},
 			},
 		}
 		if diff := gocmp.Diff(wantDetails, resp.Result.Details); diff != "" {
@@ -450,7 +450,7 @@ func TestMemcachedScaleValidator(t *testing.T) {
 				Status:  metav1.StatusFailure,
 				Code:    http.StatusUnprocessableEntity,
 				Reason:  metav1.StatusReasonInvalid,
-				Message: fmt.Sprintf(`Memcached.cache.seedlabs.dev "pool" is invalid: spec.size: Invalid value: %d: must be between 1 and 3`, size),
+				Message: fmt.Sprintf(`Memcached.cache.seedlabs.dev "pool" is invalid: spec.size: Invalid value: %d: must be between 1 and 3 (rule memcached.size.range)`, size),
 				Details: &metav1.StatusDetails{
 					Name:  "pool",
 					Group: "cache.seedlabs.dev",
@@ -458,7 +458,7 @@ func TestMemcachedScaleValidator(t *testing.T) {
 					Causes: []metav1.StatusCause{{
 						Type:    metav1.CauseTypeFieldValueInvalid,
 						Field:   "spec.size",
-						Message: fmt.Sprintf("Invalid value: %d: must be between 1 and 3", size),
+						Message: fmt.Sprintf("Invalid value: %d: must be between 1 and 3 (rule memcached.size.range)", size),
 					}},
 				},
 			},
@@ -513,7 +513,7 @@ func TestMemcachedScaleValidator(t *testing.T) {
 			subResource: "scale",
 			object:      scaleJSON(4),
 			oldObject:   scaleJSON(7),
-			want:        allowed(size4Warning),
+			want:        allowed(size4Warning + " (rule memcached.size.scale-down)"),
 		},
 		{
 			name:        "7 to 7 is a no-op scale of a legacy pool, allowed with a warning",
@@ -521,7 +521,7 @@ func TestMemcachedScaleValidator(t *testing.T) {
 			subResource: "scale",
 			object:      scaleJSON(7),
 			oldObject:   scaleJSON(7),
-			want:        allowed(size7Warning),
+			want:        allowed(size7Warning + " (rule memcached.size.scale-down)"),
 		},
 		{
 			name:        "7 to 8 is refused",

@@ -58,39 +58,44 @@ func ValidateWelcome(old, w *authv1alpha1.Welcome, policy ImagePolicy) (field.Er
 		oldErrs, _ := validateWelcome(old, policy)
 		errs = ratchet(errs, oldErrs)
 	}
-	return errs, append(warnings, welcomeWarnings(&w.Spec, field.NewPath("spec"))...)
+	return withRuleIDs(errs), append(warnings, welcomeWarnings(&w.Spec, field.NewPath("spec"))...)
+}
+
+// welcomeImageRules are the image rules as a Welcome's.
+var welcomeImageRules = imageRules{
+	reference: WelcomeImageReference, pinned: WelcomeImagePinned, registry: WelcomeImageRegistry, latestWithDigest: WelcomeImageLatestDigest,
 }
 
 func validateWelcome(w *authv1alpha1.Welcome, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
-	errs := validateObjectName(w.Name)
+	errs := tagged(validateObjectName(w.Name), WelcomeObjectName)
 	errs = append(errs, validateWelcomeSpec(&w.Spec, field.NewPath("spec"))...)
 	if w.Spec.Image == "" {
 		return errs, nil
 	}
-	imageErrs, warnings := validateImage(w.Spec.Image, policy, field.NewPath("spec", "image"))
+	imageErrs, warnings := validateImage(w.Spec.Image, policy, field.NewPath("spec", "image"), welcomeImageRules)
 	return append(errs, imageErrs...), warnings
 }
 
 func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if strings.TrimSpace(spec.Name) == "" {
-		errs = append(errs, field.Required(path.Child("name"), "the name to greet must not be empty"))
+		errs = append(errs, field.Required(path.Child("name"), "the name to greet must not be empty").WithOrigin(string(WelcomeName)))
 	}
 	if spec.UserID != nil && (*spec.UserID < 1 || *spec.UserID > maxUserID) {
-		errs = append(errs, field.Invalid(path.Child("userID"), *spec.UserID, "must be between 1 and 65535 when set"))
+		errs = append(errs, field.Invalid(path.Child("userID"), *spec.UserID, "must be between 1 and 65535 when set").WithOrigin(string(WelcomeUserID)))
 	}
-	errs = append(errs, validateGroups(spec.Groups, path.Child("groups"))...)
+	errs = append(errs, tagged(validateGroups(spec.Groups, path.Child("groups")), WelcomeGroups)...)
 	if spec.Email != "" && !isEmailAddress(spec.Email) {
-		errs = append(errs, field.Invalid(path.Child("email"), spec.Email, "must be a bare email address such as user@example.com"))
+		errs = append(errs, field.Invalid(path.Child("email"), spec.Email, "must be a bare email address such as user@example.com").WithOrigin(string(WelcomeEmail)))
 	}
 	if spec.Replicas != nil && *spec.Replicas < 0 {
-		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more"))
+		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more").WithOrigin(string(WelcomeReplicas)))
 	}
 	if spec.Port != nil {
-		errs = append(errs, validatePort(*spec.Port, path.Child("port"))...)
+		errs = append(errs, tagged(validatePort(*spec.Port, path.Child("port")), WelcomePort)...)
 	}
 	if spec.ServiceType != "" && !isOneOf(spec.ServiceType, welcomeServiceTypes) {
-		errs = append(errs, field.NotSupported(path.Child("serviceType"), spec.ServiceType, welcomeServiceTypes))
+		errs = append(errs, field.NotSupported(path.Child("serviceType"), spec.ServiceType, welcomeServiceTypes).WithOrigin(string(WelcomeServiceType)))
 	}
 	return errs
 }
@@ -98,11 +103,11 @@ func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, path *field.Path) field
 func welcomeWarnings(spec *authv1alpha1.WelcomeSpec, path *field.Path) admission.Warnings {
 	var warnings admission.Warnings
 	if spec.Password != "" {
-		warnings = append(warnings, path.Child("password").String()+
-			" is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead")
+		warnings = append(warnings, warning(WelcomePassword,
+			"%s is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead", path.Child("password")))
 	}
 	if spec.Replicas != nil && *spec.Replicas == 0 {
-		warnings = append(warnings, path.Child("replicas").String()+" is 0: no web server pod will run until it is raised")
+		warnings = append(warnings, warning(WelcomeReplicasZero, "%s is 0: no web server pod will run until it is raised", path.Child("replicas")))
 	}
 	return warnings
 }

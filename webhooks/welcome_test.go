@@ -4,8 +4,11 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	gocmp "github.com/google/go-cmp/cmp"
@@ -37,34 +40,109 @@ const (
 )
 
 // fieldErrorView is the part of a field.Error a client sees: what kind of violation, where, which
-// value and why. Bookkeeping fields such as Origin are left out on purpose.
+// value and why, and whether it names its rule.
 type fieldErrorView struct {
 	Type     field.ErrorType
 	Field    string
 	BadValue any
 	Detail   string
+	Rule     string
 }
 
+// anyRule is the origin of an expected error: it matches an error of any registered rule.
+const anyRule = "*"
+
 // compareFieldErrors compares field errors on Type, Field, BadValue (including its dynamic type, so
-// int32(0) and int(0) differ) and Detail.
+// int32(0) and int(0) differ) and Detail without its rule, and requires of an error that it come
+// from a registered rule and end its detail with that rule's ID, unless it is an expected error
+// (anyRule).
 var compareFieldErrors = gocmp.Transformer("fieldErrorView", func(e *field.Error) fieldErrorView {
+	detail, rule := e.Detail, "ok"
+	switch {
+	case e.Origin == anyRule:
+	case !isRule(RuleID(e.Origin)):
+		rule = fmt.Sprintf("no registered rule: origin %q", e.Origin)
+	case !strings.HasSuffix(e.Detail, ruleSuffix(RuleID(e.Origin))):
+		rule = fmt.Sprintf("the detail does not end with %s", ruleSuffix(RuleID(e.Origin)))
+	default:
+		detail = strings.TrimSpace(strings.TrimSuffix(detail, ruleSuffix(RuleID(e.Origin))))
+	}
+	return fieldErrorView{Type: e.Type, Field: e.Field, BadValue: e.BadValue, Detail: detail, Rule: rule}
+})
+
+// compareUnruledErrors is compareFieldErrors for the errors of the functions that make them, to
+// which the callers in Validate<Kind> give their rules.
+var compareUnruledErrors = gocmp.Transformer("unruledFieldErrorView", func(e *field.Error) fieldErrorView {
 	return fieldErrorView{Type: e.Type, Field: e.Field, BadValue: e.BadValue, Detail: e.Detail}
 })
 
+// isRule reports whether id is a registered rule's.
+func isRule(id RuleID) bool {
+	for _, r := range Rules() {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// withoutRuleIDs are warnings without the rule each names, after checking it is a registered one.
+func withoutRuleIDs(t testing.TB, warnings admission.Warnings) admission.Warnings {
+	t.Helper()
+	if warnings == nil {
+		return nil
+	}
+	out := make(admission.Warnings, 0, len(warnings))
+	for _, w := range warnings {
+		i := strings.LastIndex(w, " (rule ")
+		if i < 0 || !strings.HasSuffix(w, ")") || !isRule(RuleID(w[i+len(" (rule "):len(w)-1])) {
+			t.Errorf("the warning %q does not end with a registered rule", w)
+			continue
+		}
+		out = append(out, w[:i])
+	}
+	return out
+}
+
+// ruleInMessage is a rule's ID at the end of a cause's message, or inside a status message.
+var ruleInMessage = regexp.MustCompile(` \(rule ([a-z0-9.-]+)\)`)
+
+// statusWithoutRuleIDs is status without the rule IDs of its message and causes, after checking
+// that every cause names a registered rule.
+func statusWithoutRuleIDs(t testing.TB, status metav1.Status) metav1.Status {
+	t.Helper()
+	status.Message = ruleInMessage.ReplaceAllString(status.Message, "")
+	if status.Details == nil {
+		return status
+	}
+	details := *status.Details
+	details.Causes = slices.Clone(details.Causes)
+	for i, c := range details.Causes {
+		m := ruleInMessage.FindStringSubmatch(c.Message)
+		if m == nil || !strings.HasSuffix(c.Message, m[0]) || !isRule(RuleID(m[1])) {
+			t.Errorf("the cause %q does not end with a registered rule", c.Message)
+			continue
+		}
+		details.Causes[i].Message = strings.TrimSuffix(c.Message, m[0])
+	}
+	status.Details = &details
+	return status
+}
+
 func required(path, detail string) *field.Error {
-	return &field.Error{Type: field.ErrorTypeRequired, Field: path, BadValue: "", Detail: detail}
+	return &field.Error{Type: field.ErrorTypeRequired, Field: path, BadValue: "", Detail: detail, Origin: anyRule}
 }
 
 func invalid(path string, value any, detail string) *field.Error {
-	return &field.Error{Type: field.ErrorTypeInvalid, Field: path, BadValue: value, Detail: detail}
+	return &field.Error{Type: field.ErrorTypeInvalid, Field: path, BadValue: value, Detail: detail, Origin: anyRule}
 }
 
 func duplicate(path string, value any) *field.Error {
-	return &field.Error{Type: field.ErrorTypeDuplicate, Field: path, BadValue: value}
+	return &field.Error{Type: field.ErrorTypeDuplicate, Field: path, BadValue: value, Origin: anyRule}
 }
 
 func notSupported(path string, value any, detail string) *field.Error {
-	return &field.Error{Type: field.ErrorTypeNotSupported, Field: path, BadValue: value, Detail: detail}
+	return &field.Error{Type: field.ErrorTypeNotSupported, Field: path, BadValue: value, Detail: detail, Origin: anyRule}
 }
 
 // welcome returns a Welcome with only spec.name set, changed by the given functions.
@@ -475,7 +553,7 @@ func TestValidateWelcome(t *testing.T) {
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
-			if diff := gocmp.Diff(tc.wantWarnings, gotWarnings, cmpopts.EquateEmpty()); diff != "" {
+			if diff := gocmp.Diff(tc.wantWarnings, withoutRuleIDs(t, gotWarnings), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 			if diff := gocmp.Diff(before, tc.welcome); diff != "" {
@@ -613,7 +691,7 @@ func TestValidateWelcomeUpdate(t *testing.T) {
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
-			if diff := gocmp.Diff(tc.wantWarnings, gotWarnings, cmpopts.EquateEmpty()); diff != "" {
+			if diff := gocmp.Diff(tc.wantWarnings, withoutRuleIDs(t, gotWarnings), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("warnings (-want +got):\n%s", diff)
 			}
 		})
@@ -632,29 +710,30 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 
 	warnings, err := welcomeValidator.ValidateCreate(ctx, bad)
 
-	if diff := gocmp.Diff(admission.Warnings{passwordWarning}, warnings); diff != "" {
+	if diff := gocmp.Diff(admission.Warnings{passwordWarning + " (rule welcome.password.plaintext)"}, warnings); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
 	var status apierrors.APIStatus
 	if !errors.As(err, &status) {
 		t.Fatalf("ValidateCreate error = %#v, want an apierrors.APIStatus", err)
 	}
+	// Every violation names its rule, as the client sees it.
 	want := metav1.Status{
 		Status: metav1.StatusFailure,
 		Code:   http.StatusUnprocessableEntity,
 		Reason: metav1.StatusReasonInvalid,
 		Message: `Welcome.auth.seedlabs.dev "bad-greeting" is invalid: [` +
-			`spec.name: Required value: the name to greet must not be empty, ` +
-			`spec.email: Invalid value: "Bob <bob@example.com>": must be a bare email address such as user@example.com, ` +
-			`spec.port: Invalid value: 0: must be between 1 and 65535]`,
+			`spec.name: Required value: the name to greet must not be empty (rule welcome.name.required), ` +
+			`spec.email: Invalid value: "Bob <bob@example.com>": must be a bare email address such as user@example.com (rule welcome.email.format), ` +
+			`spec.port: Invalid value: 0: must be between 1 and 65535 (rule welcome.port.range)]`,
 		Details: &metav1.StatusDetails{
 			Name:  "bad-greeting",
 			Group: "auth.seedlabs.dev",
 			Kind:  "Welcome",
 			Causes: []metav1.StatusCause{
-				{Type: metav1.CauseTypeFieldValueRequired, Field: "spec.name", Message: "Required value: " + nameDetail},
-				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.email", Message: `Invalid value: "Bob <bob@example.com>": ` + emailDetail},
-				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.port", Message: "Invalid value: 0: " + portDetail},
+				{Type: metav1.CauseTypeFieldValueRequired, Field: "spec.name", Message: "Required value: " + nameDetail + " (rule welcome.name.required)"},
+				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.email", Message: `Invalid value: "Bob <bob@example.com>": ` + emailDetail + " (rule welcome.email.format)"},
+				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.port", Message: "Invalid value: 0: " + portDetail + " (rule welcome.port.range)"},
 			},
 		},
 	}
@@ -680,7 +759,7 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 		if err != nil {
 			t.Errorf("ValidateCreate error = %v, want nil", err)
 		}
-		if diff := gocmp.Diff(admission.Warnings{passwordWarning, zeroReplicasWarning}, warnings); diff != "" {
+		if diff := gocmp.Diff(admission.Warnings{passwordWarning, zeroReplicasWarning}, withoutRuleIDs(t, warnings)); diff != "" {
 			t.Errorf("warnings (-want +got):\n%s", diff)
 		}
 	})
@@ -695,7 +774,7 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 		if err != nil {
 			t.Errorf("ValidateUpdate error = %v, want nil", err)
 		}
-		if diff := gocmp.Diff(admission.Warnings{zeroReplicasWarning}, warnings); diff != "" {
+		if diff := gocmp.Diff(admission.Warnings{zeroReplicasWarning}, withoutRuleIDs(t, warnings)); diff != "" {
 			t.Errorf("warnings (-want +got):\n%s", diff)
 		}
 	})
@@ -711,7 +790,7 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 			t.Fatalf("ValidateUpdate error = %#v, want an apierrors.APIStatus", err)
 		}
 		wantCauses := []metav1.StatusCause{
-			{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.userID", Message: "Invalid value: 65536: " + userIDDetail},
+			{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.userID", Message: "Invalid value: 65536: " + userIDDetail + " (rule welcome.user-id.range)"},
 		}
 		if diff := gocmp.Diff(wantCauses, status.Status().Details.Causes); diff != "" {
 			t.Errorf("causes (-want +got):\n%s", diff)
@@ -751,14 +830,14 @@ func TestWelcomeValidatingHandler(t *testing.T) {
 			Group: "auth.seedlabs.dev",
 			Kind:  "Welcome",
 			Causes: []metav1.StatusCause{
-				{Type: metav1.CauseTypeFieldValueDuplicate, Field: "spec.groups[1]", Message: `Duplicate value: "a"`},
-				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.port", Message: "Invalid value: 0: " + portDetail},
+				{Type: metav1.CauseTypeFieldValueDuplicate, Field: "spec.groups[1]", Message: `Duplicate value: "a": (rule welcome.groups.valid)`},
+				{Type: metav1.CauseTypeFieldValueInvalid, Field: "spec.port", Message: "Invalid value: 0: " + portDetail + " (rule welcome.port.range)"},
 			},
 		}
 		if diff := gocmp.Diff(wantDetails, resp.Result.Details); diff != "" {
 			t.Errorf("result details (-want +got):\n%s", diff)
 		}
-		if diff := gocmp.Diff([]string{zeroReplicasWarning}, resp.Warnings); diff != "" {
+		if diff := gocmp.Diff([]string{zeroReplicasWarning + " (rule welcome.replicas.zero)"}, resp.Warnings); diff != "" {
 			t.Errorf("warnings (-want +got):\n%s", diff)
 		}
 	})

@@ -102,10 +102,11 @@ metadata: {name: settings}
 	if stdout != wantOut {
 		t.Errorf("stdout (-want +got):\n%s", cmp.Diff(wantOut, stdout))
 	}
-	wantErr := "Warning: spec.password is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead\n" +
+	wantErr := "Warning: spec.password is stored unencrypted in etcd and shown to anyone who can read this Welcome; " +
+		"keep secrets in a Secret instead (rule welcome.password.plaintext)\n" +
 		"-: The Welcome \"bad\" is invalid: \n" +
-		"* spec.userID: Invalid value: 0: must be between 1 and 65535 when set\n" +
-		"* spec.port: Invalid value: 0: must be between 1 and 65535\n"
+		"* spec.userID: Invalid value: 0: must be between 1 and 65535 when set (rule welcome.user-id.range)\n" +
+		"* spec.port: Invalid value: 0: must be between 1 and 65535 (rule welcome.port.range)\n"
 	if stderr != wantErr {
 		t.Errorf("stderr (-want +got):\n%s", cmp.Diff(wantErr, stderr))
 	}

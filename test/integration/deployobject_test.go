@@ -50,7 +50,7 @@ var _ = Describe("DeployObject admission", func() {
 				Expect(err.Error()).To(ContainSubstring(tc.Refusal), "image %q", tc.Image)
 			}
 			if tc.Warning != "" {
-				Expect(warnings.Take()).To(ContainElement(tc.Warning), "image %q", tc.Image)
+				Expect(warnings.Take()).To(ContainElement(tc.Warning+" (rule deployobject.image.latest-with-digest)"), "image %q", tc.Image)
 			}
 		}
 	})
@@ -101,7 +101,7 @@ var _ = Describe("DeployObject admission", func() {
 		d := newDeployObject(ns, "env", "nginx:1.27", httpPort(80))
 		d.Spec.Env = []corev1.EnvVar{{Name: "MODE", Value: "a"}, {Name: "MODE", Value: "b"}}
 		Expect(c.Create(ctx, d)).To(Succeed())
-		Expect(warnings.Take()).To(ConsistOf("spec.env[1].name: MODE is also set by spec.env[0]; Kubernetes keeps the last value"))
+		Expect(warnings.Take()).To(ConsistOf("spec.env[1].name: MODE is also set by spec.env[0]; Kubernetes keeps the last value (rule deployobject.env.duplicate)"))
 	})
 
 	It("keeps admitting an image from before the allow-list while it is left untouched", Serial, func(ctx SpecContext) {

@@ -74,8 +74,8 @@ var _ = Describe("Welcome admission", func() {
 		Expect(c.Create(ctx, w)).To(Succeed())
 		Expect(w.Spec).To(Equal(spec))
 		Expect(warnings.Take()).To(ConsistOf(
-			"spec.password is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead",
-			"spec.replicas is 0: no web server pod will run until it is raised",
+			"spec.password is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead (rule welcome.password.plaintext)",
+			"spec.replicas is 0: no web server pod will run until it is raised (rule welcome.replicas.zero)",
 		))
 	})
 

@@ -323,8 +323,8 @@ func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
 }
 
 const invalidSpecEvent = `Warning InvalidSpec spec is not rolled out: [spec.image: Invalid value: "shop": has no tag or digest, ` +
-	`so the container runtime would pull docker.io/library/shop:latest, whatever latest is that day; pin a version tag such as shop:1.2.3, or a digest, ` +
-	`spec.replicas: Invalid value: -1: must be 0 or more]`
+	`so the container runtime would pull docker.io/library/shop:latest, whatever latest is that day; pin a version tag such as shop:1.2.3, or a digest ` +
+	`(rule deployobject.image.pinned), spec.replicas: Invalid value: -1: must be 0 or more (rule deployobject.replicas.non-negative)]`
 
 func TestReconcileRefusesInvalidSpec(t *testing.T) {
 	spec := shopSpec()

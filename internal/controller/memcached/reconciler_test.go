@@ -253,13 +253,13 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 		}
 	}
 	// One Warning, though the controller looked twice.
-	h.expectEvents(t, "Warning InvalidSpec spec is not rolled out: spec.size: Invalid value: 5: must be between 1 and 3")
+	h.expectEvents(t, "Warning InvalidSpec spec is not rolled out: spec.size: Invalid value: 5: must be between 1 and 3 (rule memcached.size.range)")
 
 	m := h.memcached(t)
 	expectCondition(t, m, cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, cachev1alpha1.ReasonInvalidSpec)
 	expectCondition(t, m, cachev1alpha1.ConditionProgressing, metav1.ConditionFalse, cachev1alpha1.ReasonInvalidSpec)
 	if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionDegraded); c != nil &&
-		c.Message != "spec.size: Invalid value: 5: must be between 1 and 3" {
+		c.Message != "spec.size: Invalid value: 5: must be between 1 and 3 (rule memcached.size.range)" {
 		t.Errorf("Degraded message = %q", c.Message)
 	}
 	if len(m.Finalizers) != 0 {

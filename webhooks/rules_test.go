@@ -1,0 +1,140 @@
+package webhooks
+
+import (
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+)
+
+var ruleIDFormat = regexp.MustCompile(`^(welcome|memcached|deployobject)\.[a-z0-9-]+\.[a-z0-9-]+$`)
+
+func TestRulesAreWellFormed(t *testing.T) {
+	seen := map[RuleID]bool{}
+	for _, r := range Rules() {
+		if seen[r.ID] {
+			t.Errorf("rule %s is registered twice", r.ID)
+		}
+		seen[r.ID] = true
+		if !ruleIDFormat.MatchString(string(r.ID)) {
+			t.Errorf("rule %s is not <kind>.<field>.<rule> in lower case", r.ID)
+		}
+		if !strings.HasPrefix(string(r.ID), strings.ToLower(r.Kind)+".") {
+			t.Errorf("rule %s holds a %s", r.ID, r.Kind)
+		}
+		if r.Warning && r.Contract {
+			t.Errorf("rule %s warns, so it cannot protect the contract", r.ID)
+		}
+		if r.Field == "" || r.Summary == "" {
+			t.Errorf("rule %s has no field or summary", r.ID)
+		}
+	}
+}
+
+// TestEveryRuleIsReachable breaks every rule once and requires each violation and warning to name
+// a registered rule, and every registered rule to be named by one: no rule is left without an ID,
+// and no ID is left without its rule.
+func TestEveryRuleIsReachable(t *testing.T) {
+	strict, err := NewImagePolicy([]string{"ghcr.io"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := map[RuleID]bool{}
+	record := func(errs field.ErrorList, warnings []string) {
+		t.Helper()
+		for _, e := range errs {
+			if !isRule(RuleID(e.Origin)) || !strings.HasSuffix(e.Detail, ruleSuffix(RuleID(e.Origin))) {
+				t.Errorf("%s does not name a registered rule", e)
+				continue
+			}
+			named[RuleID(e.Origin)] = true
+		}
+		for _, w := range warnings {
+			i := strings.LastIndex(w, " (rule ")
+			if i < 0 || !isRule(RuleID(strings.TrimSuffix(w[i+len(" (rule "):], ")"))) {
+				t.Errorf("the warning %q does not name a registered rule", w)
+				continue
+			}
+			named[RuleID(strings.TrimSuffix(w[i+len(" (rule "):], ")"))] = true
+		}
+	}
+
+	for _, spec := range []authv1alpha1.WelcomeSpec{
+		{Name: " ", UserID: ptr.To[int32](0), Groups: []string{"a", "a"}, Email: "nope", Replicas: ptr.To[int32](-1),
+			Port: ptr.To[int32](0), ServiceType: "ExternalName", Password: "x", Image: "quay.io/a/b"},
+		{Name: "Ada", Replicas: ptr.To[int32](0), Image: "bad image"},
+		{Name: "Ada", Image: "quay.io/a/b:1"},
+		{Name: "Ada", Image: "ghcr.io/a/b:latest@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
+	} {
+		w := welcome()
+		w.Name, w.Spec = "hello.world", spec
+		record(ValidateWelcome(nil, w, strict))
+	}
+
+	for _, c := range []struct{ old, size, port *int32 }{
+		{nil, ptr.To[int32](4), ptr.To[int32](0)},
+		{ptr.To[int32](7), ptr.To[int32](5), nil},
+	} {
+		m := memcached(c.size, c.port)
+		m.Name = "hello.world"
+		var old *cachev1alpha1.Memcached
+		if c.old != nil {
+			old = memcached(c.old, c.port)
+			old.Name = m.Name
+		}
+		record(ValidateMemcached(old, m))
+	}
+
+	for _, spec := range []appv1.DeployObjectSpec{
+		{Image: "", Replicas: ptr.To[int32](-1), Ports: nil,
+			Env: []corev1.EnvVar{{Name: "A=B"}, {Name: "S", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "s"}, Key: "k"}}}},
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}}},
+		{Image: "quay.io/a/b", Ports: []corev1.ServicePort{{Port: 80, AppProtocol: ptr.To("HTTP 2")}},
+			Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "A", Value: "2"}}},
+		{Image: "quay.io/a/b:1.0", Ports: []corev1.ServicePort{{Port: 80}}},
+		{Image: "ghcr.io/a/b:latest@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", Ports: []corev1.ServicePort{{Port: 80}}},
+	} {
+		d := deployObject()
+		d.Name, d.Spec = "hello.world", spec
+		record(ValidateDeployObject(nil, d, strict))
+	}
+
+	for _, r := range Rules() {
+		if !named[r.ID] {
+			t.Errorf("no case breaks rule %s", r.ID)
+		}
+	}
+	if len(named) > len(Rules()) {
+		t.Errorf("%d rules named, %d registered", len(named), len(Rules()))
+	}
+	ids := make([]string, 0, len(named))
+	for id := range named {
+		ids = append(ids, string(id))
+	}
+	slices.Sort(ids)
+	t.Logf("rules named: %s", strings.Join(ids, " "))
+}
+
+// TestREADMEListsEveryRule keeps the README's rule table in step with the rules.
+func TestREADMEListsEveryRule(t *testing.T) {
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range Rules() {
+		if !strings.Contains(string(readme), "| `"+string(r.ID)+"` | "+r.Kind+" |") {
+			t.Errorf("the README's rule table does not list %s", r.ID)
+		}
+	}
+}
