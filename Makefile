@@ -156,11 +156,14 @@ deploy: manifests $(KUSTOMIZE) ## Deploy the operator (needs cert-manager); IMG 
 
 # undeploy deletes the custom resources first, while the manager still runs: it takes off the
 # finalizer an earlier version put on Memcacheds, which would otherwise keep them and the CRDs.
+# They go in the foreground: each is gone only once the garbage collector has deleted its
+# Deployment and Service. In the background, the CRDs could go before the garbage collector got
+# to the dependents, and it cannot delete a dependent whose owner's kind no longer exists.
 .PHONY: undeploy
 undeploy: $(KUSTOMIZE) ## Remove everything deploy created, custom resources first.
 	crds=$$($(KUSTOMIZE) build config/crd | $(KUBECTL) get --ignore-not-found -o name -f -) && \
 	for crd in $$crds; do \
-		$(KUBECTL) delete --all --all-namespaces --wait --timeout=2m "$${crd#*/}"; \
+		$(KUBECTL) delete --all --all-namespaces --cascade=foreground --wait --timeout=2m "$${crd#*/}"; \
 	done
 	$(kustomize_default) | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 

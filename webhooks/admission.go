@@ -359,6 +359,7 @@ func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, validate fun
 			return admissionv1.AdmissionResponse{}, false
 		}
 		errs, warnings := validate(old, obj)
+		observe(gvk.Kind, string(req.Operation), errs, warnings)
 		if len(errs) == 0 {
 			return allowed(warnings), true
 		}
@@ -394,12 +395,14 @@ type validatorFunc[T any, PT object[T]] struct {
 // ValidateCreate implements admission.Validator.
 func (v validatorFunc[T, PT]) ValidateCreate(_ context.Context, obj PT) (admission.Warnings, error) {
 	errs, warnings := v.validate(nil, obj)
+	observe(v.gk.Kind, string(admissionv1.Create), errs, warnings)
 	return admissionResult(v.gk, obj.GetName(), errs, warnings)
 }
 
 // ValidateUpdate implements admission.Validator.
 func (v validatorFunc[T, PT]) ValidateUpdate(_ context.Context, old, obj PT) (admission.Warnings, error) {
 	errs, warnings := v.validate(old, obj)
+	observe(v.gk.Kind, string(admissionv1.Update), errs, warnings)
 	return admissionResult(v.gk, obj.GetName(), errs, warnings)
 }
 

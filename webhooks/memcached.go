@@ -147,6 +147,7 @@ func (v *memcachedScaleValidator) Handle(_ context.Context, req admission.Reques
 	}
 	errs, warnings := validateSizeChange(&old.Spec.Replicas, &scale.Spec.Replicas, field.NewPath("spec", "size"))
 	errs = withRuleIDs(errs)
+	observe(memcachedGK.Kind, string(req.Operation), errs, warnings)
 	if len(errs) > 0 {
 		status := apierrors.NewInvalid(memcachedGK, req.Name, errs).ErrStatus
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{

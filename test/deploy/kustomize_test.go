@@ -230,6 +230,7 @@ func TestOptionalOverlaysBuildAlone(t *testing.T) {
 	for dir, want := range map[string][]string{
 		"network-policy": {"NetworkPolicy system/allow-metrics-traffic", "NetworkPolicy system/allow-webhook-traffic"},
 		"prometheus":     {"ServiceMonitor system/controller-manager-metrics-monitor"},
+		"grafana":        {"ConfigMap webhook-operator-system/webhook-operator-grafana-dashboard"},
 	} {
 		t.Run(dir, func(t *testing.T) {
 			checkInventory(t, kustomizeBuild(t, filepath.Join(root, "config", dir)), want)

@@ -1,0 +1,105 @@
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/testenv"
+)
+
+// counterValue is the value of the counter name with exactly the labels given, 0 when absent.
+func counterValue(name string, labels map[string]string) float64 {
+	families, err := metrics.Registry.Gather()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range f.GetMetric() {
+			for k, v := range labels {
+				if labelValue(m, k) != v {
+					continue metric
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
+}
+
+// dashboardMetric is a metric name in a PromQL expression of ours or controller-runtime's.
+var dashboardMetric = regexp.MustCompile(`\b(?:webhook_operator|controller_runtime)_[a-z_]+\b`)
+
+var _ = Describe("The admission metrics", func() {
+	It("count each refusal by rule and decision, and hold every metric the Grafana dashboard reads", Serial, func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		denied := map[string]string{"kind": "Welcome", "rule": "welcome.port.range", "action": "denied"}
+		warned := map[string]string{"kind": "Welcome", "rule": "welcome.password.plaintext", "action": "warned"}
+		refusals := map[string]string{"kind": "Welcome", "operation": "CREATE", "decision": "denied"}
+		before := []float64{counterValue("webhook_operator_rule_results_total", denied),
+			counterValue("webhook_operator_rule_results_total", warned),
+			counterValue("webhook_operator_admission_decisions_total", refusals)}
+
+		err := k8s.Create(ctx, newWelcome(ns, "bad-port", authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](0), Password: "p"}))
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(k8s.Create(ctx, newWelcome(ns, "warned", authv1alpha1.WelcomeSpec{Name: "Ada", Password: "p",
+			ServiceType: corev1.ServiceTypeClusterIP}))).To(Succeed())
+
+		after := []float64{counterValue("webhook_operator_rule_results_total", denied),
+			counterValue("webhook_operator_rule_results_total", warned),
+			counterValue("webhook_operator_admission_decisions_total", refusals)}
+		// At least, not exactly: the API server may admit a request more than once.
+		Expect(after[0]).To(BeNumerically(">=", before[0]+1), "welcome.port.range denied")
+		Expect(after[1]).To(BeNumerically(">=", before[1]+2), "welcome.password.plaintext warned, refused or not")
+		Expect(after[2]).To(BeNumerically(">=", before[2]+1), "Welcome creates denied")
+
+		By("reading the dashboard's queries")
+		root, err := testenv.ModuleRoot()
+		Expect(err).NotTo(HaveOccurred())
+		data, err := os.ReadFile(filepath.Join(root, "config", "grafana", "webhook-operator.json"))
+		Expect(err).NotTo(HaveOccurred())
+		var dashboard struct {
+			Panels []struct {
+				Title   string `json:"title"`
+				Targets []struct {
+					Expr string `json:"expr"`
+				} `json:"targets"`
+			} `json:"panels"`
+		}
+		Expect(json.Unmarshal(data, &dashboard)).To(Succeed())
+		Expect(dashboard.Panels).NotTo(BeEmpty())
+
+		families, err := metrics.Registry.Gather()
+		Expect(err).NotTo(HaveOccurred())
+		served := map[string]bool{}
+		for _, f := range families {
+			served[f.GetName()] = true
+		}
+		read := 0
+		for _, p := range dashboard.Panels {
+			Expect(p.Targets).NotTo(BeEmpty(), "panel %q has no query", p.Title)
+			for _, t := range p.Targets {
+				names := dashboardMetric.FindAllString(t.Expr, -1)
+				Expect(names).NotTo(BeEmpty(), "panel %q reads no metric of ours: %s", p.Title, t.Expr)
+				for _, name := range names {
+					family := strings.TrimSuffix(name, "_bucket")
+					Expect(served).To(HaveKey(family), "panel %q reads %s, which the manager does not serve", p.Title, name)
+					read++
+				}
+			}
+		}
+		AddReportEntry("dashboard queries checked against the served metrics", read)
+	})
+})

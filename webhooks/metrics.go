@@ -1,0 +1,71 @@
+package webhooks
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// Admission's own metrics, on the manager's metrics endpoint beside controller-runtime's
+// controller_runtime_webhook_latency_seconds and controller_runtime_webhook_requests_total, which
+// time and count every request per webhook. config/grafana shows them.
+var (
+	// ruleResults counts the validation requests in which a rule was broken, once per request
+	// and rule, by what admission did about it.
+	ruleResults = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "webhook_operator_rule_results_total",
+		Help: "Validation requests in which a rule was broken, by kind, rule and action: denied (the request was refused) or warned (admitted with a warning).",
+	}, []string{"kind", "rule", "action"})
+
+	// decisions counts the validation requests by their answer.
+	decisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "webhook_operator_admission_decisions_total",
+		Help: "Validation requests, by kind, operation (CREATE, UPDATE) and decision: allowed or denied.",
+	}, []string{"kind", "operation", "decision"})
+)
+
+// The actions a rule result is counted under.
+const (
+	actionDenied = "denied"
+	actionWarned = "warned"
+)
+
+func init() {
+	metrics.Registry.MustRegister(ruleResults, decisions)
+}
+
+// observe counts one validation request of kind: its decision, and each rule its violations and
+// warnings name, once.
+func observe(kind, operation string, errs field.ErrorList, warnings admission.Warnings) {
+	decision := "allowed"
+	if len(errs) > 0 {
+		decision = "denied"
+	}
+	decisions.WithLabelValues(kind, operation, decision).Inc()
+	counted := map[RuleID]bool{}
+	for _, e := range errs {
+		if id := RuleID(e.Origin); id != "" && !counted[id] {
+			counted[id] = true
+			ruleResults.WithLabelValues(kind, string(id), actionDenied).Inc()
+		}
+	}
+	for _, w := range warnings {
+		if id := ruleOfWarning(w); id != "" && !counted[id] {
+			counted[id] = true
+			ruleResults.WithLabelValues(kind, string(id), actionWarned).Inc()
+		}
+	}
+}
+
+// ruleOfWarning is the rule a warning names at its end, if any.
+func ruleOfWarning(w string) RuleID {
+	const open = " (rule "
+	i := strings.LastIndex(w, open)
+	if i < 0 || !strings.HasSuffix(w, ")") {
+		return ""
+	}
+	return RuleID(w[i+len(open) : len(w)-1])
+}
