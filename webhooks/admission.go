@@ -36,6 +36,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	admissionmetrics "sigs.k8s.io/controller-runtime/pkg/webhook/admission/metrics"
@@ -304,6 +305,7 @@ type object[T any] interface {
 	*T
 	runtime.Object
 	GetName() string
+	GetNamespace() string
 }
 
 // ofKind reports whether obj, read from a review, is an object of kind gvk; when it is not, or
@@ -337,9 +339,9 @@ func defaultingWebhook[T any, PT object[T]](scheme *runtime.Scheme, defaults fun
 
 // validatingWebhook is the validating webhook of a kind: validate judges an object against the
 // stored one on update, nil on create, and its violations are refused in one 422 Invalid status.
-func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, validate func(old, obj PT) (field.ErrorList, admission.Warnings)) *admissionWebhook {
+func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, j judge, validate func(p *Policy, old, obj PT) (field.ErrorList, admission.Warnings)) *admissionWebhook {
 	gvk := kindOf[T, PT](scheme)
-	review := reviewing(false, func(_ context.Context, _ []byte, req *admissionRequest[PT, PT]) (admissionv1.AdmissionResponse, bool) {
+	review := reviewing(false, func(ctx context.Context, _ []byte, req *admissionRequest[PT, PT]) (admissionv1.AdmissionResponse, bool) {
 		obj, old := req.Object, req.OldObject
 		switch req.Operation {
 		case admissionv1.Connect:
@@ -358,15 +360,21 @@ func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, validate fun
 		if !ofKind(obj, gvk) {
 			return admissionv1.AdmissionResponse{}, false
 		}
-		errs, warnings := validate(old, obj)
-		observe(gvk.Kind, string(req.Operation), errs, warnings)
+		policy := j.current()
+		errs, warnings := validate(policy, old, obj)
+		errs, warnings, err := j.judge(ctx, policy, denial{gvk: gvk, namespace: req.Namespace, name: obj.GetName(),
+			operation: string(req.Operation), dryRun: ptr.Deref(req.DryRun, false)}, errs, warnings)
+		if err != nil {
+			// As controller-runtime answers a validator's error that is no API status.
+			return admission.Denied(err.Error()).AdmissionResponse, true
+		}
 		if len(errs) == 0 {
 			return allowed(warnings), true
 		}
 		status := invalidStatus(gvk.GroupKind(), obj.GetName(), errs)
 		return admissionv1.AdmissionResponse{Result: &status, Warnings: warnings}, true
 	})
-	return newAdmissionWebhook(review, admission.WithValidator[PT](scheme, validatorFunc[T, PT]{gk: gvk.GroupKind(), validate: validate}).Handler)
+	return newAdmissionWebhook(review, admission.WithValidator[PT](scheme, validatorFunc[T, PT]{gvk: gvk, validate: validate, judge: j}).Handler)
 }
 
 func kindOf[T any, PT object[T]](scheme *runtime.Scheme) schema.GroupVersionKind {
@@ -388,22 +396,34 @@ func (f defaulterFunc[T, PT]) Default(_ context.Context, obj PT) error {
 
 // validatorFunc serves a validation rule through controller-runtime.
 type validatorFunc[T any, PT object[T]] struct {
-	gk       schema.GroupKind
-	validate func(old, obj PT) (field.ErrorList, admission.Warnings)
+	gvk      schema.GroupVersionKind
+	validate func(p *Policy, old, obj PT) (field.ErrorList, admission.Warnings)
+	judge    judge
 }
 
 // ValidateCreate implements admission.Validator.
-func (v validatorFunc[T, PT]) ValidateCreate(_ context.Context, obj PT) (admission.Warnings, error) {
-	errs, warnings := v.validate(nil, obj)
-	observe(v.gk.Kind, string(admissionv1.Create), errs, warnings)
-	return admissionResult(v.gk, obj.GetName(), errs, warnings)
+func (v validatorFunc[T, PT]) ValidateCreate(ctx context.Context, obj PT) (admission.Warnings, error) {
+	return v.answer(ctx, admissionv1.Create, nil, obj)
 }
 
 // ValidateUpdate implements admission.Validator.
-func (v validatorFunc[T, PT]) ValidateUpdate(_ context.Context, old, obj PT) (admission.Warnings, error) {
-	errs, warnings := v.validate(old, obj)
-	observe(v.gk.Kind, string(admissionv1.Update), errs, warnings)
-	return admissionResult(v.gk, obj.GetName(), errs, warnings)
+func (v validatorFunc[T, PT]) ValidateUpdate(ctx context.Context, old, obj PT) (admission.Warnings, error) {
+	return v.answer(ctx, admissionv1.Update, old, obj)
+}
+
+// answer validates obj, and judges, counts and records what the rules found, as the lean path does.
+func (v validatorFunc[T, PT]) answer(ctx context.Context, op admissionv1.Operation, old, obj PT) (admission.Warnings, error) {
+	policy := v.judge.current()
+	errs, warnings := v.validate(policy, old, obj)
+	d := denial{gvk: v.gvk, namespace: obj.GetNamespace(), name: obj.GetName(), operation: string(op)}
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		d.namespace, d.dryRun = req.Namespace, ptr.Deref(req.DryRun, false)
+	}
+	errs, warnings, err := v.judge.judge(ctx, policy, d, errs, warnings)
+	if err != nil {
+		return nil, err
+	}
+	return admissionResult(v.gvk.GroupKind(), obj.GetName(), errs, warnings)
 }
 
 // ValidateDelete implements admission.Validator; deletion is always allowed.

@@ -31,6 +31,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
 // testScheme knows what the operator's scheme knows of admission: the three kinds and Scale.
@@ -40,6 +41,7 @@ var testScheme = func() *runtime.Scheme {
 	utilruntime.Must(authv1alpha1.AddToScheme(scheme))
 	utilruntime.Must(cachev1alpha1.AddToScheme(scheme))
 	utilruntime.Must(appv1.AddToScheme(scheme))
+	utilruntime.Must(policyv1alpha1.AddToScheme(scheme))
 	return scheme
 }()
 
@@ -59,19 +61,22 @@ func testWebhooks(policy ImagePolicy) map[string]*admissionWebhook {
 // The rules as controller-runtime serves them, for the tests of the status their violations make.
 
 var welcomeValidator admission.Validator[*authv1alpha1.Welcome] = validatorFunc[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
-	gk: kindOf[authv1alpha1.Welcome](testScheme).GroupKind(),
-	validate: func(old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
+	gvk: kindOf[authv1alpha1.Welcome](testScheme),
+	validate: func(_ *Policy, old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
 		return ValidateWelcome(old, w, ImagePolicy{})
 	},
 }
 
 func memcachedValidator() admission.Validator[*cachev1alpha1.Memcached] {
-	return validatorFunc[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{gk: memcachedGK, validate: ValidateMemcached}
+	return validatorFunc[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{gvk: cachev1alpha1.GroupVersion.WithKind(memcachedGK.Kind),
+		validate: func(_ *Policy, old, m *cachev1alpha1.Memcached) (field.ErrorList, admission.Warnings) {
+			return ValidateMemcached(old, m)
+		}}
 }
 
 func deployObjectValidator(policy ImagePolicy) admission.Validator[*appv1.DeployObject] {
-	return validatorFunc[appv1.DeployObject, *appv1.DeployObject]{gk: kindOf[appv1.DeployObject](testScheme).GroupKind(),
-		validate: func(old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
+	return validatorFunc[appv1.DeployObject, *appv1.DeployObject]{gvk: kindOf[appv1.DeployObject](testScheme),
+		validate: func(_ *Policy, old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
 			return ValidateDeployObject(old, d, policy)
 		}}
 }
@@ -442,8 +447,10 @@ func TestAllowedReviewIsWrittenAsEncodingJSONWrites(t *testing.T) {
 // TestPanicsAreAnsweredAsControllerRuntimeAnswersThem: a panic of the rules is a 500 answer with
 // the request's uid, or, with recovery off as in the fuzz targets, a panic.
 func TestPanicsAreAnsweredAsControllerRuntimeAnswersThem(t *testing.T) {
-	panicking := func(_, _ *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) { panic("the rule broke") }
-	h := validatingWebhook(testScheme, panicking)
+	panicking := func(_ *Policy, _, _ *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
+		panic("the rule broke")
+	}
+	h := validatingWebhook(testScheme, judge{}, panicking)
 	body := welcomeReviewOf("CREATE", defaultedWelcome, "")
 
 	gotCode, got := serveRaw(h, "application/json", body)

@@ -1,11 +1,9 @@
 package webhooks
 
 import (
-	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
@@ -13,7 +11,7 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 )
 
-// ReasonRefused is the reason of the Warning Event recorded on a namespace when admission refuses
+// ReasonRefused is the reason of the Warning Event recorded in a namespace when admission refuses
 // an object of it.
 const ReasonRefused = "AdmissionRefused"
 
@@ -27,24 +25,20 @@ type denial struct {
 	dryRun    bool
 }
 
-// recordDenial records a refusal as a Warning Event regarding the object's namespace, where a
-// namespace's owner looks (kubectl events -n NS), related to the object, which may not exist. A
-// dry run, which has no side effects (the webhooks declare sideEffects: NoneOnDryRun), records
-// nothing, nor does a cluster-scoped request or a manager without a recorder. The recorder folds
-// the same refusal repeated (the same object and operation) into one Event's series, so a
+// recordDenial records a refusal as a Warning Event in the object's namespace, regarding the
+// object (which a refused create leaves absent), where the namespace's owner looks: kubectl events
+// -n NS. A dry run, which has no side effects (the validating webhooks declare sideEffects:
+// NoneOnDryRun), records nothing, nor does a manager without a recorder. The recorder folds the
+// same refusal repeated (the same object, operation and reason) into one Event's series, so a
 // GitOps tool retrying a bad object does not flood the namespace.
 func recordDenial(recorder events.EventRecorder, d denial, errs field.ErrorList) {
 	if recorder == nil || d.dryRun || d.namespace == "" || len(errs) == 0 {
 		return
 	}
 	apiVersion, kind := d.gvk.ToAPIVersionAndKind()
-	related := &corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: d.namespace, Name: d.name}
-	regarding := &corev1.Namespace{
-		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-		ObjectMeta: metav1.ObjectMeta{Name: d.namespace},
-	}
-	prefix := fmt.Sprintf("%s %s %q refused: ", strings.ToLower(d.operation), kind, d.name)
-	recorder.Eventf(regarding, related, corev1.EventTypeWarning, ReasonRefused, actionOf(d.operation), "%s",
+	regarding := &corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: d.namespace, Name: d.name}
+	prefix := strings.ToLower(d.operation) + " refused: "
+	recorder.Eventf(regarding, nil, corev1.EventTypeWarning, ReasonRefused, actionOf(d.operation), "%s",
 		prefix+message.Violations(errs, message.EventNoteLimit-len(prefix)))
 }
 

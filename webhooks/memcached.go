@@ -23,8 +23,8 @@ import (
 // a Memcached or a scale that ValidateMemcached or validateSizeChange may refuse or warn about
 // (may-be-refused), as for a Welcome.
 // +kubebuilder:webhook:path=/mutate-cache-seedlabs-dev-v1alpha1-memcached,mutating=true,failurePolicy=fail,sideEffects=None,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=mmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"lacks-a-default","expression":"!has(object.spec) || !has(object.spec.size) || !has(object.spec.containerPort)"}]}`
-// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached,mutating=false,failurePolicy=fail,sideEffects=None,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=vmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.metadata.name) || object.metadata.name.size() > 63 || !object.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') || (has(object.spec) && ((has(object.spec.size) && (object.spec.size < 1 || object.spec.size > 3)) || (has(object.spec.containerPort) && (object.spec.containerPort < 1 || object.spec.containerPort > 65535))))"}]}`
-// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached-scale,mutating=false,failurePolicy=fail,sideEffects=None,groups=cache.seedlabs.dev,resources=memcacheds/scale,verbs=update,versions=v1alpha1,name=vmemcachedscale.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.spec) || !has(object.spec.replicas) || object.spec.replicas < 1 || object.spec.replicas > 3"}]}`
+// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=vmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.metadata.name) || object.metadata.name.size() > 63 || !object.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') || (has(object.spec) && ((has(object.spec.size) && (object.spec.size < 1 || object.spec.size > 3)) || (has(object.spec.containerPort) && (object.spec.containerPort < 1 || object.spec.containerPort > 65535))))"}]}`
+// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached-scale,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds/scale,verbs=update,versions=v1alpha1,name=vmemcachedscale.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.spec) || !has(object.spec.replicas) || object.spec.replicas < 1 || object.spec.replicas > 3"}]}`
 
 // memcachedScalePath serves the validating webhook of the memcacheds/scale subresource.
 const memcachedScalePath = "/validate-cache-seedlabs-dev-v1alpha1-memcached-scale"
@@ -115,8 +115,8 @@ func memcachedDefaultsPatch(body []byte, m *cachev1alpha1.Memcached) ([]byte, er
 }
 
 // memcachedScaleWebhook is the validating webhook of the memcacheds/scale subresource.
-func memcachedScaleWebhook(scheme *runtime.Scheme) *admissionWebhook {
-	validator := &memcachedScaleValidator{decoder: admission.NewDecoder(scheme)}
+func memcachedScaleWebhook(scheme *runtime.Scheme, j judge) *admissionWebhook {
+	validator := &memcachedScaleValidator{decoder: admission.NewDecoder(scheme), judge: j}
 	review := reviewing(false, func(ctx context.Context, _ []byte, req *admissionRequest[rawJSON, rawJSON]) (admissionv1.AdmissionResponse, bool) {
 		r := admission.Request{AdmissionRequest: req.AdmissionRequest}
 		r.Object.Raw, r.OldObject.Raw = req.Object, req.OldObject
@@ -130,10 +130,11 @@ func memcachedScaleWebhook(scheme *runtime.Scheme) *admissionWebhook {
 // spec.size, so it is held to the same range and refused in the same words.
 type memcachedScaleValidator struct {
 	decoder admission.Decoder
+	judge   judge
 }
 
 // Handle implements admission.Handler.
-func (v *memcachedScaleValidator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (v *memcachedScaleValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Update || req.SubResource != "scale" ||
 		req.Resource.Group != memcachedGVR.Group || req.Resource.Resource != memcachedGVR.Resource {
 		return admission.Allowed("")
@@ -146,8 +147,12 @@ func (v *memcachedScaleValidator) Handle(_ context.Context, req admission.Reques
 		return admission.Errored(http.StatusBadRequest, err)
 	}
 	errs, warnings := validateSizeChange(&old.Spec.Replicas, &scale.Spec.Replicas, field.NewPath("spec", "size"))
-	errs = withRuleIDs(errs)
-	observe(memcachedGK.Kind, string(req.Operation), errs, warnings)
+	errs, warnings, err := v.judge.judge(ctx, v.judge.current(), denial{gvk: cachev1alpha1.GroupVersion.WithKind(memcachedGK.Kind),
+		namespace: req.Namespace, name: req.Name, operation: string(req.Operation), dryRun: ptr.Deref(req.DryRun, false)},
+		withRuleIDs(errs), warnings)
+	if err != nil {
+		return admission.Denied(err.Error())
+	}
 	if len(errs) > 0 {
 		status := apierrors.NewInvalid(memcachedGK, req.Name, errs).ErrStatus
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{

@@ -4,9 +4,7 @@ import (
 	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // Admission's own metrics, on the manager's metrics endpoint beside controller-runtime's
@@ -17,7 +15,7 @@ var (
 	// and rule, by what admission did about it.
 	ruleResults = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "webhook_operator_rule_results_total",
-		Help: "Validation requests in which a rule was broken, by kind, rule and action: denied (the request was refused) or warned (admitted with a warning).",
+		Help: "Validation requests in which a rule was broken, by kind, rule and action: denied (the request was refused), warned (admitted with a warning) or audited (admitted, only counted).",
 	}, []string{"kind", "rule", "action"})
 
 	// decisions counts the validation requests by their answer.
@@ -29,34 +27,38 @@ var (
 
 // The actions a rule result is counted under.
 const (
-	actionDenied = "denied"
-	actionWarned = "warned"
+	actionDenied  = "denied"
+	actionWarned  = "warned"
+	actionAudited = "audited"
 )
 
 func init() {
 	metrics.Registry.MustRegister(ruleResults, decisions)
 }
 
-// observe counts one validation request of kind: its decision, and each rule its violations and
-// warnings name, once.
-func observe(kind, operation string, errs field.ErrorList, warnings admission.Warnings) {
+// observe counts one validation request of kind: its decision, and each rule the policy's
+// verdict names, once, under what admission did about it.
+func observe(kind, operation string, v Judgement) {
 	decision := "allowed"
-	if len(errs) > 0 {
+	if len(v.Refused) > 0 {
 		decision = "denied"
 	}
 	decisions.WithLabelValues(kind, operation, decision).Inc()
 	counted := map[RuleID]bool{}
-	for _, e := range errs {
-		if id := RuleID(e.Origin); id != "" && !counted[id] {
+	count := func(id RuleID, action string) {
+		if id != "" && !counted[id] {
 			counted[id] = true
-			ruleResults.WithLabelValues(kind, string(id), actionDenied).Inc()
+			ruleResults.WithLabelValues(kind, string(id), action).Inc()
 		}
 	}
-	for _, w := range warnings {
-		if id := ruleOfWarning(w); id != "" && !counted[id] {
-			counted[id] = true
-			ruleResults.WithLabelValues(kind, string(id), actionWarned).Inc()
-		}
+	for _, e := range v.Refused {
+		count(RuleID(e.Origin), actionDenied)
+	}
+	for _, w := range v.Warnings {
+		count(ruleOfWarning(w), actionWarned)
+	}
+	for _, id := range v.Audited {
+		count(id, actionAudited)
 	}
 }
 

@@ -13,18 +13,30 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
 // Options configure the admission webhooks.
 type Options struct {
 	// ImagePolicy is what the image of a DeployObject, and of a Welcome that sets one, must
 	// satisfy beyond a pinned reference.
+	// It is the image policy of the default policy, when Policy is not set.
 	ImagePolicy ImagePolicy
+	// Policy, when set, is the admission policy in force, read on every request: the actions of
+	// the rules and the image policy (an AdmissionPolicy, live; see LivePolicy).
+	Policy PolicySource
+	// Namespaces look up the labels of a namespace, for the policy's namespace overrides.
+	Namespaces NamespaceLabels
+	// Recorder, when set, records every refusal that is not a dry run as a Warning Event in the
+	// refused object's namespace (recordDenial).
+	Recorder events.EventRecorder
 }
 
 // Setup registers every admission webhook with the manager's webhook server, which counts and
@@ -48,19 +60,27 @@ func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 }
 
 func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissionWebhook {
+	j := newJudge(opts)
 	return map[string]*admissionWebhook{
 		"/mutate-auth-seedlabs-dev-v1alpha1-welcome": defaultingWebhook(scheme, DefaultWelcome, welcomeDefaultsPatch),
-		"/validate-auth-seedlabs-dev-v1alpha1-welcome": validatingWebhook(scheme,
-			func(old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
-				return ValidateWelcome(old, w, opts.ImagePolicy)
+		"/validate-auth-seedlabs-dev-v1alpha1-welcome": validatingWebhook(scheme, j,
+			func(p *Policy, old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
+				return ValidateWelcome(old, w, p.Images())
 			}),
-		"/mutate-cache-seedlabs-dev-v1alpha1-memcached":   defaultingWebhook(scheme, DefaultMemcached, memcachedDefaultsPatch),
-		"/validate-cache-seedlabs-dev-v1alpha1-memcached": validatingWebhook(scheme, ValidateMemcached),
-		memcachedScalePath:                         memcachedScaleWebhook(scheme),
+		"/mutate-cache-seedlabs-dev-v1alpha1-memcached": defaultingWebhook(scheme, DefaultMemcached, memcachedDefaultsPatch),
+		"/validate-cache-seedlabs-dev-v1alpha1-memcached": validatingWebhook(scheme, j,
+			func(_ *Policy, old, m *cachev1alpha1.Memcached) (field.ErrorList, admission.Warnings) {
+				return ValidateMemcached(old, m)
+			}),
+		memcachedScalePath:                         memcachedScaleWebhook(scheme, j),
 		"/mutate-app-seedlabs-dev-v1-deployobject": defaultingWebhook(scheme, DefaultDeployObject, deployObjectDefaultsPatch),
-		"/validate-app-seedlabs-dev-v1-deployobject": validatingWebhook(scheme,
-			func(old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
-				return ValidateDeployObject(old, d, opts.ImagePolicy)
+		"/validate-app-seedlabs-dev-v1-deployobject": validatingWebhook(scheme, j,
+			func(p *Policy, old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
+				return ValidateDeployObject(old, d, p.Images())
+			}),
+		admissionPolicyPath: validatingWebhook(scheme, judge{},
+			func(_ *Policy, _, p *policyv1alpha1.AdmissionPolicy) (field.ErrorList, admission.Warnings) {
+				return ValidateAdmissionPolicy(p), nil
 			}),
 	}
 }

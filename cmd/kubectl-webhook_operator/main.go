@@ -4,6 +4,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,9 +13,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
 
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/lint"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -29,15 +33,20 @@ const (
 const usage = `Run webhook-operator's admission over manifests, offline.
 
 Usage:
-  kubectl webhook-operator lint -f FILENAME [-f FILENAME ...] [-R] [-o text|json] [--allowed-registries=LIST]
+  kubectl webhook-operator rules [-o text|json]     list the rules an AdmissionPolicy can name
+  kubectl webhook-operator lint -f FILENAME [-f FILENAME ...] [-R] [-o text|json]
+      [--policy=FILE [--namespace-labels=KEY=VALUE,...] | --allowed-registries=LIST]
 
 Each Welcome, Memcached and DeployObject is defaulted and validated by the same rules the
 operator's webhooks serve, and decoded as strictly as kubectl apply sends it. FILENAME is a file,
 a directory (its .yaml, .yml and .json files; -R for its subdirectories too) or - for standard
-input, which is also read when no -f is given. Objects of other kinds are skipped.
+input, which is also read when no -f is given. Objects of other kinds are skipped. With --policy,
+an AdmissionPolicy decides what each broken rule does (Enforce refuses, Warn warns, Audit only
+lists it in the JSON output), for objects in a namespace of the given labels; without it, every
+rule refuses or warns as by default, under --allowed-registries.
 
 Exit status: 0 when every object would be admitted (warnings allowed), 1 when one would be
-refused, 2 on bad usage or a file that cannot be read.
+refused, 2 on bad usage, a bad policy or a file that cannot be read.
 
 Flags:
 `
@@ -47,13 +56,16 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == "rules" {
+		return listRules(args[1:], stdout, stderr)
+	}
 	if len(args) == 0 || args[0] != "lint" {
 		_, _ = fmt.Fprint(stderr, usage)
 		_, _ = fmt.Fprintln(stderr, "  (see lint --help)")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			return exitValid
 		}
-		_, _ = fmt.Fprintln(stderr, `error: unknown command; the only command is "lint"`)
+		_, _ = fmt.Fprintln(stderr, `error: unknown command; the commands are "lint" and "rules"`)
 		return exitUsage
 	}
 	fs := pflag.NewFlagSet("lint", pflag.ContinueOnError)
@@ -67,6 +79,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	output := fs.StringP("output", "o", "text", "Output format: text (kubectl's words) or json.")
 	registries := fs.StringSlice("allowed-registries", nil,
 		"Registries an image may come from, as the manager's --allowed-registries; unset allows any.")
+	policyFile := fs.String("policy", "", "An AdmissionPolicy (YAML) to lint under, as the cluster's named cluster.")
+	namespaceLabels := fs.StringToString("namespace-labels", nil,
+		"The labels of the namespace the objects go to, for the policy's namespace overrides.")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitValid
@@ -87,10 +102,21 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			allowed = append(allowed, r)
 		}
 	}
-	policy, err := webhooks.NewImagePolicy(allowed)
+	images, err := webhooks.NewImagePolicy(allowed)
 	if err != nil {
 		_, _ = fmt.Fprintf(stderr, "error: --allowed-registries: %v\n", err)
 		return exitUsage
+	}
+	policy := webhooks.DefaultPolicy(images)
+	if *policyFile != "" {
+		if len(allowed) > 0 {
+			_, _ = fmt.Fprintln(stderr, "error: --policy and --allowed-registries: the policy's allowedRegistries replace the flag; give one")
+			return exitUsage
+		}
+		if policy, err = readPolicy(*policyFile); err != nil {
+			_, _ = fmt.Fprintf(stderr, "error: --policy: %v\n", err)
+			return exitUsage
+		}
 	}
 	sources, err := expand(*files, *recursive)
 	if err != nil {
@@ -98,7 +124,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	linter := lint.Linter{Policy: policy}
+	linter := lint.Linter{Policy: policy, Namespace: *namespaceLabels}
 	var results []lint.Result
 	for _, source := range sources {
 		got, err := lintSource(linter, source, stdin)
@@ -121,6 +147,80 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInvalid
 	}
 	return exitValid
+}
+
+// listRules prints every rule: its ID, what it holds, and what an AdmissionPolicy may do with it.
+func listRules(args []string, stdout, stderr io.Writer) int {
+	fs := pflag.NewFlagSet("rules", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	output := fs.StringP("output", "o", "text", "Output format: text or json.")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitValid
+		}
+		return exitUsage
+	}
+	type rule struct {
+		ID      string   `json:"id"`
+		Kind    string   `json:"kind"`
+		Field   string   `json:"field"`
+		Summary string   `json:"summary"`
+		Default string   `json:"defaultAction"`
+		Allowed []string `json:"allowedActions"`
+	}
+	var list []rule
+	for _, r := range webhooks.Rules() {
+		item := rule{ID: string(r.ID), Kind: r.Kind, Field: r.Field, Summary: r.Summary, Default: "Enforce", Allowed: []string{"Enforce", "Warn", "Audit"}}
+		switch {
+		case r.Contract:
+			item.Allowed = []string{"Enforce"}
+		case r.Warning:
+			item.Default, item.Allowed = "Warn", []string{"Warn", "Audit"}
+		}
+		list = append(list, item)
+	}
+	switch *output {
+	case "json":
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(list); err != nil {
+			return exitUsage
+		}
+	case "text":
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		_, _ = fmt.Fprintln(w, "RULE\tFIELD\tDEFAULT\tACTIONS\tREQUIRES")
+		for _, r := range list {
+			_, _ = fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", r.ID, r.Field, r.Default, strings.Join(r.Allowed, ","), r.Summary)
+		}
+		if err := w.Flush(); err != nil {
+			return exitUsage
+		}
+	default:
+		_, _ = fmt.Fprintf(stderr, "error: --output must be text or json, not %q\n", *output)
+		return exitUsage
+	}
+	return exitValid
+}
+
+// readPolicy reads an AdmissionPolicy from file, as strictly as kubectl would send it, and
+// compiles it, or says every reason the operator's webhook would refuse it for.
+func readPolicy(file string) (*webhooks.Policy, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var p policyv1alpha1.AdmissionPolicy
+	if err := yaml.UnmarshalStrict(data, &p); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	if p.Kind != "AdmissionPolicy" || p.APIVersion != policyv1alpha1.GroupVersion.String() {
+		return nil, fmt.Errorf("%s: not a %s AdmissionPolicy", file, policyv1alpha1.GroupVersion)
+	}
+	compiled, errs := webhooks.NewPolicy(&p)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s: %w", file, errs.ToAggregate())
+	}
+	return compiled, nil
 }
 
 // lintSource lints the file source, or stdin for "-".

@@ -5,14 +5,18 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/lint"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // lintRun runs the plugin with args and stdin and returns its exit status and output.
@@ -188,5 +192,81 @@ func TestLintUsage(t *testing.T) {
 	}
 	if code, stdout, _ := lintRun(t, "", "lint", "-f", empty, "-o", "json"); code != exitValid || !strings.Contains(stdout, `"results": []`) {
 		t.Errorf("a file of comments: exit %d, %s", code, stdout)
+	}
+}
+
+// TestLintUnderAPolicy lints config/samples/invalid under config/samples/policy's AdmissionPolicy
+// and policies of its own: a Warned rule admits with a warning, an Audited one lists the rule,
+// a namespace override applies with the namespace's labels, and a contract rule always refuses.
+func TestLintUnderAPolicy(t *testing.T) {
+	const latest = "apiVersion: app.seedlabs.dev/v1\nkind: DeployObject\nmetadata: {name: moving}\nspec: {image: 'nginx:latest', ports: [{port: 80}]}\n"
+	sample := "../../config/samples/policy/admissionpolicy.yaml"
+
+	code, stdout, stderr := lintRun(t, latest, "lint", "--policy", sample)
+	if code != exitValid || !strings.Contains(stderr, "Warning: spec.image: Invalid value: \"nginx:latest\"") ||
+		!strings.HasSuffix(strings.TrimSpace(stderr), "(rule deployobject.image.pinned)") || !strings.Contains(stdout, "deployobject.app.seedlabs.dev/moving valid") {
+		t.Errorf("a Warned rule: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, _, stderr := lintRun(t, latest, "lint", "--policy", sample, "--namespace-labels", "env=prod"); code != exitInvalid ||
+		!strings.Contains(stderr, "(rule deployobject.image.pinned)") {
+		t.Errorf("the rule Enforced in env=prod: exit %d, stderr %q", code, stderr)
+	}
+
+	audit := filepath.Join(t.TempDir(), "audit.yaml")
+	if err := os.WriteFile(audit, []byte("apiVersion: policy.seedlabs.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata: {name: cluster}\n"+
+		"spec: {rules: [{id: welcome.user-id.range, action: Audit}]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, _ = lintRun(t, "", "lint", "--policy", audit, "-o", "json", "-f", "../../config/samples/invalid/welcome-userid.yaml")
+	if code != exitValid || !strings.Contains(stdout, `"audited": [`) || !strings.Contains(stdout, `"welcome.user-id.range"`) {
+		t.Errorf("an Audited rule: exit %d, %s", code, stdout)
+	}
+	if code, _, stderr := lintRun(t, "", "lint", "--policy", audit, "-f", "../../config/samples/invalid/welcome-port.yaml"); code != exitInvalid ||
+		!strings.Contains(stderr, "(rule welcome.port.range)") {
+		t.Errorf("a contract rule the policy does not list: exit %d, stderr %q", code, stderr)
+	}
+
+	relaxed := filepath.Join(t.TempDir(), "relaxed.yaml")
+	if err := os.WriteFile(relaxed, []byte("apiVersion: policy.seedlabs.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata: {name: cluster}\n"+
+		"spec: {rules: [{id: welcome.port.range, action: Warn}]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, stderr := lintRun(t, "", "lint", "--policy", relaxed); code != exitUsage || !strings.Contains(stderr, "is a contract rule") {
+		t.Errorf("a policy that relaxes a contract rule: exit %d, stderr %q", code, stderr)
+	}
+	if code, _, _ := lintRun(t, "", "lint", "--policy", sample, "--allowed-registries", "ghcr.io"); code != exitUsage {
+		t.Errorf("--policy with --allowed-registries: exit %d, want %d", code, exitUsage)
+	}
+}
+
+// TestRules lists the rules as JSON and holds each rule's allowed actions to what the
+// AdmissionPolicy's webhook accepts.
+func TestRules(t *testing.T) {
+	code, stdout, stderr := lintRun(t, "", "rules", "-o", "json")
+	if code != exitValid {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var rules []struct {
+		ID      string   `json:"id"`
+		Allowed []string `json:"allowedActions"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &rules); err != nil {
+		t.Fatal(err)
+	}
+	if len(rules) != len(webhooks.Rules()) {
+		t.Fatalf("%d rules listed, %d registered", len(rules), len(webhooks.Rules()))
+	}
+	for _, r := range rules {
+		for _, action := range []policyv1alpha1.Action{policyv1alpha1.Enforce, policyv1alpha1.Warn, policyv1alpha1.Audit} {
+			p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
+				Spec: policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{{ID: r.ID, Action: action}}}}
+			accepted := len(webhooks.ValidateAdmissionPolicy(p)) == 0
+			if listed := slices.Contains(r.Allowed, string(action)); listed != accepted {
+				t.Errorf("%s: %s is listed %v, accepted by the policy's webhook %v", r.ID, action, listed, accepted)
+			}
+		}
+	}
+	if code, stdout, _ := lintRun(t, "", "rules"); code != exitValid || !strings.Contains(stdout, "welcome.port.range") {
+		t.Errorf("rules as text: exit %d, %s", code, stdout)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -53,6 +54,8 @@ type Result struct {
 	Message    string      `json:"message,omitempty"`
 	Violations []Violation `json:"violations,omitempty"`
 	Warnings   []string    `json:"warnings,omitempty"`
+	// Audited are the rules the object breaks that the policy only counts.
+	Audited []string `json:"audited,omitempty"`
 }
 
 // Violation is one broken rule, as a cause of the API server's 422 Invalid.
@@ -62,9 +65,13 @@ type Violation struct {
 	Message string `json:"message"`
 }
 
-// Linter lints manifests under an image policy, as a manager run with it admits them.
+// Linter lints manifests under an admission policy, as a manager with it in force admits them.
 type Linter struct {
-	Policy webhooks.ImagePolicy
+	// Policy is the policy in force; nil is the default policy with no registry allow-list.
+	Policy *webhooks.Policy
+	// Namespace are the labels of the namespace the objects go to, for the policy's namespace
+	// overrides; nil matches only the overrides that select every namespace.
+	Namespace labels.Set
 }
 
 // decoder decodes the operator's kinds strictly: an unknown or duplicate field is an error, as it
@@ -183,7 +190,7 @@ func (l Linter) object(data []byte) Result {
 	switch o := obj.(type) {
 	case *authv1alpha1.Welcome:
 		webhooks.DefaultWelcome(o)
-		errs, warnings = webhooks.ValidateWelcome(nil, o, l.Policy)
+		errs, warnings = webhooks.ValidateWelcome(nil, o, l.Policy.Images())
 	case *cachev1alpha1.Memcached:
 		// kube-apiserver refuses a negative scale subresource replica count itself, before any
 		// validating webhook runs, and says only that.
@@ -195,9 +202,13 @@ func (l Linter) object(data []byte) Result {
 		errs, warnings = webhooks.ValidateMemcached(nil, o)
 	case *appv1.DeployObject:
 		webhooks.DefaultDeployObject(o)
-		errs, warnings = webhooks.ValidateDeployObject(nil, o, l.Policy)
+		errs, warnings = webhooks.ValidateDeployObject(nil, o, l.Policy.Images())
 	}
-	result.Warnings = warnings
+	verdict := l.Policy.Judge(errs, warnings, l.Namespace)
+	errs, result.Warnings = verdict.Refused, verdict.Warnings
+	for _, id := range verdict.Audited {
+		result.Audited = append(result.Audited, string(id))
+	}
 	if len(errs) == 0 {
 		result.Verdict = Valid
 		return result

@@ -32,6 +32,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/controller/deployobject"
 	"github.com/seedlabs/webhook-operator/internal/controller/memcached"
 	"github.com/seedlabs/webhook-operator/internal/controller/welcome"
@@ -166,6 +167,7 @@ func NewScheme() *runtime.Scheme {
 	utilruntime.Must(authv1alpha1.AddToScheme(s))
 	utilruntime.Must(cachev1alpha1.AddToScheme(s))
 	utilruntime.Must(appv1.AddToScheme(s))
+	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	return s
 }
 
@@ -235,27 +237,43 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
 
-	webhooks.Setup(mgr, webhooks.Options{ImagePolicy: imagePolicy})
+	// The AdmissionPolicy named cluster, when it exists, decides what admission does about each
+	// rule and which registries are allowed; until then, and once it is deleted, every rule keeps
+	// its default action and --allowed-registries holds.
+	policy := webhooks.NewLivePolicy(webhooks.DefaultPolicy(imagePolicy))
+	if err := watchPolicy(mgr, policy); err != nil {
+		return nil, fmt.Errorf("watching the admission policy: %w", err)
+	}
+	namespaces := namespaceLabels{cache: mgr.GetCache(), api: mgr.GetAPIReader()}
+	webhooks.Setup(mgr, webhooks.Options{
+		ImagePolicy: imagePolicy, Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource),
+	})
 	if err := (&welcome.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(EventSource),
-		Image:     o.WelcomeImage,
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder(EventSource),
+		Image:      o.WelcomeImage,
+		Policy:     policy,
+		Namespaces: namespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
 	}
 	if err := (&memcached.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(EventSource),
-		Image:     o.MemcachedImage,
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder(EventSource),
+		Image:      o.MemcachedImage,
+		Policy:     policy,
+		Namespaces: namespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
 	}
 	if err := (&deployobject.Reconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(EventSource),
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder(EventSource),
+		Policy:     policy,
+		Namespaces: namespaces,
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
 	}

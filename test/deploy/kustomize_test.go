@@ -78,6 +78,7 @@ var defaultInventory = []string{
 	"ClusterRole webhook-operator-metrics-reader",
 	"ClusterRoleBinding webhook-operator-manager-rolebinding",
 	"ClusterRoleBinding webhook-operator-metrics-auth-rolebinding",
+	"CustomResourceDefinition admissionpolicies.policy.seedlabs.dev",
 	"CustomResourceDefinition deployobjects.app.seedlabs.dev",
 	"CustomResourceDefinition memcacheds.cache.seedlabs.dev",
 	"CustomResourceDefinition welcomes.auth.seedlabs.dev",
@@ -218,7 +219,7 @@ func TestConfigDefault(t *testing.T) {
 			}
 		}
 		slices.Sort(names)
-		want := []string{"deployobjects.app.seedlabs.dev", "memcacheds.cache.seedlabs.dev", "welcomes.auth.seedlabs.dev"}
+		want := []string{"admissionpolicies.policy.seedlabs.dev", "deployobjects.app.seedlabs.dev", "memcacheds.cache.seedlabs.dev", "welcomes.auth.seedlabs.dev"}
 		if diff := cmp.Diff(want, names); diff != "" {
 			t.Errorf("CRDs (-want +got):\n%s", diff)
 		}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,10 +212,68 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 			Expect(apierrors.IsNotFound(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: s.obj.GetName()}, s.kind.newObject()))).
 				To(BeTrue(), "%s was stored", path)
 		}
+
+		By("showing each refusal to the namespace's owner as a Warning Event")
+		var shown string
+		Eventually(func(g Gomega) {
+			out, stderr, err := kubectl(ctx, "events", "-n", samplesNamespace, "--types=Warning")
+			g.Expect(err).NotTo(HaveOccurred(), "kubectl events: %s", stderr)
+			for _, path := range sampleFiles("invalid") {
+				if _, before := refusedBeforeAdmission[filepath.Base(path)]; before {
+					continue // kube-apiserver refused it before any webhook ran
+				}
+				s, err := readSample(path)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(out).To(MatchRegexp(`(?m)AdmissionRefused\s+(?i:%s)/%s\s+create refused: `,
+					s.obj.GetObjectKind().GroupVersionKind().Kind, regexp.QuoteMeta(s.obj.GetName())), "%s", filepath.Base(path))
+			}
+			shown = out
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+		AddReportEntry("kubectl events -n "+samplesNamespace+" --types=Warning", shown)
 	}, SpecTimeout(2*time.Minute))
 
 	// The kubectl plugin runs the same admission offline: on PATH, `kubectl webhook-operator lint`
 	// must admit what the cluster admits and refuse what it refuses, in the same words.
+	// Every replica serves the webhooks, so every replica must apply the policy: requests go to
+	// either, and a run of answers in a row that all follow the policy shows both have it.
+	It("applies the AdmissionPolicy sample on every replica at once, and the default again once it is deleted", func(ctx SpecContext) {
+		latest := filepath.Join(GinkgoT().TempDir(), "latest.yaml")
+		Expect(os.WriteFile(latest, []byte("apiVersion: app.seedlabs.dev/v1\nkind: DeployObject\n"+
+			"metadata: {name: moving}\nspec: {image: 'nginx:latest', ports: [{port: 80}]}\n"), 0o600)).To(Succeed())
+		dryRun := func() (string, error) {
+			_, stderr, err := kubectl(ctx, "apply", "--dry-run=server", "-n", samplesNamespace, "-f", latest)
+			return stderr, err
+		}
+		inARow := func(want func(stderr string, err error) bool) func() int {
+			n := 0
+			return func() int {
+				if stderr, err := dryRun(); want(stderr, err) {
+					n++
+				} else {
+					n = 0
+				}
+				return n
+			}
+		}
+		policy := filepath.Join(cfg.root, "config", "samples", "policy", "admissionpolicy.yaml")
+		_, stderr, err := kubectl(ctx, "apply", "-f", policy)
+		Expect(err).NotTo(HaveOccurred(), "kubectl apply -f %s: %s", policy, stderr)
+		warned := inARow(func(stderr string, err error) bool {
+			return err == nil && strings.Contains(stderr, "Warning: spec.image: Invalid value: \"nginx:latest\"") &&
+				strings.Contains(stderr, "(rule deployobject.image.pinned)")
+		})
+		Eventually(warned).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).Should(BeNumerically(">=", 10),
+			"a moving tag is a warning under the policy, on every replica")
+
+		_, stderr, err = kubectl(ctx, "delete", "-f", policy)
+		Expect(err).NotTo(HaveOccurred(), "kubectl delete -f %s: %s", policy, stderr)
+		refused := inARow(func(stderr string, err error) bool {
+			return err != nil && strings.Contains(stderr, "(rule deployobject.image.pinned)")
+		})
+		Eventually(refused).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).Should(BeNumerically(">=", 10),
+			"a moving tag is refused again once the policy is deleted, on every replica")
+	}, SpecTimeout(3*time.Minute))
+
 	It("lints every sample with kubectl webhook-operator as the cluster admits it", func(ctx SpecContext) {
 		for _, path := range sampleFiles("") {
 			out, stderr, err := kubectlPlugin(ctx, "webhook-operator", "lint", "-f", path)

@@ -6,16 +6,21 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/test/testenv"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // counterValue is the value of the counter name with exactly the labels given, 0 when absent.
@@ -101,5 +106,42 @@ var _ = Describe("The admission metrics", func() {
 			}
 		}
 		AddReportEntry("dashboard queries checked against the served metrics", read)
+	})
+})
+
+var _ = Describe("A refusal", func() {
+	It("is recorded as a Warning Event in the object's namespace, a repeat in the Event's series, and a dry run not at all", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		bad := func(name string) *authv1alpha1.Welcome {
+			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](0)})
+		}
+		err := k8s.Create(ctx, bad("dry"), client.DryRunAll)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		for range 2 {
+			err := k8s.Create(ctx, bad("refused"))
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		}
+
+		var refusal eventsv1.Event
+		Eventually(func(g Gomega) {
+			list := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			var found []eventsv1.Event
+			for _, e := range list.Items {
+				if e.Reason == webhooks.ReasonRefused {
+					found = append(found, e)
+				}
+			}
+			g.Expect(found).To(HaveLen(1), "one Event for the refused Welcome, none for the dry run")
+			refusal = found[0]
+			g.Expect(refusal.Series).NotTo(BeNil(), "the repeated refusal is in the Event's series")
+			g.Expect(refusal.Series.Count).To(BeNumerically(">=", 2))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(refusal.Type).To(Equal(corev1.EventTypeWarning))
+		Expect(refusal.Action).To(Equal("Create"))
+		Expect(refusal.Regarding).To(MatchFields(IgnoreExtras, Fields{
+			"Kind": Equal("Welcome"), "APIVersion": Equal("auth.seedlabs.dev/v1alpha1"), "Namespace": Equal(ns), "Name": Equal("refused"),
+		}))
+		Expect(refusal.Note).To(Equal("create refused: spec.port: Invalid value: 0: must be between 1 and 65535 (rule welcome.port.range)"))
 	})
 })

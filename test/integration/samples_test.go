@@ -87,7 +87,7 @@ var _ = Describe("Samples in config/samples", func() {
 		ns := newNamespace(ctx)
 		policy, err := webhooks.NewImagePolicy(fixtures.AllowedRegistries)
 		Expect(err).NotTo(HaveOccurred())
-		linter := lint.Linter{Policy: policy}
+		linter := lint.Linter{Policy: webhooks.DefaultPolicy(policy)}
 		for _, path := range append(sampleFiles(""), sampleFiles("invalid")...) {
 			name := filepath.Base(path)
 			data, err := os.ReadFile(path)

@@ -46,6 +46,12 @@ type Reconciler struct {
 	// Deployments and Services: it finds a user's object standing under a DeployObject's name.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
+	// Policy is the admission policy in force: a spec is not rolled out while it breaks a rule
+	// the policy Enforces in its namespace, and is when the policy only Warns or Audits. Nil
+	// enforces every rule.
+	Policy webhooks.PolicySource
+	// Namespaces look up namespace labels for the policy's namespace overrides.
+	Namespaces webhooks.NamespaceLabels
 }
 
 // +kubebuilder:rbac:groups=app.seedlabs.dev,resources=deployobjects,verbs=get;list;watch
@@ -79,7 +85,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// list changed keeps running.
 	desired := d.DeepCopy()
 	webhooks.DefaultDeployObject(desired)
-	if errs, _ := webhooks.ValidateDeployObject(nil, desired, webhooks.ImagePolicy{}); len(errs) > 0 {
+	errs, _ := webhooks.ValidateDeployObject(nil, desired, webhooks.ImagePolicy{})
+	errs, err = webhooks.Enforced(ctx, r.Policy, r.Namespaces, desired.Namespace, errs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(errs) > 0 {
 		return ctrl.Result{}, r.refuseInvalidSpec(ctx, before, d, current, errs)
 	}
 	if len(current.Conflicts) > 0 {

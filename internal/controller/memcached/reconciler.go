@@ -55,6 +55,12 @@ type Reconciler struct {
 	// Deployments and Services: it finds a user's object standing under a Memcached's name.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
+	// Policy is the admission policy in force: a spec is not rolled out while it breaks a rule
+	// the policy Enforces in its namespace, and is when the policy only Warns or Audits. Nil
+	// enforces every rule.
+	Policy webhooks.PolicySource
+	// Namespaces look up namespace labels for the policy's namespace overrides.
+	Namespaces webhooks.NamespaceLabels
 	// Image is the memcached image every Memcached runs.
 	Image string
 }
@@ -85,7 +91,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// bypassed) is held to the same rules and never rolled out while it breaks them.
 	desired := m.DeepCopy()
 	webhooks.DefaultMemcached(desired)
-	if errs, _ := webhooks.ValidateMemcached(nil, desired); len(errs) > 0 {
+	errs, _ := webhooks.ValidateMemcached(nil, desired)
+	errs, err := webhooks.Enforced(ctx, r.Policy, r.Namespaces, desired.Namespace, errs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(errs) > 0 {
 		return ctrl.Result{}, r.refuseInvalidSpec(ctx, m, errs)
 	}
 	before := m.DeepCopy()

@@ -35,6 +35,12 @@ type Reconciler struct {
 	// Deployments and Services: it finds a user's object standing under a Welcome's name.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
+	// Policy is the admission policy in force: a spec is not rolled out while it breaks a rule
+	// the policy Enforces in its namespace, and is when the policy only Warns or Audits. Nil
+	// enforces every rule.
+	Policy webhooks.PolicySource
+	// Namespaces look up namespace labels for the policy's namespace overrides.
+	Namespaces webhooks.NamespaceLabels
 	// Image is the welcome-web image used when a Welcome does not set spec.image.
 	Image string
 }
@@ -62,7 +68,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// bypassed) is held to the same rules and never rolled out while it breaks them.
 	desired := w.DeepCopy()
 	webhooks.DefaultWelcome(desired)
-	if errs, _ := webhooks.ValidateWelcome(nil, desired, webhooks.ImagePolicy{}); len(errs) > 0 {
+	errs, _ := webhooks.ValidateWelcome(nil, desired, webhooks.ImagePolicy{})
+	errs, err := webhooks.Enforced(ctx, r.Policy, r.Namespaces, desired.Namespace, errs)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(errs) > 0 {
 		if setInvalidSpec(w, message.Violations(errs, message.ConditionLimit)) {
 			r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, authv1alpha1.ReasonInvalidSpec, "Validate",
 				"%s", message.Note("spec is not rolled out: ", errs))

@@ -1,0 +1,97 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PolicyName is the name of the one AdmissionPolicy the operator reads.
+const PolicyName = "cluster"
+
+// Action is what admission does about a broken rule: Enforce, Warn or Audit.
+type Action string
+
+const (
+	// Enforce refuses the request.
+	Enforce Action = "Enforce"
+	// Warn admits the request with a warning that names the violation.
+	Warn Action = "Warn"
+	// Audit admits the request and only counts the violation
+	// (webhook_operator_rule_results_total{action="audited"}).
+	Audit Action = "Audit"
+)
+
+// AdmissionPolicySpec is what admission does about each rule, and which registries images may
+// come from.
+//
+// Rule IDs, actions and selectors are checked by the operator's validating webhook, so that one
+// bad policy gets every violation in a single reply.
+type AdmissionPolicySpec struct {
+	// AllowedRegistries are the registries an image of a DeployObject or a Welcome may come from,
+	// such as docker.io or registry.local:5000. While the policy exists, it replaces the
+	// manager's --allowed-registries; an empty list allows any registry.
+	// +optional
+	// +listType=set
+	AllowedRegistries []string `json:"allowedRegistries,omitempty"`
+
+	// Rules set the action of rules by ID (kubectl webhook-operator rules lists them, and the
+	// README). A rule not listed keeps its default: Enforce for the rules that refuse, Warn for
+	// those that warn. Contract rules, which protect what the operator builds, are always
+	// Enforced; warning rules can be Warned or Audited.
+	// +optional
+	// +listType=map
+	// +listMapKey=id
+	Rules []RulePolicy `json:"rules,omitempty"`
+}
+
+// RulePolicy is what admission does about one rule.
+type RulePolicy struct {
+	// ID is the rule's ID, such as deployobject.image.pinned.
+	// +required
+	ID string `json:"id"`
+
+	// Action is what admission does about the rule, in every namespace no override selects.
+	// +required
+	Action Action `json:"action"`
+
+	// Namespaces override the action in the namespaces they select; the first that selects the
+	// object's namespace decides.
+	// +optional
+	// +listType=atomic
+	Namespaces []NamespaceAction `json:"namespaces,omitempty"`
+}
+
+// NamespaceAction is the action of a rule in the namespaces a selector selects.
+type NamespaceAction struct {
+	// Selector selects namespaces by their labels; an empty selector selects every namespace.
+	// +required
+	Selector metav1.LabelSelector `json:"selector"`
+
+	// Action is what admission does about the rule in the selected namespaces.
+	// +required
+	Action Action `json:"action"`
+}
+
+// AdmissionPolicy is the cluster admin's control over admission: per rule, whether a violation
+// is refused, warned about or only counted, overridden per namespace; and the registry
+// allow-list. The operator reads the one named cluster, and applies a change at once, without a
+// restart.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster,shortName=ap,categories=seedlabs
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type AdmissionPolicy struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +optional
+	Spec AdmissionPolicySpec `json:"spec,omitempty"`
+}
+
+// +kubebuilder:object:root=true
+
+// AdmissionPolicyList is a list of AdmissionPolicy.
+type AdmissionPolicyList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []AdmissionPolicy `json:"items"`
+}

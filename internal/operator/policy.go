@@ -1,0 +1,92 @@
+package operator
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+// +kubebuilder:rbac:groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// watchPolicy keeps live set to the AdmissionPolicy named cluster as it changes: every replica
+// watches it, since every replica serves the webhooks, and applies a change without a restart.
+// Deleting it restores the default policy of the manager's flags. A stored policy the webhook
+// would refuse (stored with the webhook bypassed) is not applied; the previous one stays in force
+// and the error is logged.
+func watchPolicy(mgr ctrl.Manager, live *webhooks.LivePolicy) error {
+	log := mgr.GetLogger().WithName("admission-policy")
+	return mgr.Add(runnableFunc(func(ctx context.Context) error {
+		informer, err := mgr.GetCache().GetInformer(ctx, &policyv1alpha1.AdmissionPolicy{})
+		if err != nil {
+			return fmt.Errorf("watching the AdmissionPolicy: %w", err)
+		}
+		apply := func(obj any) {
+			p, ok := obj.(*policyv1alpha1.AdmissionPolicy)
+			if !ok || p.Name != policyv1alpha1.PolicyName {
+				return
+			}
+			compiled, errs := webhooks.NewPolicy(p)
+			if len(errs) > 0 {
+				log.Error(errs.ToAggregate(), "the AdmissionPolicy cannot be applied; the policy in force stays",
+					"generation", p.Generation)
+				return
+			}
+			live.Set(compiled)
+			log.Info("applied the AdmissionPolicy", "generation", p.Generation, "rules", compiled.String())
+		}
+		_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    apply,
+			UpdateFunc: func(_, obj any) { apply(obj) },
+			DeleteFunc: func(obj any) {
+				if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = tombstone.Obj
+				}
+				if p, ok := obj.(*policyv1alpha1.AdmissionPolicy); ok && p.Name == policyv1alpha1.PolicyName {
+					live.Set(nil)
+					log.Info("the AdmissionPolicy was deleted; the default policy is in force")
+				}
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("watching the AdmissionPolicy: %w", err)
+		}
+		<-ctx.Done()
+		return nil
+	}))
+}
+
+// namespaceLabels reads a namespace's labels from the cache, and from the API server when the
+// cache has not seen the namespace yet (one created a moment before the object in it).
+type namespaceLabels struct {
+	cache, api client.Reader
+}
+
+// NamespaceLabels implements webhooks.NamespaceLabels.
+func (n namespaceLabels) NamespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	ns := &corev1.Namespace{}
+	err := n.cache.Get(ctx, client.ObjectKey{Name: name}, ns)
+	if apierrors.IsNotFound(err) {
+		err = n.api.Get(ctx, client.ObjectKey{Name: name}, ns)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ns.Labels, nil
+}
+
+// runnableFunc runs on every replica, leader or not.
+type runnableFunc func(context.Context) error
+
+func (f runnableFunc) Start(ctx context.Context) error { return f(ctx) }
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: every replica serves webhooks.
+func (runnableFunc) NeedLeaderElection() bool { return false }

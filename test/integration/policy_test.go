@@ -1,0 +1,145 @@
+package integration
+
+import (
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+// rulePolicy sets rule id to action.
+func rulePolicy(id webhooks.RuleID, action policyv1alpha1.Action, namespaces ...policyv1alpha1.NamespaceAction) policyv1alpha1.RulePolicy {
+	return policyv1alpha1.RulePolicy{ID: string(id), Action: action, Namespaces: namespaces}
+}
+
+// setPolicy creates or replaces the AdmissionPolicy named cluster.
+func setPolicy(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpec) {
+	p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
+	err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p)
+	if apierrors.IsNotFound(err) {
+		p.Spec = spec
+		ExpectWithOffset(1, k8s.Create(ctx, p)).To(Succeed())
+		return
+	}
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	p.Spec = spec
+	ExpectWithOffset(1, k8s.Update(ctx, p)).To(Succeed())
+}
+
+func deletePolicy(ctx SpecContext) {
+	p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
+	ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed())
+}
+
+var _ = Describe("The AdmissionPolicy", func() {
+	It("is refused with every reason when the operator could not apply it", func(ctx SpecContext) {
+		p := &policyv1alpha1.AdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "mine"},
+			Spec: policyv1alpha1.AdmissionPolicySpec{
+				AllowedRegistries: []string{"Not A Registry"},
+				Rules: []policyv1alpha1.RulePolicy{
+					rulePolicy("welcome.no.such-rule", policyv1alpha1.Warn),
+					rulePolicy(webhooks.WelcomePort, policyv1alpha1.Warn),
+					rulePolicy(webhooks.WelcomePassword, policyv1alpha1.Enforce),
+				},
+			},
+		}
+		err := k8s.Create(ctx, p)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(causes(err)).To(ConsistOf("metadata.name", "spec.allowedRegistries", "spec.rules[0].id", "spec.rules[1].action", "spec.rules[2].action"))
+		Expect(err.Error()).To(ContainSubstring("welcome.port.range is a contract rule"))
+	})
+
+	It("changes at once what admission and the controllers do about a rule, per namespace, and deleting it restores the default", Serial, func(ctx SpecContext) {
+		DeferCleanup(deletePolicy)
+		c, warnings, err := env.NewClientWithWarnings()
+		Expect(err).NotTo(HaveOccurred())
+		dev, prod := newNamespace(ctx), newNamespace(ctx)
+		namespace := &corev1.Namespace{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: prod}, namespace)).To(Succeed())
+		namespace.Labels = map[string]string{"env": "prod"}
+		Expect(k8s.Update(ctx, namespace)).To(Succeed())
+
+		badEmail := func(ns, name string) *authv1alpha1.Welcome {
+			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"})
+		}
+		refusedFor := func(ns string, rule webhooks.RuleID) func(g Gomega) {
+			return func(g Gomega) {
+				err := c.Create(ctx, badEmail(ns, "probe"), client.DryRunAll)
+				g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+				g.Expect(err.Error()).To(ContainSubstring("(rule " + string(rule) + ")"))
+			}
+		}
+		By("refusing by default")
+		refusedFor(dev, webhooks.WelcomeEmail)(Default)
+
+		By("warning once the policy says Warn")
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Warn)}})
+		Eventually(func(g Gomega) {
+			warnings.Take()
+			g.Expect(c.Create(ctx, badEmail(dev, "probe"), client.DryRunAll)).To(Succeed())
+			g.Expect(warnings.Take()).To(ContainElement(
+				`spec.email: Invalid value: "ada-at-example.com": must be a bare email address such as user@example.com (rule welcome.email.format)`))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("admitting silently under Audit, except in the namespaces an override Enforces it in")
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{
+			rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Audit, policyv1alpha1.NamespaceAction{
+				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Action: policyv1alpha1.Enforce,
+			}),
+		}})
+		audited := map[string]string{"kind": "Welcome", "rule": string(webhooks.WelcomeEmail), "action": "audited"}
+		Eventually(func(g Gomega) {
+			before := counterValue("webhook_operator_rule_results_total", audited)
+			warnings.Take()
+			g.Expect(c.Create(ctx, badEmail(dev, "probe"), client.DryRunAll)).To(Succeed())
+			g.Expect(warnings.Take()).To(BeEmpty())
+			g.Expect(counterValue("webhook_operator_rule_results_total", audited)).To(BeNumerically(">", before))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		refusedFor(prod, webhooks.WelcomeEmail)(Default)
+
+		By("rolling out what a Warned rule admits: the controller holds a spec only to the rules the policy Enforces")
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.MemcachedSize, policyv1alpha1.Warn)}})
+		var big *cachev1alpha1.Memcached
+		Eventually(func(g Gomega) {
+			big = newMemcached(dev, "big", ptr.To[int32](5))
+			g.Expect(c.Create(ctx, big)).To(Succeed())
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), d)).To(Succeed())
+			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))))
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(BeFalse())
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("replacing --allowed-registries with the policy's, and restoring it when the policy goes")
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"ghcr.io"}})
+		nginx := func() client.Object { return newDeployObject(dev, "nginx", "nginx:1.27", httpPort(80)) }
+		Eventually(func(g Gomega) {
+			err := c.Create(ctx, nginx(), client.DryRunAll)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring("(rule deployobject.image.registry)"))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		deletePolicy(ctx)
+		Eventually(func(g Gomega) {
+			g.Expect(c.Create(ctx, nginx(), client.DryRunAll)).To(Succeed())
+			refusedFor(dev, webhooks.WelcomeEmail)(g)
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(strings.Join(warnings.Take(), "\n")).NotTo(ContainSubstring("welcome.email.format"))
+	})
+})

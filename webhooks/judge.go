@@ -1,0 +1,81 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// NamespaceLabels looks up a namespace's labels, for the policy's namespace overrides.
+type NamespaceLabels interface {
+	NamespaceLabels(ctx context.Context, name string) (map[string]string, error)
+}
+
+// judge is what a validating webhook does with what the rules found: it applies the policy in
+// force, counts the answer, and records a refusal.
+type judge struct {
+	policy     PolicySource
+	namespaces NamespaceLabels
+	recorder   events.EventRecorder
+}
+
+func newJudge(opts Options) judge {
+	source := opts.Policy
+	if source == nil {
+		source = StaticPolicy{Policy: DefaultPolicy(opts.ImagePolicy)}
+	}
+	return judge{policy: source, namespaces: opts.Namespaces, recorder: opts.Recorder}
+}
+
+// current is the policy in force, read once per request so that one answer follows one policy.
+func (j judge) current() *Policy {
+	if j.policy == nil {
+		return nil
+	}
+	return j.policy.Current()
+}
+
+// judge applies p to what the rules found in the object of d, counts the answer and records a
+// refusal, and returns the violations to refuse and the warnings to send. A namespace whose labels
+// an override needs but that cannot be read is an error, which refuses the request: no override
+// is applied that could not be checked.
+func (j judge) judge(ctx context.Context, p *Policy, d denial, errs field.ErrorList, warnings admission.Warnings) (field.ErrorList, admission.Warnings, error) {
+	var namespace labels.Set
+	if p.SelectsNamespaces() && d.namespace != "" && (len(errs) > 0 || len(warnings) > 0) {
+		if j.namespaces == nil {
+			return nil, nil, fmt.Errorf("the admission policy selects namespaces, and the webhook cannot read them")
+		}
+		l, err := j.namespaces.NamespaceLabels(ctx, d.namespace)
+		if err != nil {
+			return nil, nil, fmt.Errorf("reading the labels of namespace %s for the admission policy: %w", d.namespace, err)
+		}
+		namespace = l
+	}
+	verdict := p.Judge(errs, warnings, namespace)
+	observe(d.gvk.Kind, d.operation, verdict)
+	recordDenial(j.recorder, d, verdict.Refused)
+	return verdict.Refused, verdict.Warnings, nil
+}
+
+// Enforced returns the violations of errs that the policy in force refuses in the namespace:
+// what a controller must not roll out. A violation the policy Warns about or Audits was
+// admitted, so it is rolled out. Without a source every violation is enforced.
+func Enforced(ctx context.Context, source PolicySource, namespaces NamespaceLabels, namespace string, errs field.ErrorList) (field.ErrorList, error) {
+	if source == nil || len(errs) == 0 {
+		return errs, nil
+	}
+	p := source.Current()
+	var l labels.Set
+	if p.SelectsNamespaces() && namespace != "" && namespaces != nil {
+		got, err := namespaces.NamespaceLabels(ctx, namespace)
+		if err != nil {
+			return nil, fmt.Errorf("reading the labels of namespace %s for the admission policy: %w", namespace, err)
+		}
+		l = got
+	}
+	return p.Judge(errs, nil, l).Refused, nil
+}

@@ -1,0 +1,271 @@
+package webhooks
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+)
+
+// The validating webhook of the AdmissionPolicy holds it to ValidateAdmissionPolicy, so that a
+// policy the operator cannot apply is refused with every reason, and never stored.
+// +kubebuilder:webhook:path=/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=create;update,versions=v1alpha1,name=vadmissionpolicy.policy.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+
+// admissionPolicyPath serves the validating webhook of the AdmissionPolicy.
+const admissionPolicyPath = "/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy"
+
+// Policy is an AdmissionPolicy made ready to apply: the image policy, and the action of every
+// rule it changes. The zero Policy enforces every rule under no image policy; a nil *Policy is
+// the zero Policy.
+type Policy struct {
+	images ImagePolicy
+	rules  map[RuleID]rulePolicy
+}
+
+// rulePolicy is the action of one rule, and its overrides by namespace, first match first.
+type rulePolicy struct {
+	action    policyv1alpha1.Action
+	overrides []namespaceAction
+}
+
+type namespaceAction struct {
+	selector labels.Selector
+	action   policyv1alpha1.Action
+}
+
+// DefaultPolicy is the policy when no AdmissionPolicy exists: every rule at its default action,
+// and the image policy of the manager's --allowed-registries.
+func DefaultPolicy(images ImagePolicy) *Policy {
+	return &Policy{images: images}
+}
+
+// NewPolicy compiles p, or returns every violation of ValidateAdmissionPolicy.
+func NewPolicy(p *policyv1alpha1.AdmissionPolicy) (*Policy, field.ErrorList) {
+	if errs := ValidateAdmissionPolicy(p); len(errs) > 0 {
+		return nil, errs
+	}
+	images, _ := NewImagePolicy(p.Spec.AllowedRegistries) // validated above
+	compiled := &Policy{images: images, rules: make(map[RuleID]rulePolicy, len(p.Spec.Rules))}
+	for _, r := range p.Spec.Rules {
+		rp := rulePolicy{action: r.Action}
+		for _, o := range r.Namespaces {
+			selector, _ := metav1.LabelSelectorAsSelector(&o.Selector) // validated above
+			rp.overrides = append(rp.overrides, namespaceAction{selector: selector, action: o.Action})
+		}
+		compiled.rules[RuleID(r.ID)] = rp
+	}
+	return compiled, nil
+}
+
+// Images is the image policy the policy holds images to.
+func (p *Policy) Images() ImagePolicy {
+	if p == nil {
+		return ImagePolicy{}
+	}
+	return p.images
+}
+
+// SelectsNamespaces reports whether an action depends on the namespace's labels.
+func (p *Policy) SelectsNamespaces() bool {
+	if p == nil {
+		return false
+	}
+	for _, r := range p.rules {
+		if len(r.overrides) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Action is what admission does about rule id in a namespace of the given labels.
+func (p *Policy) Action(id RuleID, namespace labels.Labels) policyv1alpha1.Action {
+	rule, known := ruleByID(id)
+	action := policyv1alpha1.Enforce
+	if known && rule.Warning {
+		action = policyv1alpha1.Warn
+	}
+	if p == nil {
+		return action
+	}
+	r, set := p.rules[id]
+	if !set {
+		return action
+	}
+	if namespace == nil {
+		namespace = labels.Set{}
+	}
+	for _, o := range r.overrides {
+		if o.selector.Matches(namespace) {
+			return o.action
+		}
+	}
+	return r.action
+}
+
+// Judgement is what the policy makes of what the rules found.
+type Judgement struct {
+	// Refused are the violations of Enforced rules.
+	Refused field.ErrorList
+	// Warnings are the warnings of Warned rules and the violations of Warned rules, as warnings.
+	Warnings admission.Warnings
+	// Audited are the rules whose violations or warnings were only counted.
+	Audited []RuleID
+}
+
+// Judge applies the policy to what the rules found in an object of a namespace of the given
+// labels.
+func (p *Policy) Judge(errs field.ErrorList, warnings admission.Warnings, namespace labels.Labels) Judgement {
+	var j Judgement
+	audit := func(id RuleID) {
+		if !slices.Contains(j.Audited, id) {
+			j.Audited = append(j.Audited, id)
+		}
+	}
+	for _, e := range errs {
+		switch id := RuleID(e.Origin); p.Action(id, namespace) {
+		case policyv1alpha1.Warn:
+			j.Warnings = append(j.Warnings, e.Error())
+		case policyv1alpha1.Audit:
+			audit(id)
+		default:
+			j.Refused = append(j.Refused, e)
+		}
+	}
+	for _, w := range warnings {
+		id := ruleOfWarning(w)
+		if p.Action(id, namespace) == policyv1alpha1.Audit {
+			audit(id)
+			continue
+		}
+		j.Warnings = append(j.Warnings, w)
+	}
+	return j
+}
+
+// ValidateAdmissionPolicy returns every reason the AdmissionPolicy cannot be applied.
+func ValidateAdmissionPolicy(p *policyv1alpha1.AdmissionPolicy) field.ErrorList {
+	var errs field.ErrorList
+	if p.Name != policyv1alpha1.PolicyName {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), p.Name,
+			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s", policyv1alpha1.PolicyName)))
+	}
+	spec := field.NewPath("spec")
+	if _, err := NewImagePolicy(p.Spec.AllowedRegistries); err != nil {
+		errs = append(errs, field.Invalid(spec.Child("allowedRegistries"), p.Spec.AllowedRegistries, err.Error()))
+	}
+	seen := map[string]bool{}
+	for i, r := range p.Spec.Rules {
+		path := spec.Child("rules").Index(i)
+		rule, known := ruleByID(RuleID(r.ID))
+		switch {
+		case !known:
+			errs = append(errs, field.NotSupported(path.Child("id"), r.ID, ruleIDs()))
+		case seen[r.ID]:
+			errs = append(errs, field.Duplicate(path.Child("id"), r.ID))
+		}
+		seen[r.ID] = true
+		errs = append(errs, validateAction(rule, known, r.Action, path.Child("action"))...)
+		for j, o := range r.Namespaces {
+			op := path.Child("namespaces").Index(j)
+			if _, err := metav1.LabelSelectorAsSelector(&o.Selector); err != nil {
+				errs = append(errs, field.Invalid(op.Child("selector"), o.Selector, err.Error()))
+			}
+			errs = append(errs, validateAction(rule, known, o.Action, op.Child("action"))...)
+		}
+	}
+	return errs
+}
+
+var actions = []policyv1alpha1.Action{policyv1alpha1.Enforce, policyv1alpha1.Warn, policyv1alpha1.Audit}
+
+// validateAction requires an action the rule can take: a contract rule is always Enforced, and a
+// warning rule, which names no field to refuse, is Warned or Audited.
+func validateAction(rule Rule, known bool, action policyv1alpha1.Action, path *field.Path) field.ErrorList {
+	switch {
+	case !slices.Contains(actions, action):
+		return field.ErrorList{field.NotSupported(path, action, actions)}
+	case !known:
+		return nil
+	case rule.Contract && action != policyv1alpha1.Enforce:
+		return field.ErrorList{field.Invalid(path, action, fmt.Sprintf(
+			"%s is a contract rule: an object that breaks it would be admitted and then fail when its Deployment or Service is applied, so it is always Enforced",
+			rule.ID))}
+	case rule.Warning && action == policyv1alpha1.Enforce:
+		return field.ErrorList{field.Invalid(path, action, fmt.Sprintf("%s is a warning: it can be Warned or Audited", rule.ID))}
+	}
+	return nil
+}
+
+func ruleByID(id RuleID) (Rule, bool) {
+	for _, r := range rules {
+		if r.ID == id {
+			return r, true
+		}
+	}
+	return Rule{}, false
+}
+
+func ruleIDs() []string {
+	ids := make([]string, len(rules))
+	for i, r := range rules {
+		ids[i] = string(r.ID)
+	}
+	return ids
+}
+
+// PolicySource is where the webhooks and controllers read the policy in force.
+type PolicySource interface {
+	Current() *Policy
+}
+
+// StaticPolicy is a PolicySource that never changes.
+type StaticPolicy struct{ Policy *Policy }
+
+// Current implements PolicySource.
+func (s StaticPolicy) Current() *Policy { return s.Policy }
+
+// LivePolicy is a PolicySource set as the AdmissionPolicy changes.
+type LivePolicy struct {
+	fallback *Policy
+	current  atomic.Pointer[Policy]
+}
+
+// NewLivePolicy is a LivePolicy that holds fallback until it is Set.
+func NewLivePolicy(fallback *Policy) *LivePolicy {
+	l := &LivePolicy{fallback: fallback}
+	l.current.Store(fallback)
+	return l
+}
+
+// Current implements PolicySource.
+func (l *LivePolicy) Current() *Policy { return l.current.Load() }
+
+// Set makes p the policy in force; nil restores the fallback, as when the AdmissionPolicy is
+// deleted.
+func (l *LivePolicy) Set(p *Policy) {
+	if p == nil {
+		p = l.fallback
+	}
+	l.current.Store(p)
+}
+
+// String names the policy's changed rules, for logs.
+func (p *Policy) String() string {
+	if p == nil || len(p.rules) == 0 {
+		return "every rule at its default action"
+	}
+	parts := make([]string, 0, len(p.rules))
+	for id, r := range p.rules {
+		parts = append(parts, fmt.Sprintf("%s=%s(+%d namespace overrides)", id, r.action, len(r.overrides)))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,158 @@
+package webhooks
+
+import (
+	"strings"
+	"testing"
+
+	gocmp "github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+)
+
+func admissionPolicy(rules ...policyv1alpha1.RulePolicy) *policyv1alpha1.AdmissionPolicy {
+	return &policyv1alpha1.AdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
+		Spec:       policyv1alpha1.AdmissionPolicySpec{Rules: rules},
+	}
+}
+
+func TestValidateAdmissionPolicy(t *testing.T) {
+	valid := admissionPolicy(
+		policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn, Namespaces: []policyv1alpha1.NamespaceAction{
+			{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Action: policyv1alpha1.Enforce},
+		}},
+		policyv1alpha1.RulePolicy{ID: string(WelcomePassword), Action: policyv1alpha1.Audit},
+	)
+	valid.Spec.AllowedRegistries = []string{"ghcr.io"}
+	if errs := ValidateAdmissionPolicy(valid); len(errs) > 0 {
+		t.Errorf("a valid policy is refused: %v", errs)
+	}
+
+	bad := admissionPolicy(
+		policyv1alpha1.RulePolicy{ID: "welcome.no.such-rule", Action: policyv1alpha1.Warn},
+		policyv1alpha1.RulePolicy{ID: string(WelcomePort), Action: policyv1alpha1.Warn},
+		policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: "Ignore", Namespaces: []policyv1alpha1.NamespaceAction{
+			{Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}, Action: policyv1alpha1.Audit},
+		}},
+		policyv1alpha1.RulePolicy{ID: string(WelcomePassword), Action: policyv1alpha1.Enforce},
+		policyv1alpha1.RulePolicy{ID: string(DeployObjectEnv), Action: policyv1alpha1.Enforce, Namespaces: []policyv1alpha1.NamespaceAction{
+			{Action: policyv1alpha1.Audit},
+		}},
+	)
+	bad.Name = "mine"
+	bad.Spec.AllowedRegistries = []string{"Not A Registry"}
+	var got []string
+	for _, e := range ValidateAdmissionPolicy(bad) {
+		got = append(got, e.Field)
+	}
+	want := []string{
+		"metadata.name", "spec.allowedRegistries", "spec.rules[0].id", "spec.rules[1].action", "spec.rules[2].action",
+		"spec.rules[2].namespaces[0].selector", "spec.rules[3].action", "spec.rules[4].namespaces[0].action",
+	}
+	if diff := gocmp.Diff(want, got); diff != "" {
+		t.Errorf("fields refused (-want +got):\n%s", diff)
+	}
+}
+
+func TestPolicyActions(t *testing.T) {
+	p, errs := NewPolicy(admissionPolicy(
+		policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn, Namespaces: []policyv1alpha1.NamespaceAction{
+			{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Action: policyv1alpha1.Enforce},
+			{Selector: metav1.LabelSelector{}, Action: policyv1alpha1.Audit},
+		}},
+		policyv1alpha1.RulePolicy{ID: string(WelcomePassword), Action: policyv1alpha1.Audit},
+	))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	if !p.SelectsNamespaces() {
+		t.Error("a policy with overrides does not select namespaces")
+	}
+	for _, c := range []struct {
+		id     RuleID
+		labels labels.Set
+		want   policyv1alpha1.Action
+	}{
+		{WelcomeEmail, labels.Set{"env": "prod"}, policyv1alpha1.Enforce},
+		{WelcomeEmail, labels.Set{"env": "dev"}, policyv1alpha1.Audit}, // the empty selector selects every namespace
+		{WelcomePassword, nil, policyv1alpha1.Audit},
+		{WelcomePort, nil, policyv1alpha1.Enforce},      // not listed: a refusing rule's default
+		{WelcomeReplicasZero, nil, policyv1alpha1.Warn}, // not listed: a warning rule's default
+		{"welcome.unknown.rule", nil, policyv1alpha1.Enforce},
+	} {
+		if got := p.Action(c.id, c.labels); got != c.want {
+			t.Errorf("Action(%s, %v) = %s, want %s", c.id, c.labels, got, c.want)
+		}
+	}
+	var nilPolicy *Policy
+	if got := nilPolicy.Action(WelcomeEmail, nil); got != policyv1alpha1.Enforce {
+		t.Errorf("a nil policy: %s, want Enforce", got)
+	}
+}
+
+// TestPolicyJudge applies a policy to what the Welcome rules find: Warned violations become
+// warnings in the client's words, Audited ones and Audited warnings only name their rule, and
+// Enforced ones are refused.
+func TestPolicyJudge(t *testing.T) {
+	p, errs := NewPolicy(admissionPolicy(
+		policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn},
+		policyv1alpha1.RulePolicy{ID: string(WelcomeUserID), Action: policyv1alpha1.Audit},
+		policyv1alpha1.RulePolicy{ID: string(WelcomePassword), Action: policyv1alpha1.Audit},
+	))
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	w := welcome(func(s *authv1alpha1.WelcomeSpec) {
+		s.Email, s.UserID, s.Port, s.Password, s.Replicas = "nope", ptr.To[int32](0), ptr.To[int32](0), "p", ptr.To[int32](0)
+	})
+	found, warnings := ValidateWelcome(nil, w, ImagePolicy{})
+	j := p.Judge(found, warnings, nil)
+
+	var refused []string
+	for _, e := range j.Refused {
+		refused = append(refused, e.Field)
+	}
+	if diff := gocmp.Diff([]string{"spec.port"}, refused); diff != "" {
+		t.Errorf("refused (-want +got):\n%s", diff)
+	}
+	wantWarnings := []string{
+		`spec.email: Invalid value: "nope": must be a bare email address such as user@example.com (rule welcome.email.format)`,
+		"spec.replicas is 0: no web server pod will run until it is raised (rule welcome.replicas.zero)",
+	}
+	if diff := gocmp.Diff(wantWarnings, []string(j.Warnings)); diff != "" {
+		t.Errorf("warnings (-want +got):\n%s", diff)
+	}
+	if diff := gocmp.Diff([]RuleID{WelcomeUserID, WelcomePassword}, j.Audited); diff != "" {
+		t.Errorf("audited (-want +got):\n%s", diff)
+	}
+
+	// The default policy refuses and warns as the rules do.
+	j = DefaultPolicy(ImagePolicy{}).Judge(found, warnings, nil)
+	if len(j.Refused) != len(found) || len(j.Warnings) != len(warnings) || len(j.Audited) != 0 {
+		t.Errorf("the default policy changed what the rules found: %+v", j)
+	}
+}
+
+func TestLivePolicy(t *testing.T) {
+	fallback := DefaultPolicy(ImagePolicy{})
+	live := NewLivePolicy(fallback)
+	if live.Current() != fallback {
+		t.Fatal("a new LivePolicy does not hold its fallback")
+	}
+	p, _ := NewPolicy(admissionPolicy())
+	live.Set(p)
+	if live.Current() != p {
+		t.Error("Set did not take")
+	}
+	live.Set(nil)
+	if live.Current() != fallback {
+		t.Error("Set(nil) did not restore the fallback")
+	}
+	if s := p.String(); !strings.Contains(s, "default") {
+		t.Errorf("String() = %q", s)
+	}
+}
