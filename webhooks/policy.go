@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
@@ -236,6 +238,19 @@ func (s StaticPolicy) Current() *Policy { return s.Policy }
 type LivePolicy struct {
 	fallback *Policy
 	current  atomic.Pointer[Policy]
+
+	mu          sync.Mutex
+	subscribers []chan event.GenericEvent
+}
+
+// Subscribe returns a channel that receives an event after each change of the policy in force;
+// changes made while one is pending are folded into it.
+func (l *LivePolicy) Subscribe() <-chan event.GenericEvent {
+	ch := make(chan event.GenericEvent, 1)
+	l.mu.Lock()
+	l.subscribers = append(l.subscribers, ch)
+	l.mu.Unlock()
+	return ch
 }
 
 // NewLivePolicy is a LivePolicy that holds fallback until it is Set.
@@ -255,6 +270,14 @@ func (l *LivePolicy) Set(p *Policy) {
 		p = l.fallback
 	}
 	l.current.Store(p)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ch := range l.subscribers {
+		select {
+		case ch <- event.GenericEvent{Object: &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}}:
+		default: // one pending event is enough
+		}
+	}
 }
 
 // String names the policy's changed rules, for logs.

@@ -249,31 +249,34 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		ImagePolicy: imagePolicy, Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource),
 	})
 	if err := (&welcome.Reconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder(EventSource),
-		Image:      o.WelcomeImage,
-		Policy:     policy,
-		Namespaces: namespaces,
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorder(EventSource),
+		Image:         o.WelcomeImage,
+		Policy:        policy,
+		Namespaces:    namespaces,
+		PolicyChanges: policy.Subscribe(),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
 	}
 	if err := (&memcached.Reconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder(EventSource),
-		Image:      o.MemcachedImage,
-		Policy:     policy,
-		Namespaces: namespaces,
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorder(EventSource),
+		Image:         o.MemcachedImage,
+		Policy:        policy,
+		Namespaces:    namespaces,
+		PolicyChanges: policy.Subscribe(),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
 	}
 	if err := (&deployobject.Reconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder(EventSource),
-		Policy:     policy,
-		Namespaces: namespaces,
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorder(EventSource),
+		Policy:        policy,
+		Namespaces:    namespaces,
+		PolicyChanges: policy.Subscribe(),
 	}).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
 	}

@@ -127,6 +127,26 @@ var _ = Describe("The AdmissionPolicy", func() {
 			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(BeFalse())
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
+		By("looking at every object again when the policy changes: Enforced again, the spec is held back, and what runs keeps running")
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Warn)}})
+		Eventually(func(g Gomega) {
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
+			c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionDegraded)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonInvalidSpec))
+			g.Expect(c.Message).To(ContainSubstring("(rule memcached.size.range)"))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		d := &appsv1.Deployment{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), d)).To(Succeed())
+		Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))), "the running pool is not stopped by the policy change")
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.MemcachedSize, policyv1alpha1.Audit)}})
+		Eventually(func(g Gomega) {
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(BeFalse())
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
 		By("replacing --allowed-registries with the policy's, and restoring it when the policy goes")
 		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"ghcr.io"}})
 		nginx := func() client.Object { return newDeployObject(dev, "nginx", "nginx:1.27", httpPort(80)) }

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
+	"github.com/seedlabs/webhook-operator/internal/controller/policywatch"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -52,6 +54,8 @@ type Reconciler struct {
 	Policy webhooks.PolicySource
 	// Namespaces look up namespace labels for the policy's namespace overrides.
 	Namespaces webhooks.NamespaceLabels
+	// PolicyChanges, when set, fires when the policy changes, and every object is looked at again.
+	PolicyChanges <-chan event.GenericEvent
 }
 
 // +kubebuilder:rbac:groups=app.seedlabs.dev,resources=deployobjects,verbs=get;list;watch
@@ -223,10 +227,10 @@ func portList(ports []corev1.ServicePort) string {
 // changes, which covers every spec change, and when its Deployment or Service changes, so that
 // drift is put back and the status follows the rollout.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&appv1.DeployObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Complete(r)
+		Owns(&corev1.Service{})
+	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, &appv1.DeployObjectList{}).Complete(r)
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
+	"github.com/seedlabs/webhook-operator/internal/controller/policywatch"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -61,6 +62,8 @@ type Reconciler struct {
 	Policy webhooks.PolicySource
 	// Namespaces look up namespace labels for the policy's namespace overrides.
 	Namespaces webhooks.NamespaceLabels
+	// PolicyChanges, when set, fires when the policy changes, and every object is looked at again.
+	PolicyChanges <-chan event.GenericEvent
 	// Image is the memcached image every Memcached runs.
 	Image string
 }
@@ -264,14 +267,14 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, m *cachev1alpha1.M
 // follows the rollout; and when one of its pods comes, goes or stops being a member of the pool,
 // so status.nodes follows the pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(memcachedOfPod),
-			builder.WithPredicates(poolMembershipChanged())).
-		Complete(r)
+			builder.WithPredicates(poolMembershipChanged()))
+	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, &cachev1alpha1.MemcachedList{}).Complete(r)
 }
 
 // memcachedOfPod maps a memcached pod to the Memcached it runs for, by its instance label.

@@ -16,6 +16,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
+	"github.com/seedlabs/webhook-operator/internal/controller/policywatch"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -41,6 +43,8 @@ type Reconciler struct {
 	Policy webhooks.PolicySource
 	// Namespaces look up namespace labels for the policy's namespace overrides.
 	Namespaces webhooks.NamespaceLabels
+	// PolicyChanges, when set, fires when the policy changes, and every object is looked at again.
+	PolicyChanges <-chan event.GenericEvent
 	// Image is the welcome-web image used when a Welcome does not set spec.image.
 	Image string
 }
@@ -139,12 +143,12 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, w *authv1alpha1.We
 // SetupWithManager registers the controller: it reconciles a Welcome when its spec changes and
 // when its Deployment or Service changes, so drift is put back.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("welcome").
 		For(&authv1alpha1.Welcome{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Complete(r)
+		Owns(&corev1.Service{})
+	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, &authv1alpha1.WelcomeList{}).Complete(r)
 }
 
 // setCondition sets one condition for the current generation and reports whether it changed.
