@@ -62,6 +62,9 @@ func observe(kind, operation string, v Judgement) {
 	}
 }
 
+// RuleOfWarning is the rule a warning names at its end, if any.
+func RuleOfWarning(w string) RuleID { return ruleOfWarning(w) }
+
 // ruleOfWarning is the rule a warning names at its end, if any.
 func ruleOfWarning(w string) RuleID {
 	const open = " (rule "

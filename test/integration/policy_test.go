@@ -8,15 +8,18 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/compliance"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -95,6 +98,29 @@ var _ = Describe("The AdmissionPolicy", func() {
 				`spec.email: Invalid value: "ada-at-example.com": must be a bare email address such as user@example.com (rule welcome.email.format)`))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
+		By("reporting, on a stored object, the rules it breaks and what the policy does about them")
+		stored := badEmail(dev, "stored")
+		Expect(c.Create(ctx, stored)).To(Succeed())
+		Eventually(func(g Gomega) {
+			w := &authv1alpha1.Welcome{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stored), w)).To(Succeed())
+			compliant := meta.FindStatusCondition(w.Status.Conditions, compliance.ConditionCompliant)
+			g.Expect(compliant).NotTo(BeNil())
+			g.Expect(compliant.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(compliant.Reason).To(Equal(compliance.ReasonRulesBroken))
+			g.Expect(compliant.Message).To(HavePrefix("breaks welcome.email.format (Warn): "))
+			g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, authv1alpha1.ConditionDegraded)).To(BeFalse(), "a Warned rule does not hold the spec back")
+			events := &eventsv1.EventList{}
+			g.Expect(k8s.List(ctx, events, client.InNamespace(dev))).To(Succeed())
+			var notes []string
+			for _, e := range events.Items {
+				if e.Reason == compliance.EventReason && e.Regarding.Name == stored.Name {
+					notes = append(notes, e.Note)
+				}
+			}
+			g.Expect(notes).To(ConsistOf("the spec breaks welcome.email.format (Warn)"))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
 		By("admitting silently under Audit, except in the namespaces an override Enforces it in")
 		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{
 			rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Audit, policyv1alpha1.NamespaceAction{
@@ -148,6 +174,11 @@ var _ = Describe("The AdmissionPolicy", func() {
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("replacing --allowed-registries with the policy's, and restoring it when the policy goes")
+		running := newDeployObject(dev, "running", "nginx:1.27", httpPort(80))
+		Expect(c.Create(ctx, running)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(running), &appsv1.Deployment{})).To(Succeed())
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"ghcr.io"}})
 		nginx := func() client.Object { return newDeployObject(dev, "nginx", "nginx:1.27", httpPort(80)) }
 		Eventually(func(g Gomega) {
@@ -155,8 +186,20 @@ var _ = Describe("The AdmissionPolicy", func() {
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 			g.Expect(err.Error()).To(ContainSubstring("(rule deployobject.image.registry)"))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			d := &appv1.DeployObject{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(running), d)).To(Succeed())
+			compliant := meta.FindStatusCondition(d.Status.Conditions, compliance.ConditionCompliant)
+			g.Expect(compliant).NotTo(BeNil())
+			g.Expect(compliant.Message).To(HavePrefix("breaks deployobject.image.registry (Enforce): "))
+			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, appv1.ConditionDegraded)).To(BeFalse(),
+				"an image admitted before the allow-list changed keeps running")
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		deletePolicy(ctx)
 		Eventually(func(g Gomega) {
+			d := &appv1.DeployObject{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(running), d)).To(Succeed())
+			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, compliance.ConditionCompliant)).To(BeTrue())
 			g.Expect(c.Create(ctx, nginx(), client.DryRunAll)).To(Succeed())
 			refusedFor(dev, webhooks.WelcomeEmail)(g)
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())

@@ -22,6 +22,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	"github.com/seedlabs/webhook-operator/internal/controller/apply"
+	"github.com/seedlabs/webhook-operator/internal/controller/compliance"
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
@@ -92,6 +93,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	errs, _ := webhooks.ValidateDeployObject(nil, desired, webhooks.ImagePolicy{})
 	errs, err = webhooks.Enforced(ctx, r.Policy, r.Namespaces, desired.Namespace, errs)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The Event of an InvalidSpec says what a spec held back breaks; the audit's is for the rest.
+	if err := r.audit(ctx, d, desired, len(errs) == 0); err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(errs) > 0 {
@@ -221,6 +226,24 @@ func portList(ports []corev1.ServicePort) string {
 		}
 	}
 	return strings.Join(described, ", ")
+}
+
+// audit reports in the Compliant condition the rules of the admission policy the spec breaks,
+// registry allow-list included, and records an Event when they change and recordEvent is set.
+func (r *Reconciler) audit(ctx context.Context, d, desired *appv1.DeployObject, recordEvent bool) error {
+	images := webhooks.ImagePolicy{}
+	if r.Policy != nil {
+		images = r.Policy.Current().Images()
+	}
+	errs, warnings := webhooks.ValidateDeployObject(nil, desired, images)
+	changed, note, err := compliance.Audit(ctx, r.Policy, r.Namespaces, d.Namespace, &d.Status.Conditions, d.Generation, errs, warnings)
+	if err != nil {
+		return err
+	}
+	if changed && recordEvent {
+		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, compliance.EventReason, "Audit", "%s", note)
+	}
+	return nil
 }
 
 // SetupWithManager registers the controller. A DeployObject is reconciled when its generation

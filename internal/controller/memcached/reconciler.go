@@ -28,6 +28,7 @@ import (
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/controller/apply"
+	"github.com/seedlabs/webhook-operator/internal/controller/compliance"
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
@@ -92,6 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 	// A spec stored without passing admission (written before the webhook existed, or with it
 	// bypassed) is held to the same rules and never rolled out while it breaks them.
+	before := m.DeepCopy()
 	desired := m.DeepCopy()
 	webhooks.DefaultMemcached(desired)
 	errs, _ := webhooks.ValidateMemcached(nil, desired)
@@ -99,10 +101,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(errs) > 0 {
-		return ctrl.Result{}, r.refuseInvalidSpec(ctx, m, errs)
+	// The Event of an InvalidSpec says what a spec held back breaks; the audit's is for the rest.
+	if err := r.audit(ctx, m, desired, len(errs) == 0); err != nil {
+		return ctrl.Result{}, err
 	}
-	before := m.DeepCopy()
+	if len(errs) > 0 {
+		return ctrl.Result{}, r.refuseInvalidSpec(ctx, before, m, errs)
+	}
 
 	current, err := r.observe(ctx, m)
 	if err != nil {
@@ -192,8 +197,7 @@ func (r *Reconciler) recordScale(m *cachev1alpha1.Memcached, before *appsv1.Depl
 
 // refuseInvalidSpec records that the stored spec breaks the admission rules, without applying
 // anything.
-func (r *Reconciler) refuseInvalidSpec(ctx context.Context, m *cachev1alpha1.Memcached, errs field.ErrorList) error {
-	before := m.DeepCopy()
+func (r *Reconciler) refuseInvalidSpec(ctx context.Context, before, m *cachev1alpha1.Memcached, errs field.ErrorList) error {
 	current, err := r.observe(ctx, m)
 	if err != nil {
 		return err
@@ -256,6 +260,20 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, m *cachev1alpha1.M
 	}
 	if err := r.Status().Patch(ctx, m, client.MergeFrom(before)); err != nil {
 		return fmt.Errorf("updating the status of Memcached %s/%s: %w", m.Namespace, m.Name, err)
+	}
+	return nil
+}
+
+// audit reports in the Compliant condition the rules of the admission policy the spec breaks, and
+// records an Event when they change and recordEvent is set.
+func (r *Reconciler) audit(ctx context.Context, m, desired *cachev1alpha1.Memcached, recordEvent bool) error {
+	errs, warnings := webhooks.ValidateMemcached(nil, desired)
+	changed, note, err := compliance.Audit(ctx, r.Policy, r.Namespaces, m.Namespace, &m.Status.Conditions, m.Generation, errs, warnings)
+	if err != nil {
+		return err
+	}
+	if changed && recordEvent {
+		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, compliance.EventReason, "Audit", "%s", note)
 	}
 	return nil
 }

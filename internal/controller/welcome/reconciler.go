@@ -22,6 +22,7 @@ import (
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/controller/apply"
+	"github.com/seedlabs/webhook-operator/internal/controller/compliance"
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
@@ -75,6 +76,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	errs, _ := webhooks.ValidateWelcome(nil, desired, webhooks.ImagePolicy{})
 	errs, err := webhooks.Enforced(ctx, r.Policy, r.Namespaces, desired.Namespace, errs)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// The Event of an InvalidSpec says what a spec held back breaks; the audit's is for the rest.
+	if err := r.audit(ctx, w, desired, len(errs) == 0); err != nil {
 		return ctrl.Result{}, err
 	}
 	if len(errs) > 0 {
@@ -138,6 +143,28 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, w *authv1alpha1.We
 		return fmt.Errorf("updating the status of Welcome %s/%s: %w", w.Namespace, w.Name, err)
 	}
 	return nil
+}
+
+// audit reports in the Compliant condition the rules of the admission policy the spec breaks,
+// registry allow-list included, and records an Event when they change and recordEvent is set.
+func (r *Reconciler) audit(ctx context.Context, w, desired *authv1alpha1.Welcome, recordEvent bool) error {
+	errs, warnings := webhooks.ValidateWelcome(nil, desired, policyImages(r.Policy))
+	changed, note, err := compliance.Audit(ctx, r.Policy, r.Namespaces, w.Namespace, &w.Status.Conditions, w.Generation, errs, warnings)
+	if err != nil {
+		return err
+	}
+	if changed && recordEvent {
+		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, compliance.EventReason, "Audit", "%s", note)
+	}
+	return nil
+}
+
+// policyImages is the image policy of the admission policy in force.
+func policyImages(source webhooks.PolicySource) webhooks.ImagePolicy {
+	if source == nil {
+		return webhooks.ImagePolicy{}
+	}
+	return source.Current().Images()
 }
 
 // SetupWithManager registers the controller: it reconciles a Welcome when its spec changes and
