@@ -31,6 +31,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,8 +41,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/compliance"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
@@ -264,6 +267,20 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		})
 		Eventually(warned).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).Should(BeNumerically(">=", 10),
 			"a moving tag is a warning under the policy, on every replica")
+
+		By("reporting the Warned rule on the stored object, which rolls out")
+		_, stderr, err = kubectl(ctx, "apply", "-n", samplesNamespace, "-f", latest)
+		Expect(err).NotTo(HaveOccurred(), "kubectl apply -f %s: %s", latest, stderr)
+		Eventually(func(g Gomega) {
+			d := &appv1.DeployObject{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: "moving"}, d)).To(Succeed())
+			compliant := meta.FindStatusCondition(d.Status.Conditions, compliance.ConditionCompliant)
+			g.Expect(compliant).NotTo(BeNil())
+			g.Expect(compliant.Message).To(HavePrefix("breaks deployobject.image.pinned (Warn): "))
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: "moving"}, &appsv1.Deployment{})).To(Succeed())
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		_, stderr, err = kubectl(ctx, "delete", "-n", samplesNamespace, "-f", latest, "--wait")
+		Expect(err).NotTo(HaveOccurred(), "kubectl delete -f %s: %s", latest, stderr)
 
 		_, stderr, err = kubectl(ctx, "delete", "-f", policy)
 		Expect(err).NotTo(HaveOccurred(), "kubectl delete -f %s: %s", policy, stderr)
