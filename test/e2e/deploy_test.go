@@ -9,6 +9,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -26,6 +27,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -308,6 +310,51 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 			Expect(found).To(BeTrue(), "lint printed %s", linted)
 			Expect(lintedMessage).To(Equal(applied), "%s: lint's words are not kubectl's", filepath.Base(path))
 		}
+	}, SpecTimeout(2*time.Minute))
+
+	// The refusals of the invalid samples are counted by rule on the replicas that answered them,
+	// and every metric the Grafana dashboard queries is served, to a caller bound to metrics-reader.
+	It("serves the admission metrics the Grafana dashboard reads over the secured metrics endpoint", func(ctx SpecContext) {
+		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: samplesNamespace, Name: "metrics-scraper"}}
+		Expect(k8s.Create(ctx, sa)).To(Succeed())
+		binding := &rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: "e2e-metrics-scraper"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: fixtures.NamePrefix + "metrics-reader"},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}},
+		}
+		Expect(k8s.Create(ctx, binding)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, binding))).To(Succeed()) })
+		token := &authenticationv1.TokenRequest{}
+		Expect(k8s.SubResource("token").Create(ctx, sa, token)).To(Succeed())
+
+		data, err := os.ReadFile(filepath.Join(cfg.root, "config", "grafana", "webhook-operator.json"))
+		Expect(err).NotTo(HaveOccurred())
+		queried := regexp.MustCompile(`\b(?:webhook_operator|controller_runtime)_[a-z_]+\b`).FindAllString(string(data), -1)
+		Expect(queried).NotTo(BeEmpty())
+
+		Eventually(func(g Gomega) {
+			var all strings.Builder
+			for _, pod := range managerPods(ctx, g) {
+				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(pod.Status.PodIP, "8443")+"/metrics", nil)
+				g.Expect(err).NotTo(HaveOccurred())
+				req.Header.Set("Authorization", "Bearer "+token.Status.Token)
+				// The serving certificate is cert-manager's; what is checked here is what is served.
+				transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec
+				resp, err := (&http.Client{Transport: transport, Timeout: 5 * time.Second}).Do(req)
+				g.Expect(err).NotTo(HaveOccurred())
+				body, err := io.ReadAll(resp.Body)
+				_ = resp.Body.Close()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "%s: %s", pod.Name, body)
+				all.Write(body)
+			}
+			served := all.String()
+			g.Expect(served).To(MatchRegexp(`webhook_operator_rule_results_total\{action="denied",kind="Welcome",rule="welcome.port.range"\} [1-9]`))
+			g.Expect(served).To(MatchRegexp(`webhook_operator_admission_decisions_total\{decision="denied",kind="DeployObject",operation="CREATE"\} [1-9]`))
+			for _, name := range queried {
+				g.Expect(served).To(ContainSubstring("# TYPE "+strings.TrimSuffix(name, "_bucket")+" "), "the dashboard queries %s", name)
+			}
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	}, SpecTimeout(2*time.Minute))
 
 	It("rolls each sample out: a Deployment and a Service it owns, pods kwok makes Ready, status Available", func(ctx SpecContext) {
