@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"fmt"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -32,12 +31,7 @@ func newJudge(opts Options) judge {
 }
 
 // current is the policy in force, read once per request so that one answer follows one policy.
-func (j judge) current() *Policy {
-	if j.policy == nil {
-		return nil
-	}
-	return j.policy.Current()
-}
+func (j judge) current() *Policy { return CurrentPolicy(j.policy) }
 
 // judge applies p to what the rules found in the object of d, counts the answer and records a
 // refusal, and returns the violations to refuse and the warnings to send. A namespace whose labels
@@ -45,13 +39,10 @@ func (j judge) current() *Policy {
 // is applied that could not be checked.
 func (j judge) judge(ctx context.Context, p *Policy, d denial, errs field.ErrorList, warnings admission.Warnings) (field.ErrorList, admission.Warnings, error) {
 	var namespace labels.Set
-	if p.SelectsNamespaces() && d.namespace != "" && (len(errs) > 0 || len(warnings) > 0) {
-		if j.namespaces == nil {
-			return nil, nil, fmt.Errorf("the admission policy selects namespaces, and the webhook cannot read them")
-		}
-		l, err := j.namespaces.NamespaceLabels(ctx, d.namespace)
+	if len(errs) > 0 || len(warnings) > 0 {
+		l, err := NamespaceLabelsFor(ctx, p, j.namespaces, d.namespace)
 		if err != nil {
-			return nil, nil, fmt.Errorf("reading the labels of namespace %s for the admission policy: %w", d.namespace, err)
+			return nil, nil, err
 		}
 		namespace = l
 	}
@@ -69,13 +60,9 @@ func Enforced(ctx context.Context, source PolicySource, namespaces NamespaceLabe
 		return errs, nil
 	}
 	p := source.Current()
-	var l labels.Set
-	if p.SelectsNamespaces() && namespace != "" && namespaces != nil {
-		got, err := namespaces.NamespaceLabels(ctx, namespace)
-		if err != nil {
-			return nil, fmt.Errorf("reading the labels of namespace %s for the admission policy: %w", namespace, err)
-		}
-		l = got
+	l, err := NamespaceLabelsFor(ctx, p, namespaces, namespace)
+	if err != nil {
+		return nil, err
 	}
 	return p.Judge(errs, nil, l).Refused, nil
 }

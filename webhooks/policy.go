@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"strings"
@@ -226,6 +227,30 @@ func ruleIDs() []string {
 // PolicySource is where the webhooks and controllers read the policy in force.
 type PolicySource interface {
 	Current() *Policy
+}
+
+// CurrentPolicy is the policy source holds, nil (every rule at its default) without a source.
+func CurrentPolicy(source PolicySource) *Policy {
+	if source == nil {
+		return nil
+	}
+	return source.Current()
+}
+
+// NamespaceLabelsFor are the labels of namespace when p's namespace overrides need them, read
+// with namespaces; nil when they do not.
+func NamespaceLabelsFor(ctx context.Context, p *Policy, namespaces NamespaceLabels, namespace string) (labels.Set, error) {
+	if !p.SelectsNamespaces() || namespace == "" {
+		return nil, nil
+	}
+	if namespaces == nil {
+		return nil, fmt.Errorf("the admission policy selects namespaces, and there is no way to read them")
+	}
+	l, err := namespaces.NamespaceLabels(ctx, namespace)
+	if err != nil {
+		return nil, fmt.Errorf("reading the labels of namespace %s for the admission policy: %w", namespace, err)
+	}
+	return l, nil
 }
 
 // StaticPolicy is a PolicySource that never changes.

@@ -36,14 +36,11 @@ const (
 func Audit(ctx context.Context, source webhooks.PolicySource, namespaces webhooks.NamespaceLabels, namespace string,
 	conditions *[]metav1.Condition, generation int64, errs field.ErrorList, warnings []string,
 ) (changed bool, note string, err error) {
-	var p *webhooks.Policy
-	if source != nil {
-		p = source.Current()
-	}
+	p := webhooks.CurrentPolicy(source)
 	var nsLabels labels.Set
-	if p.SelectsNamespaces() && namespaces != nil && (len(errs) > 0 || len(warnings) > 0) {
-		if nsLabels, err = namespaces.NamespaceLabels(ctx, namespace); err != nil {
-			return false, "", fmt.Errorf("reading the labels of namespace %s for the admission policy: %w", namespace, err)
+	if len(errs) > 0 || len(warnings) > 0 {
+		if nsLabels, err = webhooks.NamespaceLabelsFor(ctx, p, namespaces, namespace); err != nil {
+			return false, "", err
 		}
 	}
 	var broken []string

@@ -231,11 +231,7 @@ func portList(ports []corev1.ServicePort) string {
 // audit reports in the Compliant condition the rules of the admission policy the spec breaks,
 // registry allow-list included, and records an Event when they change and recordEvent is set.
 func (r *Reconciler) audit(ctx context.Context, d, desired *appv1.DeployObject, recordEvent bool) error {
-	images := webhooks.ImagePolicy{}
-	if r.Policy != nil {
-		images = r.Policy.Current().Images()
-	}
-	errs, warnings := webhooks.ValidateDeployObject(nil, desired, images)
+	errs, warnings := webhooks.ValidateDeployObject(nil, desired, webhooks.CurrentPolicy(r.Policy).Images())
 	changed, note, err := compliance.Audit(ctx, r.Policy, r.Namespaces, d.Namespace, &d.Status.Conditions, d.Generation, errs, warnings)
 	if err != nil {
 		return err

@@ -148,7 +148,7 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, w *authv1alpha1.We
 // audit reports in the Compliant condition the rules of the admission policy the spec breaks,
 // registry allow-list included, and records an Event when they change and recordEvent is set.
 func (r *Reconciler) audit(ctx context.Context, w, desired *authv1alpha1.Welcome, recordEvent bool) error {
-	errs, warnings := webhooks.ValidateWelcome(nil, desired, policyImages(r.Policy))
+	errs, warnings := webhooks.ValidateWelcome(nil, desired, webhooks.CurrentPolicy(r.Policy).Images())
 	changed, note, err := compliance.Audit(ctx, r.Policy, r.Namespaces, w.Namespace, &w.Status.Conditions, w.Generation, errs, warnings)
 	if err != nil {
 		return err
@@ -157,14 +157,6 @@ func (r *Reconciler) audit(ctx context.Context, w, desired *authv1alpha1.Welcome
 		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, compliance.EventReason, "Audit", "%s", note)
 	}
 	return nil
-}
-
-// policyImages is the image policy of the admission policy in force.
-func policyImages(source webhooks.PolicySource) webhooks.ImagePolicy {
-	if source == nil {
-		return webhooks.ImagePolicy{}
-	}
-	return source.Current().Images()
 }
 
 // SetupWithManager registers the controller: it reconciles a Welcome when its spec changes and
