@@ -77,13 +77,15 @@ func validateEnvVar(e corev1.EnvVar, path *field.Path) field.ErrorList {
 	}
 	if ref := src.ConfigMapKeyRef; ref != nil {
 		sources++
-		errs = append(errs, validateKeySelector(ref.Name, ref.Key, from.Child("configMapKeyRef"))...)
+		errs = append(errs, validateKeySelector("ConfigMap", ref.Name, ref.Key, from.Child("configMapKeyRef"))...)
 	}
-	if src.SecretKeyRef != nil {
+	if ref := src.SecretKeyRef; ref != nil {
 		sources++
 		errs = append(errs, field.Forbidden(from.Child("secretKeyRef"),
 			"a DeployObject may not read Secrets, since whoever can edit it could read any Secret of the namespace; "+
 				"use a configMapKeyRef, or a Deployment of your own").WithOrigin(string(DeployObjectEnvSecrets)))
+		// A cluster admin may relax the rule above; what it lets through must still pass the Pod API.
+		errs = append(errs, validateKeySelector("Secret", ref.Name, ref.Key, from.Child("secretKeyRef"))...)
 	}
 	if src.FileKeyRef != nil {
 		sources++
@@ -160,12 +162,12 @@ func validateEnvResourceFieldRef(ref *corev1.ResourceFieldSelector, path *field.
 	return errs
 }
 
-// validateKeySelector holds a ConfigMap reference to the Pod API's rules: a DNS-1123 subdomain
-// name and a key made of alphanumerics, '-', '_' and '.'.
-func validateKeySelector(name, key string, path *field.Path) field.ErrorList {
+// validateKeySelector holds a reference to a key of a ConfigMap or Secret (kind) to the Pod API's
+// rules: a DNS-1123 subdomain name and a key made of alphanumerics, '-', '_' and '.'.
+func validateKeySelector(kind, name, key string, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if name == "" {
-		errs = append(errs, field.Required(path.Child("name"), "name the ConfigMap to read"))
+		errs = append(errs, field.Required(path.Child("name"), "name the "+kind+" to read"))
 	} else {
 		for _, msg := range validation.IsDNS1123Subdomain(name) {
 			errs = append(errs, field.Invalid(path.Child("name"), name, msg))

@@ -13,6 +13,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
 var q = resource.MustParse
@@ -134,6 +135,18 @@ func TestValidateEnvVar(t *testing.T) {
 				LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "password",
 			}}},
 			want: field.ErrorList{forbidden(p+".valueFrom.secretKeyRef", secretRefDetail)},
+		},
+		{
+			// The Pod API's rules hold too, for a policy that relaxes the rule on Secrets.
+			name: "secretKeyRef without a name, with a bad key",
+			env: corev1.EnvVar{Name: "A", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+				Key: "a/b",
+			}}},
+			want: field.ErrorList{
+				forbidden(p+".valueFrom.secretKeyRef", secretRefDetail),
+				required(p+".valueFrom.secretKeyRef.name", "name the Secret to read"),
+				invalid(p+".valueFrom.secretKeyRef.key", "a/b", "a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"),
+			},
 		},
 		{
 			name: "fileKeyRef is forbidden",
@@ -339,5 +352,25 @@ func TestMemcachedSizeKeptOutOfRange(t *testing.T) {
 	want := field.ErrorList{invalid("spec.size", int32(-1), "must be between 1 and 3")}
 	if diff := gocmp.Diff(want, errs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)
+	}
+}
+
+// TestDeployObjectEdges holds the rules to the table the envtest suite holds admission through the
+// API server to: the causes of each refusal, by field, and nothing for the cases admitted.
+func TestDeployObjectEdges(t *testing.T) {
+	for _, tc := range fixtures.DeployObjectEdges {
+		t.Run(tc.Name, func(t *testing.T) {
+			d := fixtures.EdgeDeployObject("default", "edge")
+			tc.Edit(d)
+			DefaultDeployObject(d)
+			errs, _ := ValidateDeployObject(nil, d, ImagePolicy{})
+			got := make([]string, 0, len(errs))
+			for _, e := range errs {
+				got = append(got, e.Field)
+			}
+			if diff := gocmp.Diff(tc.Refused, got, cmpopts.EquateEmpty(), cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+				t.Errorf("fields of the causes (-want +got):\n%s\nerrors: %v", diff, errs)
+			}
+		})
 	}
 }

@@ -55,7 +55,7 @@ func observe(kind, operation string, v Judgement) {
 		count(RuleID(e.Origin), actionDenied)
 	}
 	for _, w := range v.Warnings {
-		count(ruleOfWarning(w), actionWarned)
+		count(RuleOfWarning(w), actionWarned)
 	}
 	for _, id := range v.Audited {
 		count(id, actionAudited)
@@ -63,10 +63,7 @@ func observe(kind, operation string, v Judgement) {
 }
 
 // RuleOfWarning is the rule a warning names at its end, if any.
-func RuleOfWarning(w string) RuleID { return ruleOfWarning(w) }
-
-// ruleOfWarning is the rule a warning names at its end, if any.
-func ruleOfWarning(w string) RuleID {
+func RuleOfWarning(w string) RuleID {
 	const open = " (rule "
 	i := strings.LastIndex(w, open)
 	if i < 0 || !strings.HasSuffix(w, ")") {

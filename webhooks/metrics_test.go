@@ -53,8 +53,8 @@ func TestRuleOfWarning(t *testing.T) {
 		"a warning of no rule":                            "",
 		"(rule unterminated":                              "",
 	} {
-		if got := ruleOfWarning(w); got != want {
-			t.Errorf("ruleOfWarning(%q) = %q, want %q", w, got, want)
+		if got := RuleOfWarning(w); got != want {
+			t.Errorf("RuleOfWarning(%q) = %q, want %q", w, got, want)
 		}
 	}
 }

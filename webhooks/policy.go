@@ -19,7 +19,7 @@ import (
 
 // The validating webhook of the AdmissionPolicy holds it to ValidateAdmissionPolicy, so that a
 // policy the operator cannot apply is refused with every reason, and never stored.
-// +kubebuilder:webhook:path=/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=create;update,versions=v1alpha1,name=vadmissionpolicy.policy.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=2,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=create;update,versions=v1alpha1,name=vadmissionpolicy.policy.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 // admissionPolicyPath serves the validating webhook of the AdmissionPolicy.
 const admissionPolicyPath = "/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy"
@@ -143,7 +143,7 @@ func (p *Policy) Judge(errs field.ErrorList, warnings admission.Warnings, namesp
 		}
 	}
 	for _, w := range warnings {
-		id := ruleOfWarning(w)
+		id := RuleOfWarning(w)
 		if p.Action(id, namespace) == policyv1alpha1.Audit {
 			audit(id)
 			continue
@@ -205,15 +205,6 @@ func validateAction(rule Rule, known bool, action policyv1alpha1.Action, path *f
 		return field.ErrorList{field.Invalid(path, action, fmt.Sprintf("%s is a warning: it can be Warned or Audited", rule.ID))}
 	}
 	return nil
-}
-
-func ruleByID(id RuleID) (Rule, bool) {
-	for _, r := range rules {
-		if r.ID == id {
-			return r, true
-		}
-	}
-	return Rule{}, false
 }
 
 func ruleIDs() []string {

@@ -99,6 +99,21 @@ var rules = []Rule{
 	{ID: DeployObjectResources, Kind: "DeployObject", Field: "spec.resources", Summary: "the Pod API's rules for resources", Contract: true},
 }
 
+// rulesByID finds each of rules by its ID.
+var rulesByID = func() map[RuleID]Rule {
+	byID := make(map[RuleID]Rule, len(rules))
+	for _, r := range rules {
+		byID[r.ID] = r
+	}
+	return byID
+}()
+
+// ruleByID is the registered rule of id, if there is one.
+func ruleByID(id RuleID) (Rule, bool) {
+	r, ok := rulesByID[id]
+	return r, ok
+}
+
 // Rules returns every rule admission enforces.
 func Rules() []Rule {
 	return append([]Rule(nil), rules...)

@@ -60,12 +60,12 @@ func TestEveryRuleIsReachable(t *testing.T) {
 			named[RuleID(e.Origin)] = true
 		}
 		for _, w := range warnings {
-			i := strings.LastIndex(w, " (rule ")
-			if i < 0 || !isRule(RuleID(strings.TrimSuffix(w[i+len(" (rule "):], ")"))) {
+			id := RuleOfWarning(w)
+			if !isRule(id) {
 				t.Errorf("the warning %q does not name a registered rule", w)
 				continue
 			}
-			named[RuleID(strings.TrimSuffix(w[i+len(" (rule "):], ")"))] = true
+			named[id] = true
 		}
 	}
 

@@ -78,12 +78,8 @@ var compareUnruledErrors = gocmp.Transformer("unruledFieldErrorView", func(e *fi
 
 // isRule reports whether id is a registered rule's.
 func isRule(id RuleID) bool {
-	for _, r := range Rules() {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
+	_, ok := ruleByID(id)
+	return ok
 }
 
 // withoutRuleIDs are warnings without the rule each names, after checking it is a registered one.
@@ -94,12 +90,12 @@ func withoutRuleIDs(t testing.TB, warnings admission.Warnings) admission.Warning
 	}
 	out := make(admission.Warnings, 0, len(warnings))
 	for _, w := range warnings {
-		i := strings.LastIndex(w, " (rule ")
-		if i < 0 || !strings.HasSuffix(w, ")") || !isRule(RuleID(w[i+len(" (rule "):len(w)-1])) {
+		id := RuleOfWarning(w)
+		if !isRule(id) {
 			t.Errorf("the warning %q does not end with a registered rule", w)
 			continue
 		}
-		out = append(out, w[:i])
+		out = append(out, strings.TrimSuffix(w, " "+ruleSuffix(id)))
 	}
 	return out
 }

@@ -69,7 +69,7 @@ func (c *cluster) serveTrivialWebhooks(ctx context.Context) (*trivialWebhooks, e
 		ObjectMeta: metav1.ObjectMeta{Name: "trivial.bench.seedlabs.dev"},
 		Webhooks: []admissionregistrationv1.MutatingWebhook{{
 			Name: "mtrivial.bench.seedlabs.dev", ClientConfig: clientConfig, Rules: rules, SideEffects: &sideEffects,
-			AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](2), MatchConditions: matchConditions,
+			AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](1), MatchConditions: matchConditions,
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 		}},
 	}
@@ -77,7 +77,7 @@ func (c *cluster) serveTrivialWebhooks(ctx context.Context) (*trivialWebhooks, e
 		ObjectMeta: metav1.ObjectMeta{Name: "trivial.bench.seedlabs.dev"},
 		Webhooks: []admissionregistrationv1.ValidatingWebhook{{
 			Name: "vtrivial.bench.seedlabs.dev", ClientConfig: clientConfig, Rules: rules, SideEffects: &sideEffects,
-			AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](2), MatchConditions: matchConditions,
+			AdmissionReviewVersions: []string{"v1"}, TimeoutSeconds: ptr.To[int32](1), MatchConditions: matchConditions,
 			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
 		}},
 	}

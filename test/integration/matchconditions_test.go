@@ -20,6 +20,8 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -35,6 +37,21 @@ func webhookCalls(path string) float64 {
 		}
 		for _, m := range f.GetMetric() {
 			if labelValue(m, "webhook") == path {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+// allWebhookCalls is how many requests the in-process webhook server has answered, on every path.
+func allWebhookCalls() float64 {
+	families, err := metrics.Registry.Gather()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var total float64
+	for _, f := range families {
+		if f.GetName() == "controller_runtime_webhook_requests_total" {
+			for _, m := range f.GetMetric() {
 				total += m.GetCounter().GetValue()
 			}
 		}
@@ -166,6 +183,44 @@ var _ = Describe("The webhook configurations' matchConditions", func() {
 		"Memcached":    "/mutate-cache-seedlabs-dev-v1alpha1-memcached",
 		"DeployObject": "/mutate-app-seedlabs-dev-v1-deployobject",
 	}
+
+	It("keep every kind's metadata edits away from every webhook, even for objects whose spec edits call them", Serial, func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		DeferCleanup(deletePolicy)
+		// Each object is one whose spec edits call its validating webhook, so that only
+		// spec-changed keeps its metadata edits away.
+		restore := bypassValidation(ctx, ns)
+		outOfRange := newMemcached(ns, "stored-past-admission", ptr.To[int32](5))
+		Eventually(func() error { return k8s.Create(ctx, outOfRange) }).Should(Succeed())
+		restore()
+		objects := []client.Object{
+			newWelcome(ns, "with-image", authv1alpha1.WelcomeSpec{Name: "Ada", Image: "ghcr.io/seedlabs/welcome-web:v0.2.0"}),
+			newDeployObject(ns, "app", "docker.io/library/nginx:1.27", httpPort(8080)),
+			&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
+				Spec: policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: fixtures.AllowedRegistries}},
+		}
+		for _, obj := range objects {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+		}
+		objects = append(objects, outOfRange)
+		for _, obj := range objects {
+			before := allWebhookCalls()
+			patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+			obj.SetLabels(map[string]string{"team": "web"})
+			obj.SetAnnotations(map[string]string{"note": "hello"})
+			obj.SetFinalizers([]string{"example.com/hold"})
+			Expect(k8s.Patch(ctx, obj, patch)).To(Succeed())
+			patch = client.MergeFrom(obj.DeepCopyObject().(client.Object))
+			obj.SetFinalizers(nil)
+			Expect(k8s.Patch(ctx, obj, patch)).To(Succeed())
+			Expect(allWebhookCalls()).To(Equal(before), "a metadata edit of %s %s called a webhook", kindOf(obj), obj.GetName())
+		}
+
+		By("calling the validating webhooks for a spec edit of the same objects")
+		before := allWebhookCalls()
+		Expect(k8s.Patch(ctx, objects[1], client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":2}}`)))).To(Succeed())
+		Expect(allWebhookCalls()).To(BeNumerically(">", before), "a spec edit of a DeployObject called no webhook")
+	})
 
 	It("keep objects that lack no default away from the mutating webhooks, and send the others", Serial, func(ctx SpecContext) {
 		ns := newNamespace(ctx)

@@ -3,10 +3,12 @@ package integration
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
@@ -15,12 +17,17 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/apply"
+	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
+	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
 // safetyKind is one of the three kinds, as the specs below need it: a valid object of a name,
@@ -162,6 +169,39 @@ var _ = Describe("DeployObject admission of what the Pod and Service APIs refuse
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appv1.DeployObject{}))).To(BeTrue())
 	})
 
+	It("judges each case of the edge table as the unit tests do, and rolls out every case it admits", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		var admitted []*appv1.DeployObject
+		for i, tc := range fixtures.DeployObjectEdges {
+			d := fixtures.EdgeDeployObject(ns, fmt.Sprintf("edge-%d", i))
+			tc.Edit(d)
+			err := k8s.Create(ctx, d)
+			if len(tc.Refused) == 0 {
+				Expect(err).NotTo(HaveOccurred(), "%s", tc.Name)
+				admitted = append(admitted, d)
+				continue
+			}
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want 422 Invalid, got %v", tc.Name, err)
+			Expect(causes(err)).To(ConsistOf(tc.Refused), "%s", tc.Name)
+			Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appv1.DeployObject{}))).To(BeTrue(), "%s", tc.Name)
+		}
+		By("finding the Deployment and Service of every case admitted, and no ApplyFailed")
+		for _, d := range admitted {
+			Eventually(func(g Gomega) {
+				for _, child := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
+					g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), child)).To(Succeed())
+					g.Expect(metav1.IsControlledBy(child, d)).To(BeTrue())
+				}
+				stored := &appv1.DeployObject{}
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), stored)).To(Succeed())
+				g.Expect(stored.Status.ObservedGeneration).To(Equal(stored.Generation))
+				if degraded := meta.FindStatusCondition(stored.Status.Conditions, "Degraded"); degraded != nil {
+					g.Expect(degraded.Status).To(Equal(metav1.ConditionFalse), "%s: %s", d.Name, degraded.Message)
+				}
+			}).Should(Succeed(), "%s", d.Name)
+		}
+	})
+
 	It("holds a Welcome's image to the image rules and the registry allow-list", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		for _, image := range []string{"ghcr.io/seedlabs/welcome-web", "ghcr.io/seedlabs/welcome-web:latest", "quay.io/seedlabs/welcome-web:v1"} {
@@ -203,15 +243,24 @@ var _ = Describe("Objects the operator did not create", func() {
 		}
 	}
 
+	// withOurLabel gives obj the label the operator's own objects carry, which the manager's cache selects.
+	withOurLabel := func(obj client.Object) client.Object {
+		obj.SetLabels(map[string]string{resources.LabelManagedBy: resources.ManagedBy})
+		return obj
+	}
+
 	for _, k := range safetyKinds {
 		for _, taken := range []struct {
-			kind string
-			make func(ns string) client.Object
+			kind, what string
+			make       func(ns string) client.Object
+			// labelled objects are in the manager's cache, whose events reconcile the resource again.
+			labelled bool
 		}{
-			{"Service", func(ns string) client.Object { return usersService(ns) }},
-			{"Deployment", func(ns string) client.Object { return usersDeployment(ns) }},
+			{"Service", "Service", func(ns string) client.Object { return usersService(ns) }, false},
+			{"Deployment", "Deployment", func(ns string) client.Object { return usersDeployment(ns) }, false},
+			{"Service", "Service labelled as the operator's", func(ns string) client.Object { return withOurLabel(usersService(ns)) }, true},
 		} {
-			It("are left untouched when a "+k.kind+" takes the name of the user's "+taken.kind+", even after it is deleted", func(ctx SpecContext) {
+			It("are left untouched when a "+k.kind+" takes the name of the user's "+taken.what+", even after it is deleted", func(ctx SpecContext) {
 				users := taken.make(ns)
 				Expect(k8s.Create(ctx, users)).To(Succeed())
 				stored := emptyOf(users)
@@ -237,6 +286,16 @@ var _ = Describe("Objects the operator did not create", func() {
 				untouched()
 				other := map[string]client.Object{"Service": &appsv1.Deployment{}, "Deployment": &corev1.Service{}}[taken.kind]
 				Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), other))).To(BeTrue())
+				if taken.labelled {
+					By("looking again, past the recheck, and still applying nothing")
+					recheck := degradedOf(Default, ctx, k, obj).LastTransitionTime
+					Consistently(func(g Gomega) {
+						now := emptyOf(users)
+						g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(users), now)).To(Succeed())
+						g.Expect(now.GetResourceVersion()).To(Equal(stored.GetResourceVersion()), "the user's %s was written to", taken.kind)
+						g.Expect(degradedOf(g, ctx, k, obj).LastTransitionTime).To(Equal(recheck))
+					}, ownership.RecheckAfter+2*time.Second, time.Second).Should(Succeed())
+				}
 
 				By("deleting the " + k.kind)
 				Expect(k8s.Delete(ctx, obj)).To(Succeed())
@@ -268,6 +327,120 @@ var _ = Describe("Objects the operator did not create", func() {
 			}, "30s").Should(Succeed())
 		})
 	}
+})
+
+var _ = Describe("A DeployObject whose new Service the API server refuses", func() {
+	It("keeps its Deployment on the old spec, so the Service never points at ports the pods no longer declare", Serial, func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		// A ValidatingAdmissionPolicy of the cluster's that the rules cannot know about.
+		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "reserved-port-" + ns},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+				FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+				MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+					RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+						Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+						Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"services"}},
+					},
+				}}},
+				Validations: []admissionregistrationv1.Validation{{
+					Expression: "!has(object.spec.ports) || !object.spec.ports.exists(p, p.port == 7777)", Message: "port 7777 is reserved",
+				}},
+			},
+		}
+		binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: policy.Name},
+			Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+				PolicyName:        policy.Name,
+				ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+				MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+					MatchLabels: map[string]string{corev1.LabelMetadataName: ns},
+				}},
+			},
+		}
+		for _, obj := range []client.Object{policy, binding} {
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed()) })
+		}
+		reserved := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "probe"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 7777}}}}
+		Eventually(func() error { return k8s.Create(ctx, reserved.DeepCopy(), client.DryRunAll) }).
+			Should(MatchError(ContainSubstring("port 7777 is reserved")), "the ValidatingAdmissionPolicy never took effect")
+
+		d := fixtures.EdgeDeployObject(ns, "app")
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		deployment := &appsv1.Deployment{}
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), deployment)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), &corev1.Service{})).To(Succeed())
+		}).Should(Succeed())
+		rolledOut := deployment.Spec.Template.Spec.Containers[0].Ports
+
+		By("moving the app to the reserved port, which admission admits")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		d.Spec.Ports = []corev1.ServicePort{{Name: "http", Port: 7777, TargetPort: intstr.FromInt32(7777)}}
+		Expect(k8s.Update(ctx, d)).To(Succeed())
+		Eventually(func(g Gomega) {
+			degraded := degradedOf(g, ctx, safetyKinds[2], d)
+			g.Expect(degraded.Reason).To(Equal("ApplyFailed"))
+			g.Expect(degraded.Message).To(And(ContainSubstring("applying the Service"), ContainSubstring("port 7777 is reserved")))
+		}).Should(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), deployment)).To(Succeed())
+		Expect(deployment.Spec.Template.Spec.Containers[0].Ports).To(Equal(rolledOut), "the Deployment rolled out before the Service was refused")
+		service := &corev1.Service{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), service)).To(Succeed())
+		Expect(service.Spec.Ports).To(ConsistOf(HaveField("Port", int32(80))))
+	})
+})
+
+var _ = Describe("An apply of the controllers", func() {
+	var ns string
+	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
+
+	service := func(ns string) *corev1ac.ServiceApplyConfiguration {
+		return corev1ac.Service("race", ns).
+			WithLabels(map[string]string{resources.LabelManagedBy: resources.ManagedBy}).
+			WithSpec(corev1ac.ServiceSpec().WithPorts(corev1ac.ServicePort().WithName("http").WithPort(80)))
+	}
+	opts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
+	usersRace := func(ns string) *corev1.Service {
+		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "race"},
+			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "web", Port: 9999}}}}
+	}
+	expectUntouched := func(ctx SpecContext, users *corev1.Service) {
+		now := &corev1.Service{}
+		ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(users), now)).To(Succeed())
+		ExpectWithOffset(1, now.ResourceVersion).To(Equal(users.ResourceVersion))
+	}
+
+	It("creates an object read as absent, and is refused when someone created it since", func(ctx SpecContext) {
+		Expect(apply.Apply(ctx, k8s, nil, service(ns), opts...)).To(Succeed())
+		Expect(k8s.Delete(ctx, &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "race"}})).To(Succeed())
+
+		users := usersRace(ns)
+		Expect(k8s.Create(ctx, users)).To(Succeed())
+		err := apply.Apply(ctx, k8s, nil, service(ns), opts...)
+		Expect(apierrors.IsConflict(err)).To(BeTrue(), "want 409 Conflict, got %v", err)
+		expectUntouched(ctx, users)
+	})
+
+	It("updates only the object it read, and is refused when another took its place", func(ctx SpecContext) {
+		Expect(apply.Apply(ctx, k8s, nil, service(ns), opts...)).To(Succeed())
+		ours := &corev1.Service{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "race"}, ours)).To(Succeed())
+		Expect(apply.Apply(ctx, k8s, ours, service(ns).WithSpec(corev1ac.ServiceSpec().WithPorts(
+			corev1ac.ServicePort().WithName("http").WithPort(8080))), opts...)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ours), ours)).To(Succeed())
+		Expect(ours.Spec.Ports).To(ConsistOf(HaveField("Port", int32(8080))))
+
+		Expect(k8s.Delete(ctx, ours.DeepCopy())).To(Succeed())
+		users := usersRace(ns)
+		Expect(k8s.Create(ctx, users)).To(Succeed())
+		err := apply.Apply(ctx, k8s, ours, service(ns), opts...)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid on metadata.uid, got %v", err)
+		Expect(causes(err)).To(ContainElement("metadata.uid"))
+		expectUntouched(ctx, users)
+	})
 })
 
 var _ = Describe("Long lists of violations", func() {

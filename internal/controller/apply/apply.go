@@ -12,6 +12,7 @@ import (
 	"reflect"
 
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -22,7 +23,12 @@ const AnnotationDesired = "webhook-operator.seedlabs.dev/desired-hash"
 type configuration[T any] interface {
 	runtime.ApplyConfiguration
 	WithAnnotations(map[string]string) T
+	WithUID(types.UID) T
+	WithResourceVersion(string) T
 }
+
+// neverStored is a resourceVersion no stored object has: etcd's first write is revision 2.
+const neverStored = "1"
 
 // Apply server-side applies desired with opts, unless live (the object as the cache holds it, nil
 // when there is none) was last applied from the same configuration and still holds every value
@@ -31,6 +37,13 @@ type configuration[T any] interface {
 //
 // The hash catches a field desired no longer sets, which the apply would remove; the comparison
 // catches a field someone else changed, which the apply would put back.
+//
+// The apply changes only live, or only creates the object when live is nil, so that an object
+// someone else created under the name after live was read, or in place of it, is refused instead
+// of being taken over. Over live it carries live's uid: the API server refuses to change an
+// object's uid (422 Invalid, metadata.uid is immutable). With no live object it carries a
+// resourceVersion no object has: the API server ignores it when it creates the object, and
+// refuses an apply to an existing one whose resourceVersion differs (409 Conflict).
 func Apply[T configuration[T]](ctx context.Context, c client.Client, live client.Object, desired T, opts ...client.ApplyOption) error {
 	want, err := json.Marshal(desired)
 	if err != nil {
@@ -52,6 +65,11 @@ func Apply[T configuration[T]](ctx context.Context, c client.Client, live client
 			// desired becomes the stored object, as the reply to an apply would make it.
 			return json.Unmarshal(have, desired)
 		}
+	}
+	if isNil(live) {
+		desired.WithResourceVersion(neverStored)
+	} else {
+		desired.WithUID(live.GetUID())
 	}
 	return c.Apply(ctx, desired, opts...)
 }

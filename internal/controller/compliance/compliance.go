@@ -9,10 +9,13 @@ import (
 	"fmt"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/seedlabs/webhook-operator/internal/controller/message"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -30,17 +33,19 @@ const (
 	EventReason = "PolicyViolation"
 )
 
-// Audit judges what the rules found in a stored spec (errs and warnings, under the policy's image
-// policy) and sets the Compliant condition of generation on conditions. It reports whether the
-// condition changed to name other broken rules, and the note of the Event to record then.
-func Audit(ctx context.Context, source webhooks.PolicySource, namespaces webhooks.NamespaceLabels, namespace string,
-	conditions *[]metav1.Condition, generation int64, errs field.ErrorList, warnings []string,
-) (changed bool, note string, err error) {
+// Audit judges what the rules found in obj's stored spec (errs and warnings, under the policy's
+// image policy), sets the Compliant condition of obj's generation on conditions, and, when
+// recordEvent is set and the condition came to name other broken rules, records a PolicyViolation
+// Event regarding obj.
+func Audit(ctx context.Context, source webhooks.PolicySource, namespaces webhooks.NamespaceLabels, events recorder.EventRecorder,
+	obj client.Object, conditions *[]metav1.Condition, errs field.ErrorList, warnings []string, recordEvent bool,
+) error {
 	p := webhooks.CurrentPolicy(source)
 	var nsLabels labels.Set
 	if len(errs) > 0 || len(warnings) > 0 {
-		if nsLabels, err = webhooks.NamespaceLabelsFor(ctx, p, namespaces, namespace); err != nil {
-			return false, "", err
+		var err error
+		if nsLabels, err = webhooks.NamespaceLabelsFor(ctx, p, namespaces, obj.GetNamespace()); err != nil {
+			return err
 		}
 	}
 	var broken []string
@@ -59,7 +64,7 @@ func Audit(ctx context.Context, source webhooks.PolicySource, namespaces webhook
 	}
 
 	condition := metav1.Condition{Type: ConditionCompliant, Status: metav1.ConditionTrue, Reason: ReasonAsExpected,
-		Message: "the spec breaks no rule of the admission policy", ObservedGeneration: generation}
+		Message: "the spec breaks no rule of the admission policy", ObservedGeneration: obj.GetGeneration()}
 	if len(broken) > 0 {
 		found := message.Violations(errs, message.ConditionLimit)
 		if len(warnings) > 0 {
@@ -67,12 +72,15 @@ func Audit(ctx context.Context, source webhooks.PolicySource, namespaces webhook
 		}
 		condition.Status, condition.Reason = metav1.ConditionFalse, ReasonRulesBroken
 		condition.Message = message.Truncate("breaks "+strings.Join(broken, ", ")+": "+found, message.ConditionLimit)
-		note = message.Truncate("the spec breaks "+strings.Join(broken, ", "), message.EventNoteLimit)
 	}
 	old := meta.FindStatusCondition(*conditions, ConditionCompliant)
 	namesChanged := old == nil || old.Status != condition.Status || rulesOf(old.Message) != rulesOf(condition.Message)
 	meta.SetStatusCondition(conditions, condition)
-	return namesChanged && len(broken) > 0, note, nil
+	if recordEvent && namesChanged && len(broken) > 0 {
+		events.Eventf(obj, nil, corev1.EventTypeWarning, EventReason, "Audit", "%s",
+			message.Truncate("the spec breaks "+strings.Join(broken, ", "), message.EventNoteLimit))
+	}
+	return nil
 }
 
 // rulesOf is the list of broken rules at the start of a Compliant message.

@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/utils/ptr"
+
+	"github.com/seedlabs/webhook-operator/internal/controller/message"
 )
 
 // Read returns a Deployment's desired replicas (1 when unset, as the API server defaults them),
@@ -59,5 +61,5 @@ func Failure(generation int64, status appsv1.DeploymentStatus) string {
 			failure = fmt.Sprintf("%s: %s", c.Reason, c.Message)
 		}
 	}
-	return failure
+	return message.Truncate(failure, message.ConditionLimit)
 }

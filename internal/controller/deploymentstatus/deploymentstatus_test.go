@@ -2,6 +2,7 @@ package deploymentstatus
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -50,6 +51,9 @@ func TestFailure(t *testing.T) {
 		Reason: "ProgressDeadlineExceeded", Message: "timed out"}
 	quota := appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
 		Reason: "FailedCreate", Message: "exceeded quota"}
+	// A message another admission webhook wrote when it refused the pods can be of any length.
+	refusedAtLength := appsv1.DeploymentCondition{Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue,
+		Reason: "FailedCreate", Message: strings.Repeat("x", 40000)}
 	progressing := appsv1.DeploymentCondition{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"}
 	tests := []struct {
 		name       string
@@ -64,13 +68,16 @@ func TestFailure(t *testing.T) {
 		{name: "replica failure", generation: 2,
 			status: appsv1.DeploymentStatus{ObservedGeneration: 2, Conditions: []appsv1.DeploymentCondition{quota}},
 			want:   "FailedCreate: exceeded quota"},
+		{name: "a message too long for a condition is cut", generation: 2,
+			status: appsv1.DeploymentStatus{ObservedGeneration: 2, Conditions: []appsv1.DeploymentCondition{refusedAtLength}},
+			want:   "FailedCreate: " + strings.Repeat("x", 32725) + "… and 7275 more bytes"},
 		{name: "a failure of an older generation does not count", generation: 3,
 			status: appsv1.DeploymentStatus{ObservedGeneration: 2, Conditions: []appsv1.DeploymentCondition{stalled}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if got := Failure(tt.generation, tt.status); got != tt.want {
-				t.Errorf("Failure() = %q, want %q", got, tt.want)
+				t.Errorf("Failure() = %.200q (%d bytes), want %.200q (%d bytes)", got, len(got), tt.want, len(tt.want))
 			}
 		})
 	}

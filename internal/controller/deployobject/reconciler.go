@@ -124,7 +124,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := apply.Apply(ctx, r.Client, current.Deployment, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Deployment", err)
 	}
-	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(d), service); err != nil {
+	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, current.Service, service); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
 	}
 	if err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
@@ -140,7 +140,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		created = append(created, fmt.Sprintf("Service %s on ports %s", d.Name, portList(desired.Spec.Ports)))
 	}
 	if len(created) > 0 {
-		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonCreated, "Create", "created %s", strings.Join(created, " and "))
+		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonCreated, "Create", "%s",
+			message.Truncate("created "+strings.Join(created, " and "), message.EventNoteLimit))
 	}
 
 	setRolloutStatus(d, rolloutOf(deployment))
@@ -229,17 +230,10 @@ func portList(ports []corev1.ServicePort) string {
 }
 
 // audit reports in the Compliant condition the rules of the admission policy the spec breaks,
-// registry allow-list included, and records an Event when they change and recordEvent is set.
+// and records an Event when they change and recordEvent is set.
 func (r *Reconciler) audit(ctx context.Context, d, desired *appv1.DeployObject, recordEvent bool) error {
 	errs, warnings := webhooks.ValidateDeployObject(nil, desired, webhooks.CurrentPolicy(r.Policy).Images())
-	changed, note, err := compliance.Audit(ctx, r.Policy, r.Namespaces, d.Namespace, &d.Status.Conditions, d.Generation, errs, warnings)
-	if err != nil {
-		return err
-	}
-	if changed && recordEvent {
-		r.Recorder.Eventf(d, nil, corev1.EventTypeWarning, compliance.EventReason, "Audit", "%s", note)
-	}
-	return nil
+	return compliance.Audit(ctx, r.Policy, r.Namespaces, r.Recorder, d, &d.Status.Conditions, errs, warnings, recordEvent)
 }
 
 // SetupWithManager registers the controller. A DeployObject is reconciled when its generation

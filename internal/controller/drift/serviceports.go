@@ -48,18 +48,15 @@ func ForeignServicePorts(live *corev1.Service, desired *corev1ac.ServiceApplyCon
 	return foreign
 }
 
-// ReplaceForeignServicePorts sets the live Service's ports, read through c, to the desired ports
-// when it has any that ForeignServicePorts names. Live ports the desired Service keeps are kept as
-// they are, with the node ports allocated to them; the others come from desired. One JSON patch
-// does it, and holds only if the Service is unchanged since it was read, so the Service is never
-// left without ports. The server-side apply that follows takes ownership of the ports again. A
-// missing Service is not an error: that apply creates it.
-func ReplaceForeignServicePorts(ctx context.Context, c client.Client, key client.ObjectKey, desired *corev1ac.ServiceApplyConfiguration) error {
-	live := &corev1.Service{}
-	if err := c.Get(ctx, key, live); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if len(ForeignServicePorts(live, desired)) == 0 {
+// ReplaceForeignServicePorts sets the ports of live, the custom resource's own Service as it was
+// read, to the desired ports when it has any that ForeignServicePorts names. Live ports the
+// desired Service keeps are kept as they are, with the node ports allocated to them; the others
+// come from desired. One JSON patch does it, and holds only if the Service is unchanged since it
+// was read, so the Service is never left without ports and no other object is ever patched. The
+// server-side apply that follows takes ownership of the ports again. A nil live (no Service yet)
+// is not an error: that apply creates it.
+func ReplaceForeignServicePorts(ctx context.Context, c client.Client, live *corev1.Service, desired *corev1ac.ServiceApplyConfiguration) error {
+	if live == nil || len(ForeignServicePorts(live, desired)) == 0 {
 		return nil
 	}
 	ports, err := keptOrDesiredPorts(live, desired)
@@ -75,7 +72,7 @@ func ReplaceForeignServicePorts(ctx context.Context, c client.Client, key client
 	}
 	if err := c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(resources.FieldManager)); err != nil &&
 		!apierrors.IsNotFound(err) {
-		return fmt.Errorf("replacing ports changed on the Service %s by hand: %w", key, err)
+		return fmt.Errorf("replacing ports changed on the Service %s by hand: %w", client.ObjectKeyFromObject(live), err)
 	}
 	return nil
 }

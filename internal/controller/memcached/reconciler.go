@@ -125,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Deployment", err)
 	}
 	r.recordScale(m, current.Deployment, *desired.Spec.Size)
-	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(m), service); err != nil {
+	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, current.Service, service); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
 	}
 	if err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
@@ -264,18 +264,11 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, m *cachev1alpha1.M
 	return nil
 }
 
-// audit reports in the Compliant condition the rules of the admission policy the spec breaks, and
-// records an Event when they change and recordEvent is set.
+// audit reports in the Compliant condition the rules of the admission policy the spec breaks,
+// and records an Event when they change and recordEvent is set.
 func (r *Reconciler) audit(ctx context.Context, m, desired *cachev1alpha1.Memcached, recordEvent bool) error {
 	errs, warnings := webhooks.ValidateMemcached(nil, desired)
-	changed, note, err := compliance.Audit(ctx, r.Policy, r.Namespaces, m.Namespace, &m.Status.Conditions, m.Generation, errs, warnings)
-	if err != nil {
-		return err
-	}
-	if changed && recordEvent {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, compliance.EventReason, "Audit", "%s", note)
-	}
-	return nil
+	return compliance.Audit(ctx, r.Policy, r.Namespaces, r.Recorder, m, &m.Status.Conditions, errs, warnings, recordEvent)
 }
 
 // SetupWithManager registers the controller. A Memcached is reconciled when it is first seen and

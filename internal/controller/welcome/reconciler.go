@@ -109,7 +109,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := apply.Apply(ctx, r.Client, children.Deployment, deployment, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Deployment", err)
 	}
-	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, client.ObjectKeyFromObject(w), service); err != nil {
+	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, children.Service, service); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Service", err)
 	}
 	if err := apply.Apply(ctx, r.Client, children.Service, service, applyOpts...); err != nil {
@@ -146,17 +146,10 @@ func (r *Reconciler) patchStatus(ctx context.Context, before, w *authv1alpha1.We
 }
 
 // audit reports in the Compliant condition the rules of the admission policy the spec breaks,
-// registry allow-list included, and records an Event when they change and recordEvent is set.
+// and records an Event when they change and recordEvent is set.
 func (r *Reconciler) audit(ctx context.Context, w, desired *authv1alpha1.Welcome, recordEvent bool) error {
 	errs, warnings := webhooks.ValidateWelcome(nil, desired, webhooks.CurrentPolicy(r.Policy).Images())
-	changed, note, err := compliance.Audit(ctx, r.Policy, r.Namespaces, w.Namespace, &w.Status.Conditions, w.Generation, errs, warnings)
-	if err != nil {
-		return err
-	}
-	if changed && recordEvent {
-		r.Recorder.Eventf(w, nil, corev1.EventTypeWarning, compliance.EventReason, "Audit", "%s", note)
-	}
-	return nil
+	return compliance.Audit(ctx, r.Policy, r.Namespaces, r.Recorder, w, &w.Status.Conditions, errs, warnings, recordEvent)
 }
 
 // SetupWithManager registers the controller: it reconciles a Welcome when its spec changes and
