@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -209,16 +210,14 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	ours := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                        NewScheme(),
-		Metrics:                       metricsOptions,
-		WebhookServer:                 webhookServer,
-		HealthProbeBindAddress:        o.ProbeAddr,
-		PprofBindAddress:              o.PprofAddr,
-		LeaderElection:                o.LeaderElection,
-		LeaderElectionID:              LeaderElectionID,
-		LeaderElectionNamespace:       o.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		GracefulShutdownTimeout:       ptr.To(gracefulShutdownTimeout),
+		Scheme:                 NewScheme(),
+		Metrics:                metricsOptions,
+		WebhookServer:          webhookServer,
+		HealthProbeBindAddress: o.ProbeAddr,
+		PprofBindAddress:       o.PprofAddr,
+		// Only the controllers are leader-elected, by the leader gate below.
+		LeaderElection:          false,
+		GracefulShutdownTimeout: ptr.To(gracefulShutdownTimeout),
 		Cache: cache.Options{
 			ByObject: map[client.Object]cache.ByObject{
 				&appsv1.Deployment{}: {Label: ours},
@@ -241,10 +240,27 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	// rule and which registries are allowed; until then, and once it is deleted, every rule keeps
 	// its default action and --allowed-registries holds.
 	policy := webhooks.NewLivePolicy(webhooks.DefaultPolicy(imagePolicy))
-	if err := watchPolicy(mgr, policy); err != nil {
+	policySynced, err := watchPolicy(mgr, policy)
+	if err != nil {
 		return nil, fmt.Errorf("watching the admission policy: %w", err)
 	}
 	namespaces := namespaceLabels{cache: mgr.GetCache(), api: mgr.GetAPIReader()}
+	m := newManager(mgr, o.ShutdownDelay)
+	gate := &leaderGate{name: LeaderElectionID, stop: m.stop}
+	if o.LeaderElection {
+		if gate.lock, err = leaderelection.NewResourceLock(cfg, mgr, leaderelection.Options{
+			LeaderElection:          true,
+			LeaderElectionID:        LeaderElectionID,
+			LeaderElectionNamespace: o.LeaderElectionNamespace,
+			RenewDeadline:           renewDeadline,
+		}); err != nil {
+			return nil, fmt.Errorf("setting up leader election: %w", err)
+		}
+	}
+	if err := mgr.Add(gate); err != nil {
+		return nil, fmt.Errorf("adding the leader gate: %w", err)
+	}
+	controllers := leaderOnly{Manager: mgr, gate: gate}
 	webhooks.Setup(mgr, webhooks.Options{
 		ImagePolicy: imagePolicy, Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource),
 	})
@@ -256,7 +272,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Policy:        policy,
 		Namespaces:    namespaces,
 		PolicyChanges: policy.Subscribe(),
-	}).SetupWithManager(mgr); err != nil {
+	}).SetupWithManager(controllers); err != nil {
 		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
 	}
 	if err := (&memcached.Reconciler{
@@ -267,7 +283,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Policy:        policy,
 		Namespaces:    namespaces,
 		PolicyChanges: policy.Subscribe(),
-	}).SetupWithManager(mgr); err != nil {
+	}).SetupWithManager(controllers); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
 	}
 	if err := (&deployobject.Reconciler{
@@ -277,7 +293,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Policy:        policy,
 		Namespaces:    namespaces,
 		PolicyChanges: policy.Subscribe(),
-	}).SetupWithManager(mgr); err != nil {
+	}).SetupWithManager(controllers); err != nil {
 		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
 	}
 
@@ -285,12 +301,14 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("adding the health check: %w", err)
 	}
 	// Ready means the webhook server completes a TLS handshake, so the API server's calls succeed,
-	// and the manager is not stopping.
-	m := &Manager{Manager: mgr, shutdownDelay: o.ShutdownDelay}
+	// the manager is not stopping, and the policy in force is the stored one.
 	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
 	if err := mgr.AddReadyzCheck("shutdown", m.readyUntilStopping); err != nil {
+		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	}
+	if err := mgr.AddReadyzCheck("admission-policy", policySynced); err != nil {
 		return nil, fmt.Errorf("adding the readiness check: %w", err)
 	}
 	return m, nil

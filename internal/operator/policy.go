@@ -2,13 +2,17 @@ package operator
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -22,9 +26,24 @@ import (
 // Deleting it restores the default policy of the manager's flags. A stored policy the webhook
 // would refuse (stored with the webhook bypassed) is not applied; the previous one stays in force
 // and the error is logged.
-func watchPolicy(mgr ctrl.Manager, live *webhooks.LivePolicy) error {
+//
+// The readiness check it returns passes once the policy stored when the replica started is in
+// force and the namespaces' labels are cached, so that a starting replica never answers under the
+// flags' policy while an AdmissionPolicy says otherwise, nor waits for a cache on a request.
+func watchPolicy(mgr ctrl.Manager, live *webhooks.LivePolicy) (healthz.Checker, error) {
 	log := mgr.GetLogger().WithName("admission-policy")
-	return mgr.Add(runnableFunc(func(ctx context.Context) error {
+	var synced atomic.Bool
+	ready := func(*http.Request) error {
+		if !synced.Load() {
+			return errors.New("the AdmissionPolicy and the namespaces are not cached yet")
+		}
+		return nil
+	}
+	return ready, mgr.Add(runnableFunc(func(ctx context.Context) error {
+		namespaces, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{})
+		if err != nil {
+			return fmt.Errorf("watching the namespaces: %w", err)
+		}
 		informer, err := mgr.GetCache().GetInformer(ctx, &policyv1alpha1.AdmissionPolicy{})
 		if err != nil {
 			return fmt.Errorf("watching the AdmissionPolicy: %w", err)
@@ -43,7 +62,7 @@ func watchPolicy(mgr ctrl.Manager, live *webhooks.LivePolicy) error {
 			live.Set(compiled)
 			log.Info("applied the AdmissionPolicy", "generation", p.Generation, "rules", compiled.String())
 		}
-		_, err = informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    apply,
 			UpdateFunc: func(_, obj any) { apply(obj) },
 			DeleteFunc: func(obj any) {
@@ -59,6 +78,10 @@ func watchPolicy(mgr ctrl.Manager, live *webhooks.LivePolicy) error {
 		if err != nil {
 			return fmt.Errorf("watching the AdmissionPolicy: %w", err)
 		}
+		if !toolscache.WaitForCacheSync(ctx.Done(), registration.HasSynced, namespaces.HasSynced) {
+			return nil // stopped before the caches synced
+		}
+		synced.Store(true)
 		<-ctx.Done()
 		return nil
 	}))

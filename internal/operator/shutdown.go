@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,23 @@ type Manager struct {
 
 	shutdownDelay time.Duration
 	stopping      atomic.Bool
+
+	// stopRequested is closed by stop, once, after cause is set.
+	stopRequested chan struct{}
+	stopOnce      sync.Once
+	cause         error
+}
+
+func newManager(mgr ctrl.Manager, shutdownDelay time.Duration) *Manager {
+	return &Manager{Manager: mgr, shutdownDelay: shutdownDelay, stopRequested: make(chan struct{})}
+}
+
+// stop stops the manager as the end of Start's context does, and makes Start return cause.
+func (m *Manager) stop(cause error) {
+	m.stopOnce.Do(func() {
+		m.cause = cause
+		close(m.stopRequested)
+	})
 }
 
 // Start runs the manager until ctx is done, then stops it gracefully. /readyz fails at once, so
@@ -25,7 +43,8 @@ type Manager struct {
 // while kube-apiserver still sends it the requests it routed before it saw the change; then the
 // manager stops, and the webhook server finishes the requests in flight before it exits.
 // controller-runtime has no such delay of its own: it closes the listener as soon as it is told
-// to stop.
+// to stop. A replica that loses the leader election lease stops the same way, and Start then
+// returns ErrLeadershipLost.
 func (m *Manager) Start(ctx context.Context) error {
 	run, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
@@ -34,6 +53,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		case <-run.Done():
 			return
 		case <-ctx.Done():
+		case <-m.stopRequested:
 		}
 		m.stopping.Store(true)
 		delay := time.NewTimer(m.shutdownDelay)
@@ -44,7 +64,13 @@ func (m *Manager) Start(ctx context.Context) error {
 		}
 		stop()
 	}()
-	return m.Manager.Start(run)
+	err := m.Manager.Start(run)
+	select {
+	case <-m.stopRequested:
+		return errors.Join(m.cause, err)
+	default:
+		return err
+	}
 }
 
 // readyUntilStopping is the readiness check that fails from the moment the manager is told to stop.

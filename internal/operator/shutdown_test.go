@@ -24,7 +24,7 @@ func (b *blockingManager) Start(ctx context.Context) error {
 func TestStartStopsAfterTheShutdownDelayAndFailsReadinessAtOnce(t *testing.T) {
 	const delay = 300 * time.Millisecond
 	inner := &blockingManager{stopped: make(chan time.Time, 1)}
-	m := &Manager{Manager: inner, shutdownDelay: delay}
+	m := newManager(inner, delay)
 	if err := m.readyUntilStopping(nil); err != nil {
 		t.Fatalf("ready before the stop: %v", err)
 	}
@@ -52,12 +52,38 @@ func TestStartStopsAfterTheShutdownDelayAndFailsReadinessAtOnce(t *testing.T) {
 }
 
 func TestStartReturnsWhenTheManagerStopsOnItsOwn(t *testing.T) {
-	m := &Manager{Manager: &failingManager{}, shutdownDelay: time.Hour}
+	m := newManager(&failingManager{}, time.Hour)
 	if err := m.Start(context.Background()); !errors.Is(err, errLostLease) {
 		t.Errorf("Start() = %v, want the manager's own error", err)
 	}
 	if err := m.readyUntilStopping(nil); err != nil {
 		t.Errorf("not ready although nobody asked it to stop: %v", err)
+	}
+}
+
+func TestStopStopsGracefullyAndStartReturnsItsCause(t *testing.T) {
+	const delay = 300 * time.Millisecond
+	inner := &blockingManager{stopped: make(chan time.Time, 1)}
+	m := newManager(inner, delay)
+	done := make(chan error, 1)
+	go func() { done <- m.Start(context.Background()) }()
+	asked := time.Now()
+	m.stop(ErrLeadershipLost)
+	m.stop(errors.New("a second cause, which is ignored"))
+
+	select {
+	case stoppedAt := <-inner.stopped:
+		if waited := stoppedAt.Sub(asked); waited < delay {
+			t.Errorf("the manager stopped %v after it was asked to, before the shutdown delay of %v", waited, delay)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the manager never stopped")
+	}
+	if err := m.readyUntilStopping(nil); err == nil {
+		t.Error("still ready while stopping")
+	}
+	if err := <-done; !errors.Is(err, ErrLeadershipLost) || err.Error() != ErrLeadershipLost.Error() {
+		t.Errorf("Start() = %v, want %v", err, ErrLeadershipLost)
 	}
 }
 

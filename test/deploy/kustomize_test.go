@@ -4,6 +4,7 @@
 package deploy
 
 import (
+	stdcmp "cmp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -570,15 +571,23 @@ func checkWebhooks(t *testing.T, m manifests, generated manifests, kind, name st
 
 	// The same, typed: what the API server would store.
 	svc := get[corev1.Service](t, m, "Service", webhookService)
-	check := func(hook string, cc admissionregistrationv1.WebhookClientConfig, sel *metav1.LabelSelector, timeout *int32) {
+	check := func(hook string, cc admissionregistrationv1.WebhookClientConfig, sel *metav1.LabelSelector, timeout *int32,
+		conditions []admissionregistrationv1.MatchCondition,
+	) {
 		wantSelector := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{
 			Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", namespace},
 		}}}
 		if diff := cmp.Diff(wantSelector, sel); diff != "" {
 			t.Errorf("webhook %s namespaceSelector (-want +got):\n%s", hook, diff)
 		}
-		if timeout == nil {
-			t.Errorf("webhook %s leaves timeoutSeconds to the API server's default", hook)
+		// An answer takes milliseconds (README, Performance); the API server allows no less than 1 s.
+		if timeout == nil || *timeout != 1 {
+			t.Errorf("webhook %s has timeoutSeconds %v, want 1", hook, timeout)
+		}
+		// Updates that leave the spec as it is (labels, annotations, finalizers, the controllers'
+		// own metadata writes) must never wait on the operator.
+		if len(conditions) == 0 || conditions[0] != specChanged {
+			t.Errorf("webhook %s: first matchCondition %v, want %v", hook, conditions, specChanged)
 		}
 		if cc.URL != nil || cc.Service == nil || cc.Service.Name != svc.Name || cc.Service.Namespace != svc.Namespace {
 			t.Fatalf("webhook %s calls %+v, want Service %s/%s", hook, cc, svc.Namespace, svc.Name)
@@ -597,15 +606,21 @@ func checkWebhooks(t *testing.T, m manifests, generated manifests, kind, name st
 	switch kind {
 	case "MutatingWebhookConfiguration":
 		for _, w := range decode[admissionregistrationv1.MutatingWebhookConfiguration](t, built).Webhooks {
-			check(w.Name, w.ClientConfig, w.NamespaceSelector, w.TimeoutSeconds)
+			check(w.Name, w.ClientConfig, w.NamespaceSelector, w.TimeoutSeconds, w.MatchConditions)
 		}
 	case "ValidatingWebhookConfiguration":
 		for _, w := range decode[admissionregistrationv1.ValidatingWebhookConfiguration](t, built).Webhooks {
-			check(w.Name, w.ClientConfig, w.NamespaceSelector, w.TimeoutSeconds)
+			check(w.Name, w.ClientConfig, w.NamespaceSelector, w.TimeoutSeconds, w.MatchConditions)
 		}
 	default:
 		t.Fatalf("not a webhook configuration kind: %s", kind)
 	}
+}
+
+// specChanged is the matchCondition that sends an update to a webhook only when it changes spec.
+var specChanged = admissionregistrationv1.MatchCondition{
+	Name:       "spec-changed",
+	Expression: "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
 }
 
 func checkRBAC(t *testing.T, m manifests, generatedRole manifests) {
@@ -673,6 +688,10 @@ func checkHighAvailability(t *testing.T, m manifests) {
 		t.Errorf("the PodDisruptionBudget keeps %v of %d replicas, want at least 1 and fewer than all, so a node can still drain",
 			pdb.Spec.MinAvailable, replicas)
 	}
+	if policy := ptr.Deref(pdb.Spec.UnhealthyPodEvictionPolicy, ""); policy != policyv1.AlwaysAllow {
+		t.Errorf("the PodDisruptionBudget's unhealthyPodEvictionPolicy is %q, want %s: a replica that is not ready must not block a drain",
+			policy, policyv1.AlwaysAllow)
+	}
 
 	spread := mgr.pod.TopologySpreadConstraints
 	if len(spread) != 1 || spread[0].TopologyKey != corev1.LabelHostname ||
@@ -684,8 +703,11 @@ func checkHighAvailability(t *testing.T, m manifests) {
 	if need := mgr.opts.ShutdownDelay + 15*time.Second; grace <= need {
 		t.Errorf("terminationGracePeriodSeconds %v, want above the shutdown delay and drain, %v", grace, need)
 	}
-	if probe := mgr.manager.ReadinessProbe; probe == nil || time.Duration(probe.PeriodSeconds)*time.Second >= mgr.opts.ShutdownDelay {
-		t.Errorf("the readiness probe runs every %v, want more often than the shutdown delay %v", probe, mgr.opts.ShutdownDelay)
+	// A replica that stops without being deleted (a lost leader election) leaves the Service only
+	// when the kubelet sees its readiness fail: that must happen within the shutdown delay.
+	if probe := mgr.manager.ReadinessProbe; probe == nil ||
+		time.Duration(probe.PeriodSeconds*stdcmp.Or(probe.FailureThreshold, 3))*time.Second >= mgr.opts.ShutdownDelay {
+		t.Errorf("the readiness probe %+v takes the replica out no sooner than the shutdown delay %v", probe, mgr.opts.ShutdownDelay)
 	}
 
 	for _, v := range mgr.pod.Volumes {
