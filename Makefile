@@ -75,10 +75,11 @@ verify: manifests generate ## Fail when generated files are out of date.
 test: manifests generate fmt vet controlplane $(KUSTOMIZE) ## Run unit and envtest suites against the control plane built from source.
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" go test $(GO_TEST_FLAGS) ./...
 
-# The fuzz targets of the admission webhooks' HTTP handlers, and of the matchConditions that skip
-# the validating webhooks (may-be-refused); FUZZTIME is per target.
+# The fuzz targets of the admission webhooks' HTTP handlers (each kind's, the scale subresource's,
+# the AdmissionPolicy's, and any body to any of them), and of the matchConditions that skip the
+# validating webhooks (may-be-refused); FUZZTIME is per target.
 FUZZ_TARGETS ?= FuzzWelcomeAdmission FuzzMemcachedAdmission FuzzDeployObjectAdmission FuzzMemcachedScaleAdmission \
-                FuzzWelcomeMayBeRefused FuzzMemcachedMayBeRefused
+                FuzzDeployObjectSpec FuzzAdmissionPolicyAdmission FuzzAdmissionReviewBody FuzzWelcomeMayBeRefused FuzzMemcachedMayBeRefused
 FUZZTIME     ?= 5m
 
 .PHONY: fuzz

@@ -139,10 +139,10 @@ func newAdmissionWebhook(review reviewFunc, exact admission.Handler) *admissionW
 	return &admissionWebhook{review: review, exact: &admission.Webhook{Handler: exact}, recoverPanic: true}
 }
 
-// withRecoverPanic sets whether a panic of the rules is answered with a 500 or left to crash.
-func (h *admissionWebhook) withRecoverPanic(recoverPanic bool) {
-	h.recoverPanic = recoverPanic
-	h.exact.WithRecoverPanic(recoverPanic)
+// leavePanics leaves a panic of the rules to crash, where it is answered with a 500 by default.
+func (h *admissionWebhook) leavePanics() {
+	h.recoverPanic = false
+	h.exact.WithRecoverPanic(false)
 }
 
 // ServeHTTP implements http.Handler, with controller-runtime's answers to a request that is not a

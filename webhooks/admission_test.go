@@ -53,7 +53,7 @@ var testDecoder = admission.NewDecoder(testScheme)
 func testWebhooks(policy ImagePolicy) map[string]*admissionWebhook {
 	webhooks := admissionWebhooks(testScheme, Options{ImagePolicy: policy})
 	for _, h := range webhooks {
-		h.withRecoverPanic(false)
+		h.leavePanics()
 	}
 	return webhooks
 }
@@ -462,7 +462,7 @@ func TestPanicsAreAnsweredAsControllerRuntimeAnswersThem(t *testing.T) {
 		t.Errorf("the answer %s is not a 500 with the request's uid", got)
 	}
 
-	h.withRecoverPanic(false)
+	h.leavePanics()
 	defer func() {
 		if r := recover(); r != "the rule broke" {
 			t.Errorf("recovered %v, want the rule's panic", r)

@@ -16,7 +16,7 @@ func TestRefusalEvents(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	recorder.Verbose = true
 	h := admissionWebhooks(testScheme, Options{Recorder: recorder})[welcomeKind.validate]
-	h.withRecoverPanic(false)
+	h.leavePanics()
 	const meta = `"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"greeting","namespace":"shop"}`
 	bad := `{` + meta + `,"spec":{"name":"x","port":0}}`
 

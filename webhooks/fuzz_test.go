@@ -2,26 +2,34 @@ package webhooks
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
+	gocmp "github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
@@ -53,22 +61,63 @@ func FuzzWelcomeAdmission(f *testing.F)      { fuzzAdmission(f, welcomeKind) }
 func FuzzMemcachedAdmission(f *testing.F)    { fuzzAdmission(f, memcachedKind) }
 func FuzzDeployObjectAdmission(f *testing.F) { fuzzAdmission(f, deployObjectKind) }
 
-// fuzzHandlers are the webhooks as Setup registers them, under the image policy the envtest
-// suite uses, with panics left to crash the fuzz target instead of turning into a 500 reply.
+// fuzzHandlers are the webhooks as Setup registers them in the manager: with a policy source, the
+// namespaces' labels and an Event recorder. The policy Audits every rule a policy may relax in the
+// namespace fuzzRelaxed, and holds the others to the defaults, under the image policy the envtest
+// suite uses. Panics are left to crash the fuzz target instead of turning into a 500 reply.
 func fuzzHandlers(tb testing.TB) map[string]*admissionWebhook {
 	tb.Helper()
-	policy, err := NewImagePolicy(fixtures.AllowedRegistries)
-	if err != nil {
-		tb.Fatal(err)
+	spec := policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: fixtures.AllowedRegistries}
+	for _, r := range Rules() {
+		if !r.Contract && !r.Warning {
+			spec.Rules = append(spec.Rules, policyv1alpha1.RulePolicy{ID: string(r.ID), Action: policyv1alpha1.Enforce,
+				Namespaces: []policyv1alpha1.NamespaceAction{{
+					Selector: metav1.LabelSelector{MatchLabels: map[string]string{"policy": "relaxed"}},
+					Action:   policyv1alpha1.Audit,
+				}},
+			})
+		}
 	}
-	return testWebhooks(policy)
+	policy, errs := NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: spec})
+	if len(errs) > 0 {
+		tb.Fatal(errs)
+	}
+	webhooks := admissionWebhooks(testScheme, Options{
+		ImagePolicy: policy.Images(),
+		Policy:      StaticPolicy{Policy: policy},
+		Namespaces: namespaceLabelsFunc(func(name string) map[string]string {
+			if name == fuzzRelaxed {
+				return map[string]string{"policy": "relaxed"}
+			}
+			return nil
+		}),
+		Recorder: &events.FakeRecorder{},
+	})
+	for _, h := range webhooks {
+		h.leavePanics()
+	}
+	return webhooks
+}
+
+// The namespaces the fuzz targets send requests for: one under the default actions, one where
+// the policy Audits every rule it may relax.
+const (
+	fuzzStrict  = "default"
+	fuzzRelaxed = "relaxed"
+)
+
+// namespaceLabelsFunc serves the labels of namespaces from a function.
+type namespaceLabelsFunc func(name string) map[string]string
+
+func (f namespaceLabelsFunc) NamespaceLabels(_ context.Context, name string) (map[string]string, error) {
+	return f(name), nil
 }
 
 // sampleSeeds returns every sample of kind in config/samples, valid and invalid, as JSON.
 func sampleSeeds(tb testing.TB, kind string) [][]byte {
 	tb.Helper()
 	var seeds [][]byte
-	for _, pattern := range []string{"../config/samples/*.yaml", "../config/samples/invalid/*.yaml"} {
+	for _, pattern := range []string{"../config/samples/*.yaml", "../config/samples/invalid/*.yaml", "../config/samples/policy/*.yaml"} {
 		files, err := filepath.Glob(pattern)
 		if err != nil {
 			tb.Fatal(err)
@@ -100,47 +149,190 @@ func sampleSeeds(tb testing.TB, kind string) [][]byte {
 //     defaulting rule makes;
 //   - defaulting is idempotent: the defaulted object gets no further patch;
 //   - defaulting never makes an object the validating webhook admits refused;
-//   - an update that changes nothing is never refused, whatever the object.
+//   - an update that changes nothing is never refused, whatever the object, and neither is a
+//     delete; a connect gets a well-formed reply;
+//   - what is admitted under the default actions is admitted where the policy relaxes rules.
 func fuzzAdmission(f *testing.F, k fuzzedKind) {
 	for _, seed := range sampleSeeds(f, k.kind) {
 		f.Add(seed)
 	}
 	handlers := fuzzHandlers(f)
-	mutate, validate := handlers[k.mutate], handlers[k.validate]
 	f.Fuzz(func(t *testing.T, object []byte) {
-		reply := review(t, mutate, k, admissionv1.Create, object, nil)
-		if !reply.Allowed {
-			return // not an object of the kind; the reply was still well formed
+		if !json.Valid(object) {
+			t.Skip() // kube-apiserver sends JSON; FuzzAdmissionReviewBody sends the rest
 		}
-		defaulted := object
-		if len(reply.Patch) > 0 {
-			patch, err := jsonpatch.DecodePatch(reply.Patch)
-			if err != nil {
-				t.Fatalf("the patch %s does not decode: %v", reply.Patch, err)
+		checkAdmission(t, handlers, k, object)
+	})
+}
+
+// FuzzDeployObjectSpec makes DeployObjects of the values the fuzzer chooses for every field a rule
+// of the Pod or Service API reads (fixtures.FuzzedSpec), and holds their admission to what
+// fuzzAdmission holds it to. Its corpus in webhooks/testdata/fuzz, inputs on either side of the
+// rules' branches, is what the contract test in test/integration applies through the API server.
+func FuzzDeployObjectSpec(f *testing.F) {
+	for _, seed := range fixtures.FuzzedSpecSeeds {
+		f.Add(seed[0], seed[1], seed[2], seed[3], seed[4], seed[5], seed[6], seed[7],
+			seed[8], seed[9], seed[10], seed[11], seed[12], seed[13], seed[14], seed[15])
+	}
+	handlers := fuzzHandlers(f)
+	f.Fuzz(func(t *testing.T, name, image, replicas, portName, port, targetPort, protocol, appProtocol,
+		envName, envValue, envSource, envRef, envKey, resourceName, limit, request string,
+	) {
+		d := fixtures.FuzzedSpec{name, image, replicas, portName, port, targetPort, protocol, appProtocol,
+			envName, envValue, envSource, envRef, envKey, resourceName, limit, request}.DeployObject("default")
+		d.APIVersion, d.Kind = appv1.GroupVersion.String(), "DeployObject"
+		object, err := json.Marshal(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkAdmission(t, handlers, deployObjectKind, object)
+	})
+}
+
+// checkAdmission sends object to the kind's webhooks as fuzzAdmission says.
+func checkAdmission(t *testing.T, handlers map[string]*admissionWebhook, k fuzzedKind, object []byte) {
+	t.Helper()
+	mutate, validate := handlers[k.mutate], handlers[k.validate]
+	reply := review(t, mutate, k, fuzzStrict, admissionv1.Create, object, nil)
+	if !reply.Allowed {
+		return // not an object of the kind; the reply was still well formed
+	}
+	defaulted := object
+	if len(reply.Patch) > 0 {
+		patch, err := jsonpatch.DecodePatch(reply.Patch)
+		if err != nil {
+			t.Fatalf("the patch %s does not decode: %v", reply.Patch, err)
+		}
+		if defaulted, err = patch.Apply(object); err != nil {
+			t.Fatalf("the patch %s does not apply to %s: %v", reply.Patch, object, err)
+		}
+		if again := review(t, mutate, k, fuzzStrict, admissionv1.Create, defaulted, nil); len(again.Patch) > 0 && string(again.Patch) != "[]" {
+			t.Fatalf("defaulting is not idempotent: %s defaulted to %s, which gets the patch %s", object, defaulted, again.Patch)
+		}
+	}
+	kind := metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind}
+	want := patchedObject(t, kind, object, nil)
+	k.defaults(want)
+	if got := patchedObject(t, kind, defaulted, nil); !equality.Semantic.DeepEqual(want, got) {
+		t.Fatalf("the patch %s makes %s of %s, which defaulting makes %s", reply.Patch, asJSON(got), object, asJSON(want))
+	}
+	review(t, mutate, k, fuzzStrict, admissionv1.Update, object, defaulted)
+	review(t, validate, k, fuzzStrict, admissionv1.Update, defaulted, object)
+	for _, ns := range []string{fuzzStrict, fuzzRelaxed} {
+		if review(t, validate, k, ns, admissionv1.Create, object, nil).Allowed &&
+			!review(t, validate, k, ns, admissionv1.Create, defaulted, nil).Allowed {
+			t.Fatalf("in namespace %s, defaulting made an admitted object refused: %s defaulted to %s", ns, object, defaulted)
+		}
+		for _, obj := range [][]byte{object, defaulted} {
+			if noop := review(t, validate, k, ns, admissionv1.Update, obj, obj); !noop.Allowed {
+				t.Fatalf("in namespace %s, an update that changes nothing is refused: %s: %v", ns, obj, noop.Result)
 			}
-			if defaulted, err = patch.Apply(object); err != nil {
-				t.Fatalf("the patch %s does not apply to %s: %v", reply.Patch, object, err)
-			}
-			if again := review(t, mutate, k, admissionv1.Create, defaulted, nil); len(again.Patch) > 0 && string(again.Patch) != "[]" {
-				t.Fatalf("defaulting is not idempotent: %s defaulted to %s, which gets the patch %s", object, defaulted, again.Patch)
-			}
 		}
-		kind := metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind}
-		want := patchedObject(t, kind, object, nil)
-		k.defaults(want)
-		if got := patchedObject(t, kind, defaulted, nil); !equality.Semantic.DeepEqual(want, got) {
-			t.Fatalf("the patch %s makes %s of %s, which defaulting makes %s", reply.Patch, asJSON(got), object, asJSON(want))
+	}
+	if review(t, validate, k, fuzzStrict, admissionv1.Create, defaulted, nil).Allowed &&
+		!review(t, validate, k, fuzzRelaxed, admissionv1.Create, defaulted, nil).Allowed {
+		t.Fatalf("admitted under the default actions but refused where the policy relaxes rules: %s", defaulted)
+	}
+	if del := review(t, validate, k, fuzzStrict, admissionv1.Delete, nil, defaulted); !del.Allowed {
+		t.Fatalf("a delete is refused: %s: %v", defaulted, del.Result)
+	}
+	review(t, validate, k, fuzzStrict, admissionv1.Connect, object, nil)
+}
+
+// FuzzAdmissionPolicyAdmission sends each input to the AdmissionPolicy's webhook as a create and as
+// updates: every reply decodes, carries the request's uid and agrees with controller-runtime's
+// webhook; a policy admitted on create compiles, and an update of it that changes nothing is
+// admitted.
+func FuzzAdmissionPolicyAdmission(f *testing.F) {
+	for _, seed := range sampleSeeds(f, "AdmissionPolicy") {
+		f.Add(seed)
+	}
+	validate := fuzzHandlers(f)[admissionPolicyPath]
+	k := fuzzedKind{kind: "AdmissionPolicy",
+		resource: metav1.GroupVersionResource{Group: "policy.seedlabs.dev", Version: "v1alpha1", Resource: "admissionpolicies"}}
+	f.Fuzz(func(t *testing.T, object []byte) {
+		if !json.Valid(object) {
+			t.Skip() // kube-apiserver sends JSON; FuzzAdmissionReviewBody sends the rest
 		}
-		review(t, mutate, k, admissionv1.Update, object, defaulted)
-		review(t, validate, k, admissionv1.Update, defaulted, object)
-		if review(t, validate, k, admissionv1.Create, object, nil).Allowed &&
-			!review(t, validate, k, admissionv1.Create, defaulted, nil).Allowed {
-			t.Fatalf("defaulting made an admitted object refused: %s defaulted to %s", object, defaulted)
+		if !review(t, validate, k, "", admissionv1.Create, object, nil).Allowed {
+			return
 		}
-		if noop := review(t, validate, k, admissionv1.Update, defaulted, defaulted); !noop.Allowed {
-			t.Fatalf("an update that changes nothing is refused: %s: %v", defaulted, noop.Result)
+		p := patchedObject(t, metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind}, object, nil)
+		if _, errs := NewPolicy(p.(*policyv1alpha1.AdmissionPolicy)); len(errs) > 0 {
+			t.Fatalf("an admitted policy does not compile: %s: %v", object, errs)
+		}
+		if noop := review(t, validate, k, "", admissionv1.Update, object, object); !noop.Allowed {
+			t.Fatalf("an update that changes nothing is refused: %s: %v", object, noop.Result)
 		}
 	})
+}
+
+// FuzzAdmissionReviewBody posts any body to any of the webhooks, seeded with well-formed reviews
+// of every operation and with malformed ones: the reply always decodes as an AdmissionReview and
+// equals, in uid, verdict, status, warnings and patch, the reply of controller-runtime's webhook
+// of the same rules, which answers what the webhooks' own reading of a review does not take.
+func FuzzAdmissionReviewBody(f *testing.F) {
+	handlers := fuzzHandlers(f)
+	paths := slices.Sorted(maps.Keys(handlers))
+	kinds := map[string]fuzzedKind{}
+	for _, k := range []fuzzedKind{welcomeKind, memcachedKind, deployObjectKind} {
+		kinds[k.mutate], kinds[k.validate] = k, k
+	}
+	for i, path := range paths {
+		k, ok := kinds[path]
+		if !ok {
+			continue
+		}
+		for _, seed := range sampleSeeds(f, k.kind) {
+			for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect} {
+				body, err := json.Marshal(fuzzReview(k, fuzzStrict, "", op, seed, seed))
+				if err != nil {
+					f.Fatal(err)
+				}
+				f.Add(uint8(i), body)
+			}
+		}
+	}
+	for _, body := range []string{"", "{", "null", "[]", "{}", `{"request":null}`, `{"request":{"uid":"u"}}`,
+		`{"apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","request":{"uid":"u","operation":"CREATE","object":{"kind":"Pod"}}}`,
+		"apiVersion: admission.k8s.io/v1\nkind: AdmissionReview\nrequest:\n  uid: u\n"} {
+		f.Add(uint8(0), []byte(body))
+	}
+	f.Fuzz(func(t *testing.T, path uint8, body []byte) {
+		p := paths[int(path)%len(paths)]
+		h := handlers[p]
+		got, gotCode := post(t, h, body)
+		want, wantCode := post(t, h.exact, body)
+		if gotCode != wantCode {
+			t.Fatalf("HTTP %d; controller-runtime answers HTTP %d", gotCode, wantCode)
+		}
+		// Two patches may differ and still make the same object: compare what they make.
+		var sent admissionv1.AdmissionReview
+		if (len(got.Response.Patch) > 0 || len(want.Response.Patch) > 0) &&
+			kjson.UnmarshalCaseSensitivePreserveInts(body, &sent) == nil && sent.Request != nil {
+			k := kinds[p] // only the defaulting webhooks patch, as the kind of their path
+			requireAlike(t, metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind},
+				sent.Request.Object.Raw, got.Response, want.Response)
+			got.Response.Patch, want.Response.Patch = nil, nil
+		}
+		if diff := gocmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Fatalf("the reply to %q (-controller-runtime +got):\n%s", body, diff)
+		}
+	})
+}
+
+// post posts body to h as kube-apiserver does, and returns the review it answers and the status.
+func post(t *testing.T, h http.Handler, body []byte) (admissionv1.AdmissionReview, int) {
+	t.Helper()
+	httpReq := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
+	httpReq.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httpReq)
+	var reply admissionv1.AdmissionReview
+	if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil || reply.Response == nil {
+		t.Fatalf("the reply %q (HTTP %d) to %q does not decode as a review with a response: %v", rec.Body.String(), rec.Code, body, err)
+	}
+	return reply, rec.Code
 }
 
 // FuzzMemcachedScaleAdmission sends Scale updates to the scale subresource's webhook: every reply
@@ -157,9 +349,9 @@ func FuzzMemcachedScaleAdmission(f *testing.F) {
 			return []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"m","namespace":"default"},"spec":{"replicas":` +
 				jsonNumber(r) + `}}`)
 		}
-		reply := reviewSubresource(t, scale, k, "scale", admissionv1.Update, obj(replicas), obj(oldReplicas))
+		reply := reviewSubresource(t, scale, k, fuzzStrict, "scale", admissionv1.Update, obj(replicas), obj(oldReplicas))
 		requireAlike(t, metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, obj(replicas), reply,
-			reviewSubresource(t, scale.exact, k, "scale", admissionv1.Update, obj(replicas), obj(oldReplicas)))
+			reviewSubresource(t, scale.exact, k, fuzzStrict, "scale", admissionv1.Update, obj(replicas), obj(oldReplicas)))
 		if oldReplicas == replicas && !reply.Allowed {
 			t.Fatalf("keeping %d replicas is refused: %v", replicas, reply.Result)
 		}
@@ -180,18 +372,17 @@ func jsonNumber(n int32) string {
 
 // review sends one AdmissionReview to h, and to controller-runtime's webhook of the same rules,
 // and returns h's response after requiring the two to agree (requireAlike).
-func review(t *testing.T, h *admissionWebhook, k fuzzedKind, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
+func review(t *testing.T, h *admissionWebhook, k fuzzedKind, namespace string, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
 	t.Helper()
-	got := reviewSubresource(t, h, k, "", op, object, old)
-	want := reviewSubresource(t, h.exact, k, "", op, object, old)
+	got := reviewSubresource(t, h, k, namespace, "", op, object, old)
+	want := reviewSubresource(t, h.exact, k, namespace, "", op, object, old)
 	requireAlike(t, metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind}, object, got, want)
 	return got
 }
 
-// reviewSubresource posts one AdmissionReview to h as kube-apiserver does, and returns the
-// response after checking that it is well formed.
-func reviewSubresource(t *testing.T, h http.Handler, k fuzzedKind, subresource string, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
-	t.Helper()
+// fuzzReview is the review kube-apiserver sends for an operation on an object of kind k in
+// namespace.
+func fuzzReview(k fuzzedKind, namespace, subresource string, op admissionv1.Operation, object, old []byte) admissionv1.AdmissionReview {
 	uid := types.UID("0b9f0c8e-5d0e-4a59-9d3e-" + strings.ToLower(string(op))[:4] + "00000000")
 	req := admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
@@ -201,31 +392,30 @@ func reviewSubresource(t *testing.T, h http.Handler, k fuzzedKind, subresource s
 			Resource:    k.resource,
 			SubResource: subresource,
 			Name:        "fuzzed",
-			Namespace:   "default",
+			Namespace:   namespace,
 			Operation:   op,
 			UserInfo:    authenticationv1.UserInfo{Username: "fuzzer"},
 			Object:      runtime.RawExtension{Raw: object},
 		},
 	}
-	if old != nil {
+	if old != nil && op != admissionv1.Create && op != admissionv1.Connect {
 		req.Request.OldObject = runtime.RawExtension{Raw: old}
 	}
+	return req
+}
+
+// reviewSubresource posts one AdmissionReview to h as kube-apiserver does, and returns the
+// response after checking that it is well formed.
+func reviewSubresource(t *testing.T, h http.Handler, k fuzzedKind, namespace, subresource string, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
+	t.Helper()
+	req := fuzzReview(k, namespace, subresource, op, object, old)
 	body, err := json.Marshal(req)
 	if err != nil {
-		// The object is not JSON: kube-apiserver never sends such a request.
-		t.Skip()
+		t.Fatalf("the review of %q does not marshal: %v", object, err)
 	}
-	httpReq := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-	httpReq.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, httpReq)
-
-	var reply admissionv1.AdmissionReview
-	if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
-		t.Fatalf("the reply %q (HTTP %d) does not decode: %v", rec.Body.String(), rec.Code, err)
-	}
-	if reply.Response == nil || reply.Response.UID != uid {
-		t.Fatalf("the reply %s does not carry the request's uid %s", rec.Body.String(), uid)
+	reply, _ := post(t, h, body)
+	if reply.Response.UID != req.Request.UID {
+		t.Fatalf("the reply %s does not carry the request's uid %s", asJSON(reply), req.Request.UID)
 	}
 	return reply.Response
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
@@ -31,10 +33,15 @@ import (
 const (
 	churnNamespace     = "e2e-churn"
 	failoverNamespace  = "e2e-failover"
+	leaseNamespace     = "e2e-lease"
 	restartNamespace   = "e2e-restart"
 	rolloutNamespace   = "e2e-rollout"
 	uninstallNamespace = "e2e-uninstall"
 )
+
+// maxFailuresPerCrash bounds the admission requests a SIGKILL of a replica may fail: measured
+// 0–3 per run of 5 SIGKILLs.
+const maxFailuresPerCrash = 3
 
 // kill is one fault the churn spec injected.
 type kill struct {
@@ -72,7 +79,7 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		Expect(len(pods)).To(BeNumerically(">=", 2),
 			"the fault specs test the highly available install, and config/default ships %d replica(s)", len(pods))
 
-		for _, ns := range []string{churnNamespace, failoverNamespace, restartNamespace, rolloutNamespace, uninstallNamespace} {
+		for _, ns := range []string{churnNamespace, failoverNamespace, leaseNamespace, restartNamespace, rolloutNamespace, uninstallNamespace} {
 			Expect(k8s.Create(ctx, restrictedNamespace(ns))).To(Succeed())
 		}
 	}, NodeTimeout(4*time.Minute))
@@ -92,11 +99,15 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		for i := range kills {
 			Eventually(load.made).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", (i+1)*requestsPerKill))
 			pods := waitManagerReady(ctx, kubelet, time.Minute)
-			// The longest running replica goes, so that every kill takes a different process.
+			// The longest running replica goes, so that every kill takes a different process; the
+			// fourth kill, a SIGKILL, takes the leader, whichever it is.
 			victim := slices.MinFunc(pods, func(a, b corev1.Pod) int {
 				return a.CreationTimestamp.Compare(b.CreationTimestamp.Time)
 			})
 			holder, _ := leaseHolder(ctx, Default)
+			if leader := slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == holder }); i == 3 && leader >= 0 {
+				victim = pods[leader]
+			}
 			k := kill{n: i + 1, pod: victim.Name, ip: victim.Status.PodIP, leader: holder == victim.Name, at: time.Now()}
 			if i%2 == 0 {
 				k.how = "deleted"
@@ -145,6 +156,10 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		crashed, unexplained := splitCrashFailures(stats.admissionFailures, done)
 		AddReportEntry("churn: admissions failed on a crashed pod's connection, within "+crashWindow.String()+" of its SIGKILL", len(crashed))
 		Expect(failureLines(unexplained)).To(BeEmpty(), "admission requests failed while manager pods were deleted and crashed")
+		// What a SIGKILL costs is bounded by what kube-apiserver had sent or routed to the dead
+		// address before the EndpointSlice change reached it: a handful, never a stream.
+		Expect(len(crashed)).To(BeNumerically("<=", maxFailuresPerCrash*kills/2), "admissions failed on crashed pods' connections")
+		Expect(slices.ContainsFunc(done, func(k kill) bool { return k.leader })).To(BeTrue(), "no kill took the leader")
 		Expect(failureLines(stats.otherFailures)).To(BeEmpty(), "requests of the load failed")
 	}, SpecTimeout(6*time.Minute))
 
@@ -209,6 +224,58 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		expectNoExits(kubelet, exitsBefore)
 	}, SpecTimeout(4*time.Minute))
 
+	It("stops a leader that loses its Lease as on SIGTERM, admitting every request, and the replica comes back", func(ctx SpecContext) {
+		pods := waitManagerReady(ctx, kubelet, time.Minute)
+		exitsBefore := exits(kubelet)
+		var leader string
+		Eventually(func(g Gomega) {
+			leader, _ = leaseHolder(ctx, g)
+			g.Expect(slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == leader })).To(BeTrue(),
+				"the Lease's holder %q is none of the running replicas", leader)
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "a running replica leads")
+		p := kubelet.Pod(leader)
+		exitsOfLeader := len(p.Exits())
+		endpoints := trackReadyEndpoints(ctx)
+		load := startCRLoad(ctx, loadOptions{namespace: leaseNamespace, perKind: 10, interval: 50 * time.Millisecond, maxRequests: 900})
+		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 10))
+
+		By("handing the Lease to a holder that does not exist, as a partition from the API server would lose it")
+		const intruder = "e2e-intruder_00000000-0000-0000-0000-000000000000"
+		taken := time.Now()
+		Eventually(func() error {
+			lease := &coordinationv1.Lease{}
+			if err := k8s.Get(ctx, types.NamespacedName{Namespace: fixtures.Namespace, Name: operator.LeaderElectionID}, lease); err != nil {
+				return err
+			}
+			now := metav1.NewMicroTime(time.Now())
+			lease.Spec.HolderIdentity, lease.Spec.LeaseDurationSeconds = ptr.To(intruder), ptr.To[int32](20)
+			lease.Spec.AcquireTime, lease.Spec.RenewTime = &now, &now
+			return k8s.Update(ctx, lease)
+		}).WithContext(ctx).WithTimeout(10 * time.Second).Should(Succeed())
+
+		Eventually(func() int { return len(p.Exits()) }).WithContext(ctx).WithTimeout(time.Minute).
+			Should(BeNumerically(">", exitsOfLeader), "the replica that lost its Lease never stopped")
+		exitedAt := p.ExitedAt()[exitsOfLeader]
+		AddReportEntry("lease: the leader stopped after its Lease was taken, in", exitedAt.Sub(taken).Round(time.Millisecond).String())
+		log, err := os.ReadFile(p.LogPath)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(log)).To(ContainSubstring(operator.ErrLeadershipLost.Error()))
+		left, ok := endpoints.leftAt(p.Pod.Status.PodIP, taken)
+		Expect(ok).To(BeTrue(), "the replica that lost its Lease was never seen out of the Service")
+		AddReportEntry("lease: the replica served on after leaving the Service", exitedAt.Sub(left).Round(time.Millisecond).String())
+		Expect(exitedAt.Sub(left)).To(BeNumerically(">=", minServedAfterLeaving), "the replica stopped %s after it left the Service", exitedAt.Sub(left))
+
+		By("restarting the replica, which serves again, and a replica leads once the taken Lease expires")
+		waitManagerReady(ctx, kubelet, 2*time.Minute)
+		Eventually(func(g Gomega) {
+			holder, _ := leaseHolder(ctx, g)
+			g.Expect(slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == holder })).To(BeTrue(), "held by %q", holder)
+		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
+		finishLoadWithoutFailures(ctx, load, "lease")
+		Expect(exits(kubelet)[len(exitsBefore):]).To(HaveLen(1), "only the replica that lost its Lease exited")
+		Expect(kubelet.Errors()).To(BeEmpty())
+	}, SpecTimeout(6*time.Minute))
+
 	It("converges with nothing lost or duplicated across restarts of kube-apiserver and then etcd under load", func(ctx SpecContext) {
 		waitManagerReady(ctx, kubelet, time.Minute)
 		exitsBefore := exits(kubelet)
@@ -268,14 +335,7 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 		AddReportEntry("rollout: restart until every old replica stopped", time.Since(start).Round(time.Millisecond).String())
 
-		progress := load.acknowledged()
-		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", progress+10))
-		stats := load.stop()
-		reportLoad("rollout", stats, nil)
-		Expect(failureLines(stats.admissionFailures)).To(BeEmpty(), "admission requests failed during the rolling restart")
-		Expect(failureLines(stats.otherFailures)).To(BeEmpty())
-		converged := load.waitConverged(ctx, 3*time.Minute)
-		AddReportEntry("rollout: time to converge after the load stopped", converged.Round(time.Millisecond).String())
+		finishLoadWithoutFailures(ctx, load, "rollout")
 		expectNoExits(kubelet, exitsBefore)
 	}, SpecTimeout(6*time.Minute))
 
@@ -290,7 +350,7 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		start := time.Now()
 		out, err := makeTarget(ctx, "undeploy")
 		Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
-		namespaces := []string{fixtures.Namespace, churnNamespace, failoverNamespace, restartNamespace, rolloutNamespace, uninstallNamespace}
+		namespaces := []string{fixtures.Namespace, churnNamespace, failoverNamespace, leaseNamespace, restartNamespace, rolloutNamespace, uninstallNamespace}
 		for _, ns := range namespaces[1:] {
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
 		}
@@ -391,6 +451,19 @@ func reportLoad(name string, stats loadStats, kills []kill) {
 	if len(failures) > 0 {
 		AddReportEntry(name+": failed requests", strings.Join(failures, "\n"))
 	}
+}
+
+// finishLoadWithoutFailures lets load make ten more requests after the fault, stops it, and
+// requires that none failed and that every object converges; name names the spec in the report.
+func finishLoadWithoutFailures(ctx context.Context, load *crLoad, name string) {
+	progress := load.acknowledged()
+	EventuallyWithOffset(1, load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", progress+10))
+	stats := load.stop()
+	reportLoad(name, stats, nil)
+	ExpectWithOffset(1, failureLines(stats.admissionFailures)).To(BeEmpty(), "%s: admission requests failed", name)
+	ExpectWithOffset(1, failureLines(stats.otherFailures)).To(BeEmpty(), "%s: requests of the load failed", name)
+	converged := load.waitConverged(ctx, 3*time.Minute)
+	AddReportEntry(name+": time to converge after the load stopped", converged.Round(time.Millisecond).String())
 }
 
 // exits are how every manager container the kubelet ran exited on its own.

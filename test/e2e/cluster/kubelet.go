@@ -79,8 +79,9 @@ type PodProcess struct {
 	reportedReady bool
 	// restarts counts the runs started after the container exited on its own.
 	restarts int
-	// exits are how the container exited on its own.
-	exits []error
+	// exits are how the container exited on its own, and exitedAt when.
+	exits    []error
+	exitedAt []time.Time
 	// crashed is set by Crash: the container is not restarted.
 	crashed bool
 	// restartAt is when the exited container is started again.
@@ -241,6 +242,13 @@ func (p *PodProcess) Exits() []error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]error(nil), p.exits...)
+}
+
+// ExitedAt are when the container exited on its own, one for each of Exits.
+func (p *PodProcess) ExitedAt() []time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]time.Time(nil), p.exitedAt...)
 }
 
 // Crashed returns an error when the container has exited on its own, whether or not it has been
@@ -631,6 +639,7 @@ func (p *PodProcess) tend() bool {
 		p.exitSeen = run
 		exit := fmt.Errorf("container %s of pod %s exited on its own at %s: %w", p.container.Name, p.Name, time.Now().Format(time.RFC3339Nano), run.Running())
 		p.exits = append(p.exits, exit)
+		p.exitedAt = append(p.exitedAt, run.Exited())
 		backOff := time.Duration(0)
 		if p.restarts > 0 {
 			backOff = min(restartBackOff<<(p.restarts-1), maxRestartBackOff)

@@ -20,6 +20,8 @@ type Process struct {
 	LogPath string
 	// Started is when the process started.
 	Started time.Time
+	// exited is when it exited; only meaningful once done is closed.
+	exited time.Time
 
 	binary string
 	args   []string
@@ -65,6 +67,7 @@ func start(p *Process) (*Process, error) {
 	p.Started, p.cmd, p.done, p.err = time.Now(), cmd, make(chan struct{}), nil
 	go func() {
 		p.err = cmd.Wait()
+		p.exited = time.Now()
 		_ = log.Close()
 		close(p.done)
 	}()
@@ -84,6 +87,9 @@ func (p *Process) Kill() {
 
 // Done is closed when the process has exited.
 func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited is when the process exited; only meaningful once Done is closed.
+func (p *Process) Exited() time.Time { return p.exited }
 
 // Err is how the process ended; only meaningful once Done is closed.
 func (p *Process) Err() error { return p.err }
