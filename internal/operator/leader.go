@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -75,9 +77,10 @@ func (g *leaderGate) NeedLeaderElection() bool { return false }
 
 // Start implements manager.Runnable. It campaigns for the lease until ctx is done; while it holds
 // the lease its runnables run. When ctx is done they are stopped and waited for before the lease
-// is released, so the next leader never overlaps this one. When the lease is lost they stop at
-// once, and the manager is stopped gracefully with ErrLeadershipLost; a replica restarted after
-// that campaigns again.
+// is released, so the next leader never overlaps this one. When the lease is lost (another holder,
+// or no renewal for the renew deadline) they stop at once, the lease is left to expire, and the
+// manager is stopped gracefully with ErrLeadershipLost; a replica restarted after that campaigns
+// again.
 func (g *leaderGate) Start(ctx context.Context) error {
 	if g.lock == nil {
 		if err := g.run(ctx); err != nil && ctx.Err() == nil {
@@ -85,25 +88,34 @@ func (g *leaderGate) Start(ctx context.Context) error {
 		}
 		return nil
 	}
-	// The election outlives ctx until the runnables have stopped, so the lease is released last.
-	election, release := context.WithCancel(context.WithoutCancel(ctx))
-	defer release()
+	// The election outlives ctx until the runnables have stopped. client-go would release the
+	// lease as soon as a renewal fails, before the runnables heard of it, so the gate releases
+	// it itself, and only on a stop it was asked for, once they have returned.
+	election, endElection := context.WithCancel(context.WithoutCancel(ctx))
+	defer endElection()
 	var (
-		leading = make(chan struct{})
-		ran     = make(chan error, 1)
-		stopped = make(chan struct{}) // Run has returned: never led, or no longer leads
+		mu       sync.Mutex
+		leading  bool // the runnables were started
+		stopping bool // the runnables must no longer be started
+		ran      = make(chan error, 1)
+		stopped  = make(chan struct{}) // Run has returned: never led, or no longer leads
 	)
 	elector, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:            g.lock,
-		LeaseDuration:   cmp.Or(g.leaseDuration, leaseDuration),
-		RenewDeadline:   cmp.Or(g.renewDeadline, renewDeadline),
-		RetryPeriod:     cmp.Or(g.retryPeriod, retryPeriod),
-		ReleaseOnCancel: true,
-		Name:            g.name,
+		Lock:          g.lock,
+		LeaseDuration: cmp.Or(g.leaseDuration, leaseDuration),
+		RenewDeadline: cmp.Or(g.renewDeadline, renewDeadline),
+		RetryPeriod:   cmp.Or(g.retryPeriod, retryPeriod),
+		Name:          g.name,
 		Callbacks: leaderelection.LeaderCallbacks{
-			// held ends when the lease is lost or released.
+			// held ends when the lease is lost, or the election ends.
 			OnStartedLeading: func(held context.Context) {
-				close(leading)
+				mu.Lock()
+				if stopping {
+					mu.Unlock()
+					return
+				}
+				leading = true
+				mu.Unlock()
 				running, cancel := context.WithCancel(held)
 				defer cancel()
 				context.AfterFunc(ctx, cancel)
@@ -129,9 +141,14 @@ func (g *leaderGate) Start(ctx context.Context) error {
 			break // stopped with the manager
 		}
 		if err == nil {
-			err = ErrLeadershipLost // the runnables stopped on their own only because held ended
+			g.stop(ErrLeadershipLost) // the runnables stopped on their own only because held ended
+			return nil
 		}
+		// A runnable failed, and the others have stopped: the lease can go at once.
 		g.stop(err)
+		endElection()
+		<-stopped
+		g.release()
 		return nil
 	case <-stopped:
 		if ctx.Err() == nil {
@@ -140,16 +157,39 @@ func (g *leaderGate) Start(ctx context.Context) error {
 		}
 	}
 	// The manager is stopping: let the runnables finish, then release the lease.
-	select {
-	case <-leading:
-		if !ranDone {
-			ranErr = <-ran
-		}
-	default:
+	mu.Lock()
+	stopping = true
+	led := leading
+	mu.Unlock()
+	if led && !ranDone {
+		ranErr = <-ran
 	}
-	release()
+	endElection()
 	<-stopped
+	if led {
+		g.release()
+	}
 	return ranErr
+}
+
+// release gives up the lease, if this replica still holds it, as client-go's elector does, so
+// that another replica need not wait for it to expire.
+func (g *leaderGate) release() {
+	ctx, cancel := context.WithTimeout(context.Background(), cmp.Or(g.renewDeadline, renewDeadline))
+	defer cancel()
+	for {
+		record, _, err := g.lock.Get(ctx)
+		if err != nil || record.HolderIdentity != g.lock.Identity() {
+			return
+		}
+		now := metav1.Now()
+		err = g.lock.Update(ctx, resourcelock.LeaderElectionRecord{
+			LeaderTransitions: record.LeaderTransitions, LeaseDurationSeconds: 1, RenewTime: now, AcquireTime: now,
+		})
+		if !apierrors.IsConflict(err) {
+			return
+		}
+	}
 }
 
 // run starts every runnable with ctx and returns when all have returned, with the first error.

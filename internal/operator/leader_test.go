@@ -19,7 +19,10 @@ import (
 type memoryLock struct {
 	identity string
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// failing makes every renewal fail, as an API server too slow to answer within the renew
+	// deadline, while a release still gets through.
+	failing  bool
 	record   *resourcelock.LeaderElectionRecord
 	version  int // of record
 	seen     int // the version this replica last read or wrote
@@ -53,6 +56,9 @@ func (l *memoryLock) Create(_ context.Context, r resourcelock.LeaderElectionReco
 func (l *memoryLock) Update(_ context.Context, r resourcelock.LeaderElectionRecord) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.failing && r.HolderIdentity != "" {
+		return apierrors.NewTimeoutError("the renewal took too long", 1)
+	}
 	if l.seen != l.version {
 		return apierrors.NewConflict(schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, "lock", errors.New("changed since read"))
 	}
@@ -72,6 +78,13 @@ func (l *memoryLock) releasedAt() time.Time {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.released
+}
+
+// fail makes every renewal fail from now on.
+func (l *memoryLock) fail() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.failing = true
 }
 
 // handTo makes another replica the holder, as if it had taken the lease.
@@ -151,6 +164,32 @@ func TestLeaderGateStopsTheControllersAndTheManagerWhenTheLeaseIsLost(t *testing
 	}
 	if err := receive(t, done, "the gate's return"); err != nil {
 		t.Errorf("Start() = %v", err)
+	}
+}
+
+// A leader that cannot renew its lease must not release it either, even should the API server
+// take writes again in between: the controllers may still be finishing, and another replica may
+// take the lease only once it has expired.
+func TestLeaderGateLeavesALeaseItCouldNotRenewToExpire(t *testing.T) {
+	lock := &memoryLock{identity: "this-replica"}
+	causes := make(chan error, 2)
+	gate := fastGate(lock, func(err error) { causes <- err })
+	controller := newControllerStub(200 * time.Millisecond)
+	gate.add(controller)
+	cancel, done := start(gate)
+	defer cancel()
+	receive(t, controller.started, "the controller's start")
+
+	lock.fail()
+	if err := receive(t, causes, "the manager's stop"); !errors.Is(err, ErrLeadershipLost) {
+		t.Errorf("the manager was stopped with %v, want %v", err, ErrLeadershipLost)
+	}
+	receive(t, controller.stopped, "the controller's stop")
+	if err := receive(t, done, "the gate's return"); err != nil {
+		t.Errorf("Start() = %v", err)
+	}
+	if released := lock.releasedAt(); !released.IsZero() {
+		t.Errorf("the lease was released at %v, though renewing it had failed", released)
 	}
 }
 

@@ -53,6 +53,7 @@ func (m *Manager) Start(ctx context.Context) error {
 		case <-run.Done():
 			return
 		case <-ctx.Done():
+			m.stopOnce.Do(func() {}) // asked to stop: a later cause, such as a lease lost meanwhile, is not the reason
 		case <-m.stopRequested:
 		}
 		m.stopping.Store(true)
