@@ -377,9 +377,10 @@ var _ = Describe("A DeployObject whose new Service the API server refuses", func
 		rolledOut := deployment.Spec.Template.Spec.Containers[0].Ports
 
 		By("moving the app to the reserved port, which admission admits")
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		// A patch, not an update: the controller writes the status meanwhile.
+		patch := client.MergeFrom(d.DeepCopy())
 		d.Spec.Ports = []corev1.ServicePort{{Name: "http", Port: 7777, TargetPort: intstr.FromInt32(7777)}}
-		Expect(k8s.Update(ctx, d)).To(Succeed())
+		Expect(k8s.Patch(ctx, d, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
 			degraded := degradedOf(g, ctx, safetyKinds[2], d)
 			g.Expect(degraded.Reason).To(Equal("ApplyFailed"))
