@@ -1,10 +1,8 @@
 package webhooks
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"syscall"
@@ -13,8 +11,6 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
@@ -64,7 +60,7 @@ func benchCases(b *testing.B) []benchCase {
 			{"mutate/update", handlers[k.mutate], update(edited)},
 			{"validate/update", handlers[k.validate], update(editedDefaulted)},
 		} {
-			if reply := serveReview(b, c.handler, c.body); !reply.Response.Allowed {
+			if reply, _ := postReview(b, c.handler, c.body); !reply.Response.Allowed {
 				b.Fatalf("%s %s: the sample is not admitted: %v", k.kind, c.name, reply.Response.Result)
 			}
 			c.name = k.kind + "/" + c.name
@@ -83,7 +79,7 @@ func BenchmarkHandlers(b *testing.B) {
 			b.ReportAllocs()
 			start := cpuTime(b)
 			for b.Loop() {
-				serveReview(b, c.handler, c.body)
+				postReview(b, c.handler, c.body)
 			}
 			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
 		})
@@ -103,9 +99,9 @@ func BenchmarkHandlersVsTrivial(b *testing.B) {
 			var handler, trivial []time.Duration
 			for b.Loop() {
 				start := time.Now()
-				serveReview(b, fixtures.TrivialAdmission, c.body)
+				postReview(b, fixtures.TrivialAdmission, c.body)
 				between := time.Now()
-				serveReview(b, c.handler, c.body)
+				postReview(b, c.handler, c.body)
 				handler = append(handler, time.Since(between))
 				trivial = append(trivial, between.Sub(start))
 			}
@@ -132,7 +128,8 @@ func cpuTime(tb testing.TB) time.Duration {
 // applyDefaults returns object as the mutating webhook mutate leaves it on create.
 func applyDefaults(tb testing.TB, mutate http.Handler, k fuzzedKind, object []byte) []byte {
 	tb.Helper()
-	patch := serveReview(tb, mutate, admissionReviewBody(tb, k, admissionv1.Create, object, nil)).Response.Patch
+	reply, _ := postReview(tb, mutate, admissionReviewBody(tb, k, admissionv1.Create, object, nil))
+	patch := reply.Response.Patch
 	if len(patch) == 0 {
 		return object
 	}
@@ -151,35 +148,9 @@ func applyDefaults(tb testing.TB, mutate http.Handler, k fuzzedKind, object []by
 // stored object on update, nil on create.
 func admissionReviewBody(tb testing.TB, k fuzzedKind, op admissionv1.Operation, object, old []byte) []byte {
 	tb.Helper()
-	req := &admissionv1.AdmissionRequest{
-		UID:       "5a1c0b8e-0000-4000-8000-000000000001",
-		Kind:      metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind},
-		Resource:  k.resource,
-		Namespace: "default",
-		Operation: op,
-		Object:    runtime.RawExtension{Raw: object},
-	}
-	if old != nil {
-		req.OldObject = runtime.RawExtension{Raw: old}
-	}
-	body, err := json.Marshal(admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request:  req,
-	})
+	body, err := json.Marshal(fuzzReview(k, "default", "", op, object, old))
 	if err != nil {
 		tb.Fatal(err)
 	}
 	return body
-}
-
-func serveReview(tb testing.TB, h http.Handler, body []byte) admissionv1.AdmissionReview {
-	req := httptest.NewRequest(http.MethodPost, "/", bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	var reply admissionv1.AdmissionReview
-	if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil || reply.Response == nil {
-		tb.Fatalf("HTTP %d, reply %s: %v", rec.Code, rec.Body, err)
-	}
-	return reply
 }

@@ -144,19 +144,17 @@ func (g *leaderGate) Start(ctx context.Context) error {
 			g.stop(ErrLeadershipLost) // the runnables stopped on their own only because held ended
 			return nil
 		}
-		// A runnable failed, and the others have stopped: the lease can go at once.
+		// A runnable failed and the others have stopped: the manager stops with the error, which
+		// is its cause, not the gate's, and the lease can go at once.
 		g.stop(err)
-		endElection()
-		<-stopped
-		g.release()
-		return nil
+		ranErr = nil
 	case <-stopped:
 		if ctx.Err() == nil {
 			g.stop(ErrLeadershipLost)
 			return nil
 		}
 	}
-	// The manager is stopping: let the runnables finish, then release the lease.
+	// The runnables are stopping or have stopped: let them finish, then release the lease.
 	mu.Lock()
 	stopping = true
 	led := leading

@@ -35,19 +35,26 @@ func TestStartStopsAfterTheShutdownDelayAndFailsReadinessAtOnce(t *testing.T) {
 	signalled := time.Now()
 	cancel()
 
+	expectStoppedAfterTheDelay(t, m, inner, signalled, delay)
+	if err := <-done; err != nil {
+		t.Errorf("Start() = %v", err)
+	}
+}
+
+// expectStoppedAfterTheDelay requires the inner manager of m to stop no sooner than delay after
+// asked, and m to report not ready by then.
+func expectStoppedAfterTheDelay(t *testing.T, m *Manager, inner *blockingManager, asked time.Time, delay time.Duration) {
+	t.Helper()
 	select {
 	case stoppedAt := <-inner.stopped:
-		if waited := stoppedAt.Sub(signalled); waited < delay {
-			t.Errorf("the manager stopped %v after the signal, before the shutdown delay of %v", waited, delay)
+		if waited := stoppedAt.Sub(asked); waited < delay {
+			t.Errorf("the manager stopped %v after it was asked to, before the shutdown delay of %v", waited, delay)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("the manager never stopped")
 	}
 	if err := m.readyUntilStopping(nil); err == nil {
 		t.Error("still ready while stopping")
-	}
-	if err := <-done; err != nil {
-		t.Errorf("Start() = %v", err)
 	}
 }
 
@@ -71,17 +78,7 @@ func TestStopStopsGracefullyAndStartReturnsItsCause(t *testing.T) {
 	m.stop(ErrLeadershipLost)
 	m.stop(errors.New("a second cause, which is ignored"))
 
-	select {
-	case stoppedAt := <-inner.stopped:
-		if waited := stoppedAt.Sub(asked); waited < delay {
-			t.Errorf("the manager stopped %v after it was asked to, before the shutdown delay of %v", waited, delay)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the manager never stopped")
-	}
-	if err := m.readyUntilStopping(nil); err == nil {
-		t.Error("still ready while stopping")
-	}
+	expectStoppedAfterTheDelay(t, m, inner, asked, delay)
 	if err := <-done; !errors.Is(err, ErrLeadershipLost) || err.Error() != ErrLeadershipLost.Error() {
 		t.Errorf("Start() = %v, want %v", err, ErrLeadershipLost)
 	}
