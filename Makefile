@@ -1,7 +1,14 @@
 # webhook-operator. `make help` lists the targets.
 
-# Image of the manager, for docker-build and deploy.
-IMG ?= ghcr.io/seedlabs/webhook-operator:dev
+# The version stamped into every binary (`manager --version`) and tagged on every image, and the
+# commit it was built from.
+VERSION ?= v0.1.0
+COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+
+# The images of the manager and of the Welcome operand: what images and docker-build build, and
+# what deploy runs.
+IMG         ?= ghcr.io/seedlabs/webhook-operator:$(VERSION)
+WELCOME_IMG ?= ghcr.io/seedlabs/welcome-web:$(VERSION)
 
 GOOS   ?= $(shell go env GOOS)
 GOARCH ?= $(shell go env GOARCH)
@@ -106,20 +113,41 @@ lint-fix: $(GOLANGCI_LINT) ## Run golangci-lint and fix what it can.
 
 ##@ Build
 
-.PHONY: build
-build: manifests generate fmt vet ## Build the manager, the welcome-web operand (the Dockerfile's flags) and the kubectl plugin.
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/manager ./cmd/manager
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/welcome-web ./cmd/welcome-web
-	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $(LOCALBIN)/kubectl-webhook_operator ./cmd/kubectl-webhook_operator
+# GO_BUILD builds a static binary stamped with VERSION and COMMIT: the Dockerfile builds with the
+# same flags (test/deploy holds them equal).
+VERSION_PKG = github.com/seedlabs/webhook-operator/internal/version
+GO_BUILD    = CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X $(VERSION_PKG).version=$(VERSION) -X $(VERSION_PKG).commit=$(COMMIT)"
 
-# The welcome-web image, for docker-build.
-WELCOME_IMG ?= ghcr.io/seedlabs/welcome-web:v0.1.0
+.PHONY: build
+build: manifests generate fmt vet ## Build the manager, the welcome-web operand and the kubectl plugin into bin/.
+	$(GO_BUILD) -o $(LOCALBIN)/manager ./cmd/manager
+	$(GO_BUILD) -o $(LOCALBIN)/welcome-web ./cmd/welcome-web
+	$(GO_BUILD) -o $(LOCALBIN)/kubectl-webhook_operator ./cmd/kubectl-webhook_operator
+
+# make images: the platforms of each image index, and where the OCI image layouts go.
+PLATFORMS  ?= linux/amd64 linux/arm64
+IMAGES_DIR ?= $(LOCALBIN)/images
+# image_labels are the OCI annotations every image of ours carries.
+image_labels = --label org.opencontainers.image.version=$(VERSION) --label org.opencontainers.image.revision=$(COMMIT) \
+               --label org.opencontainers.image.source=https://github.com/seedlabs/webhook-operator
+
+.PHONY: images
+images: ## Build the manager's (IMG) and welcome-web's (WELCOME_IMG) images for PLATFORMS as OCI image layouts in IMAGES_DIR, without Docker.
+	for platform in $(PLATFORMS); do \
+		GOOS=$${platform%%/*} GOARCH=$${platform#*/} $(GO_BUILD) -o $(IMAGES_DIR)/$${platform%%/*}-$${platform#*/}/manager ./cmd/manager; \
+		GOOS=$${platform%%/*} GOARCH=$${platform#*/} $(GO_BUILD) -o $(IMAGES_DIR)/$${platform%%/*}-$${platform#*/}/welcome-web ./cmd/welcome-web; \
+	done
+	go run ./cmd/image-build --ref $(IMG) --entrypoint /manager $(image_labels) \
+		$(foreach p,$(PLATFORMS),--platform $(p)=$(IMAGES_DIR)/$(subst /,-,$(p))/manager) --out $(IMAGES_DIR)/webhook-operator
+	go run ./cmd/image-build --ref $(WELCOME_IMG) --entrypoint /welcome-web $(image_labels) \
+		$(foreach p,$(PLATFORMS),--platform $(p)=$(IMAGES_DIR)/$(subst /,-,$(p))/welcome-web) --out $(IMAGES_DIR)/welcome-web
+
 CONTAINER_TOOL ?= docker
 
 .PHONY: docker-build
-docker-build: ## Build the manager and welcome-web images (needs a Docker engine).
-	$(CONTAINER_TOOL) build --target manager -t $(IMG) .
-	$(CONTAINER_TOOL) build --target welcome-web -t $(WELCOME_IMG) .
+docker-build: ## Build the manager and welcome-web images with the Dockerfile (needs a Docker engine).
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --target manager -t $(IMG) .
+	$(CONTAINER_TOOL) build --build-arg VERSION=$(VERSION) --build-arg COMMIT=$(COMMIT) --target welcome-web -t $(WELCOME_IMG) .
 
 .PHONY: docker-push
 docker-push: ## Push the manager and welcome-web images.
@@ -135,11 +163,21 @@ run-local: controlplane ## Run the control plane, CRDs, webhooks and the manager
 KUBECTL ?= kubectl
 ignore-not-found ?= false
 
-# kustomize_default builds config/default with the manager image set to $(IMG), in a copy of
-# config/ so the tracked kustomization is never edited.
+# MEMCACHED_IMG, when set, replaces the memcached image every Memcached runs
+# (config/manager/manager.yaml's MEMCACHED_IMAGE).
+MEMCACHED_IMG ?=
+comma := ,
+operand_env = {name: WELCOME_IMAGE, value: "$(WELCOME_IMG)"}$(if $(MEMCACHED_IMG),$(comma) {name: MEMCACHED_IMAGE$(comma) value: "$(MEMCACHED_IMG)"})
+
+# kustomize_default builds config/default with the manager image set to $(IMG) and the operand
+# images to $(WELCOME_IMG) and $(MEMCACHED_IMG), in a copy of config/ so the tracked kustomization
+# is never edited.
 define kustomize_default
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -r config "$$tmp/" && \
-	(cd "$$tmp/config/manager" && $(KUSTOMIZE) edit set image controller=$(IMG)) && \
+	(cd "$$tmp/config/manager" && $(KUSTOMIZE) edit set image controller=$(IMG) && \
+	 printf '%s\n' 'apiVersion: apps/v1' 'kind: Deployment' 'metadata: {name: controller-manager, namespace: system}' \
+		'spec: {template: {spec: {containers: [{name: manager, env: [$(operand_env)]}]}}}' > operand_images_patch.yaml && \
+	 $(KUSTOMIZE) edit add patch --path operand_images_patch.yaml) && \
 	$(KUSTOMIZE) build "$$tmp/config/default"
 endef
 
@@ -152,7 +190,7 @@ uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs (and every custom resource)
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: deploy
-deploy: manifests $(KUSTOMIZE) ## Deploy the operator (needs cert-manager); IMG selects the manager image.
+deploy: manifests $(KUSTOMIZE) ## Deploy the operator (needs cert-manager); IMG, WELCOME_IMG and MEMCACHED_IMG select the images.
 	$(kustomize_default) | $(KUBECTL) apply --server-side -f -
 
 # undeploy deletes the custom resources first, while the manager still runs: it takes off the

@@ -4,6 +4,7 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"runtime/debug"
 
@@ -11,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/version"
 )
 
 func main() {
@@ -18,7 +20,12 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
+	showVersion := flag.Bool("version", false, "Print the version and commit the manager was built from, and exit.")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.String("manager"))
+		return
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	log := ctrl.Log.WithName("setup")
 	if limit, ok := operator.MemoryLimit(os.Getenv); ok {
@@ -31,7 +38,7 @@ func main() {
 		log.Error(err, "unable to set up the manager")
 		os.Exit(1)
 	}
-	log.Info("starting the manager", "welcomeImage", opts.WelcomeImage, "webhookPort", opts.WebhookPort)
+	log.Info("starting the manager", "version", version.Version(), "commit", version.Commit(), "welcomeImage", opts.WelcomeImage, "webhookPort", opts.WebhookPort)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		log.Error(err, "the manager stopped with an error")
 		os.Exit(1)

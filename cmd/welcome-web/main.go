@@ -3,12 +3,14 @@
 // under /healthz.
 //
 // It reads NAME (required) and PORT (default 8088) from the environment and
-// shuts down gracefully on SIGTERM or SIGINT.
+// shuts down gracefully on SIGTERM or SIGINT. welcome-web --version prints the
+// version and commit it was built from.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -19,6 +21,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/seedlabs/webhook-operator/internal/version"
 )
 
 const (
@@ -210,6 +214,12 @@ func run(ctx context.Context, cfg config, ln net.Listener, logger *slog.Logger) 
 }
 
 func main() {
+	showVersion := flag.Bool("version", false, "Print the version and commit welcome-web was built from, and exit.")
+	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.String("welcome-web"))
+		return
+	}
 	logger := slog.New(slog.NewJSONHandler(os.Stderr, nil))
 	if err := serveFromEnvironment(logger); err != nil {
 		logger.Error("welcome-web failed", "error", err.Error())

@@ -2,60 +2,74 @@ package deploy
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
+
+	"github.com/seedlabs/webhook-operator/internal/operator"
 )
 
-// goBuild is one `go build` of a command: its environment settings, flags and package.
-type goBuild struct {
-	env     []string
-	flags   string
-	pkg     string
-	context string
+// makeVariable is the value of a variable of the Makefile as make expands it, with the given
+// variables set on make's command line.
+func makeVariable(t *testing.T, name string, set ...string) string {
+	t.Helper()
+	args := append([]string{"--no-print-directory", "-s", "-C", moduleRoot(t), "--eval=print-%: ; @echo '$($*)'", "print-" + name}, set...)
+	cmd := exec.Command("make", args...)
+	// The test may run under make test, whose variables must not leak into this make.
+	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("make print-%s: %v", name, err)
+	}
+	return strings.TrimSpace(string(out))
 }
 
-var goBuildLine = regexp.MustCompile(`((?:[A-Z_]+=\S+\s+)*)go build\s+(.*?)\s+-o\s+\S+\s+(\./cmd/[\w-]+)`)
+// dockerfileBuild matches the Dockerfile's go build of a command: its CGO_ENABLED, then the
+// command line from go build to the package.
+var dockerfileBuild = regexp.MustCompile(`(CGO_ENABLED=\S+)\s+GOOS=\S+\s+GOARCH=\S+\s+(go build .*?) -o /out/\S+ (\./cmd/[\w-]+)`)
 
-// goBuilds returns every `go build` of a ./cmd package in text, with continuation lines joined.
-func goBuilds(t *testing.T, path string) map[string]goBuild {
-	t.Helper()
-	data, err := os.ReadFile(path)
+// TestDockerfileBuildsLikeMake keeps the Dockerfile's builds of the manager and welcome-web in
+// step with the Makefile's GO_BUILD, which make build and make images build them with: the
+// same environment and flags, with the Dockerfile's build arguments where make has VERSION and
+// COMMIT. (The end-to-end test holds the images' binaries, user and entrypoint to the Dockerfile.)
+func TestDockerfileBuildsLikeMake(t *testing.T) {
+	root := moduleRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "Dockerfile"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	text := strings.ReplaceAll(string(data), "\\\n", " ")
-	builds := map[string]goBuild{}
-	for _, m := range goBuildLine.FindAllStringSubmatch(text, -1) {
-		env := strings.Fields(m[1])
-		// The target platform differs by design: the Dockerfile builds for TARGETOS/TARGETARCH.
-		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, "GOOS=") || strings.HasPrefix(e, "GOARCH=") })
-		slices.Sort(env)
-		builds[m[3]] = goBuild{env: env, flags: strings.Join(strings.Fields(m[2]), " "), pkg: m[3], context: m[0]}
+	dockerfile := strings.ReplaceAll(string(data), "\\\n", " ")
+	want := makeVariable(t, "GO_BUILD", "VERSION=$${VERSION}", "COMMIT=$${COMMIT}")
+	if !strings.HasPrefix(want, "CGO_ENABLED=0 go build -trimpath ") {
+		t.Errorf("GO_BUILD = %s; want a static (CGO_ENABLED=0), -trimpath build", want)
 	}
-	return builds
+	built := map[string]bool{}
+	for _, m := range dockerfileBuild.FindAllStringSubmatch(dockerfile, -1) {
+		built[m[3]] = true
+		if got := m[1] + " " + m[2]; got != want {
+			t.Errorf("the Dockerfile builds %s differently:\n Dockerfile: %s\n   GO_BUILD: %s", m[3], got, want)
+		}
+	}
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, pkg := range []string{"./cmd/manager", "./cmd/welcome-web"} {
+		if !built[pkg] {
+			t.Errorf("the Dockerfile does not build %s", pkg)
+		}
+		if n := regexp.MustCompile(`\$\(GO_BUILD\) -o \S+ `+regexp.QuoteMeta(pkg)+`\b`).FindAll(makefile, -1); len(n) != 2 {
+			t.Errorf("the Makefile builds %s with $(GO_BUILD) %d times; want 2: make build and make images", pkg, len(n))
+		}
+	}
 }
 
-// TestDockerfileBuildsLikeMake keeps the Dockerfile's builds of the manager and welcome-web in
-// step with `make build`, which the end-to-end test runs in place of a container image.
-func TestDockerfileBuildsLikeMake(t *testing.T) {
-	root := moduleRoot(t)
-	docker := goBuilds(t, filepath.Join(root, "Dockerfile"))
-	makefile := goBuilds(t, filepath.Join(root, "Makefile"))
-	for _, pkg := range []string{"./cmd/manager", "./cmd/welcome-web"} {
-		d, inDocker := docker[pkg]
-		m, inMake := makefile[pkg]
-		if !inDocker || !inMake {
-			t.Errorf("%s: built by the Dockerfile: %t, by make build: %t; want both", pkg, inDocker, inMake)
-			continue
-		}
-		if !slices.Equal(d.env, m.env) || d.flags != m.flags {
-			t.Errorf("%s is built differently:\n Dockerfile: %s\n   Makefile: %s", pkg, d.context, m.context)
-		}
-		if !slices.Contains(d.env, "CGO_ENABLED=0") || !strings.Contains(d.flags, "-trimpath") {
-			t.Errorf("%s: want a static (CGO_ENABLED=0), -trimpath build, got %s", pkg, d.context)
-		}
+// TestDefaultWelcomeImageIsBuilt holds the welcome-web image the operator runs by default to the
+// one make images builds at the Makefile's version.
+func TestDefaultWelcomeImageIsBuilt(t *testing.T) {
+	if got := makeVariable(t, "WELCOME_IMG"); got != operator.DefaultWelcomeImage {
+		t.Errorf("make images builds welcome-web as %s; the operator runs %s by default", got, operator.DefaultWelcomeImage)
 	}
 }
