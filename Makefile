@@ -215,45 +215,101 @@ build-installer: manifests generate $(KUSTOMIZE) ## Write dist/install.yaml, eve
 
 ##@ End-to-end test
 
-# The extra programs of the end-to-end test, built by test/tools/e2e: kwok and cert-manager's
-# controllers (k8s.io v0.36, which cert-manager v1.21 needs), kwok's stages and cert-manager's CRDs.
+# The end-to-end cluster has one real node. containerd, its runc shim, ctr, crictl and the CNI
+# plugins are built by test/tools/node; kubelet and kube-proxy by test/tools/kube, like the control
+# plane; runc and nft (which kube-proxy's nftables mode runs) come from Debian, installed by
+# node-packages when missing.
+NODE_TOOLS_MOD = test/tools/node/go.mod test/tools/node/go.sum
+NODE_BIN      ?= $(LOCALBIN)/node
+NODE_TOOLS     = containerd containerd-shim-runc-v2 ctr crictl bridge loopback host-local
+node_pkg_containerd              = github.com/containerd/containerd/v2/cmd/containerd
+node_pkg_containerd-shim-runc-v2 = github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2
+node_pkg_ctr                     = github.com/containerd/containerd/v2/cmd/ctr
+node_pkg_crictl                  = sigs.k8s.io/cri-tools/cmd/crictl
+node_pkg_bridge                  = github.com/containernetworking/plugins/plugins/main/bridge
+node_pkg_loopback                = github.com/containernetworking/plugins/plugins/main/loopback
+node_pkg_host-local              = github.com/containernetworking/plugins/plugins/ipam/host-local
+# node_version is the version test/tools/node requires of module $(1), for the binaries' -X flags;
+# the recipe runs in that module.
+node_version = $$(go list -m -f '{{.Version}}' $(1))
+node_ldflags = -X github.com/containerd/containerd/v2/version.Version=$(call node_version,github.com/containerd/containerd/v2) \
+               -X sigs.k8s.io/cri-tools/pkg/version.Version=$(call node_version,sigs.k8s.io/cri-tools)
+RUNC ?= /usr/sbin/runc
+NFT  ?= /usr/sbin/nft
+
+# The extra programs of the end-to-end test, built by test/tools/e2e: cert-manager's controllers
+# (k8s.io v0.36, which cert-manager v1.21 needs), and cert-manager's CRDs.
 E2E_TOOLS_MOD   = test/tools/e2e/go.mod test/tools/e2e/go.sum
 E2E_BIN        ?= $(LOCALBIN)/e2e
-KWOK           ?= $(E2E_BIN)/kwok
-KWOK_STAGES    ?= $(E2E_BIN)/kwok-stages.yaml
 CERT_MANAGER   ?= $(E2E_BIN)/cert-manager
 CERT_MANAGER_CRDS ?= $(E2E_BIN)/cert-manager-crds
 E2E_ARTIFACTS  ?= $(E2E_BIN)/artifacts
-E2E_IMG        ?= ghcr.io/seedlabs/webhook-operator:e2e
+# The images of the end-to-end test's own pods, as OCI layouts: the pod sandbox, cert-manager, a
+# memcached from Debian's package (the operator's default is a public image, which cannot be
+# pulled), and e2e-echo in two versions, for DeployObjects.
+E2E_IMAGES_DIR        ?= $(E2E_BIN)/images
+E2E_MEMCACHED_IMG      = e2e.local/memcached:debian
+E2E_CERT_MANAGER_IMG   = e2e.local/cert-manager:dev
+E2E_ECHO_IMG           = e2e.local/echo
+E2E_MEMCACHED_PACKAGES = memcached libevent-2.1-7 libsasl2-2 libssl3 libc6
 # module_dir is where the Go module cache holds module $(1) at the version test/tools/e2e requires.
 module_dir = $$(cd test/tools/e2e && go mod download $(1) && go list -m -f '{{.Dir}}' $(1))
 
 .PHONY: test-e2e
-test-e2e: build controlplane $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) e2e-tools $(KUSTOMIZE) ## Deploy the operator with make deploy onto a real control plane with kwok nodes and cert-manager, no containers, and test it.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_MANAGER="$(LOCALBIN)/manager" E2E_KUBECTL_PLUGIN="$(LOCALBIN)/kubectl-webhook_operator" E2E_IMG="$(E2E_IMG)" \
-	E2E_KWOK="$(KWOK)" E2E_KWOK_STAGES="$(KWOK_STAGES)" E2E_CERT_MANAGER="$(CERT_MANAGER)" E2E_CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" \
-	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 35m -v ./test/e2e/ -ginkgo.v
+test-e2e: build images e2e-images controlplane node $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) $(CERT_MANAGER_CRDS) $(KUSTOMIZE) ## As root: make deploy onto a cluster with a real node (kubelet, containerd, runc) and cert-manager, and test it.
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_KUBECTL_PLUGIN="$(LOCALBIN)/kubectl-webhook_operator" \
+	E2E_IMG="$(IMG)" E2E_WELCOME_IMG="$(WELCOME_IMG)" E2E_MEMCACHED_IMG="$(E2E_MEMCACHED_IMG)" E2E_ECHO_IMG="$(E2E_ECHO_IMG)" \
+	E2E_CERT_MANAGER_IMG="$(E2E_CERT_MANAGER_IMG)" E2E_CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" \
+	E2E_IMAGES="$(IMAGES_DIR)/webhook-operator $(IMAGES_DIR)/welcome-web $(wildcard $(E2E_IMAGES_DIR)/*)" \
+	E2E_NODE_BIN="$(NODE_BIN)" E2E_RUNC="$(RUNC)" E2E_VERSION="$(VERSION)" E2E_COMMIT="$(COMMIT)" \
+	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 45m -v ./test/e2e/ -ginkgo.v
 
-.PHONY: e2e-tools
-e2e-tools: $(KWOK) $(KWOK_STAGES) $(CERT_MANAGER) $(CERT_MANAGER_CRDS) ## Build kwok and cert-manager's controllers, and fetch their stages and CRDs.
+.PHONY: node
+node: node-packages $(addprefix $(NODE_BIN)/,$(NODE_TOOLS)) $(addprefix $(KUBEBUILDER_ASSETS)/,kubelet kube-proxy) ## Build and install what the end-to-end test's node runs.
 
-$(KWOK): $(E2E_TOOLS_MOD)
-	cd test/tools/e2e && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ sigs.k8s.io/kwok/cmd/kwok
+.PHONY: node-packages
+node-packages: ## Install runc and nft from Debian's packages, when missing (needs root).
+	@if [ ! -x $(RUNC) ] || [ ! -x $(NFT) ]; then \
+		echo "installing runc and nftables from Debian's packages"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends runc nftables; \
+	fi
+
+$(addprefix $(NODE_BIN)/,$(NODE_TOOLS)): $(NODE_BIN)/%: $(NODE_TOOLS_MOD)
+	cd test/tools/node && CGO_ENABLED=0 go build -trimpath -tags "no_btrfs no_devmapper no_zfs" -ldflags "-s -w $(node_ldflags)" -o $@ $(node_pkg_$*)
 
 $(CERT_MANAGER): $(E2E_TOOLS_MOD) test/tools/e2e/cmd/cert-manager/main.go
 	cd test/tools/e2e && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ ./cmd/cert-manager
-
-# kwok's "fast" stages, from its module: nodes Ready at once with a heartbeat lease, pods Ready at
-# once, and deleted pods removed.
-$(KWOK_STAGES): $(E2E_TOOLS_MOD) $(KUSTOMIZE)
-	mkdir -p $(dir $@)
-	$(KUSTOMIZE) build $(call module_dir,sigs.k8s.io/kwok)/kustomize/stage/fast > $@.tmp
-	mv $@.tmp $@
 
 $(CERT_MANAGER_CRDS): $(E2E_TOOLS_MOD)
 	rm -rf $@ $@.tmp && mkdir -p $@.tmp
 	cp $(call module_dir,github.com/cert-manager/cert-manager)/deploy/crds/*.yaml $@.tmp/
 	chmod -R u+w $@.tmp && mv $@.tmp $@
+
+# The memcached image's root file system: Debian's memcached and the shared libraries of its
+# packages and their dependencies, extracted from the packages apt-get downloads.
+$(E2E_BIN)/memcached-rootfs: | node-packages
+	rm -rf $@ $@.tmp && mkdir -p $@.tmp/debs $@.tmp/root $@/usr/bin
+	cd $@.tmp/debs && apt-get download -qq $(E2E_MEMCACHED_PACKAGES) 2>/dev/null || \
+		(apt-get update -qq && apt-get download -qq $(E2E_MEMCACHED_PACKAGES))
+	for deb in $@.tmp/debs/*.deb; do dpkg-deb -x $$deb $@.tmp/root; done
+	cp -a $@.tmp/root/usr/bin/memcached $@/usr/bin/
+	cd $@.tmp/root && find lib lib64 usr/lib -maxdepth 2 -name '*.so*' \( -type f -o -type l \) -exec cp -a --parents {} $@ \;
+	rm -rf $@.tmp
+
+.PHONY: e2e-images
+e2e-images: $(CERT_MANAGER) $(E2E_BIN)/memcached-rootfs ## Build the images of the end-to-end test's own pods into E2E_IMAGES_DIR.
+	$(GO_BUILD) -o $(E2E_BIN)/pause ./test/e2e/images/pause
+	$(GO_BUILD) -o $(E2E_BIN)/e2e-echo ./test/e2e/images/echo
+	go run ./cmd/image-build --ref registry.k8s.io/pause:3.10.2 --entrypoint /pause --user 65535:65535 \
+		--platform $(GOOS)/$(GOARCH)=$(E2E_BIN)/pause --out $(E2E_IMAGES_DIR)/pause
+	go run ./cmd/image-build --ref $(E2E_CERT_MANAGER_IMG) --entrypoint /cert-manager \
+		--platform $(GOOS)/$(GOARCH)=$(CERT_MANAGER) --out $(E2E_IMAGES_DIR)/cert-manager
+	go run ./cmd/image-build --ref $(E2E_MEMCACHED_IMG) --entrypoint /usr/bin/memcached --env PATH=/usr/bin:/bin \
+		--platform $(GOOS)/$(GOARCH)=$(E2E_BIN)/memcached-rootfs --out $(E2E_IMAGES_DIR)/memcached
+	for v in v1 v2; do \
+		go run ./cmd/image-build --ref $(E2E_ECHO_IMG):$$v --entrypoint /e2e-echo --env APP_VERSION=$$v \
+			--platform $(GOOS)/$(GOARCH)=$(E2E_BIN)/e2e-echo --out $(E2E_IMAGES_DIR)/echo-$$v || exit 1; \
+	done
 
 ##@ Control plane (built from the Go module proxy, never downloaded)
 
@@ -263,7 +319,7 @@ controlplane: $(addprefix $(KUBEBUILDER_ASSETS)/,etcd kube-apiserver kube-contro
 $(KUBEBUILDER_ASSETS)/etcd: test/tools/etcd/go.mod test/tools/etcd/main.go
 	cd test/tools/etcd && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ .
 
-$(addprefix $(KUBEBUILDER_ASSETS)/,kube-apiserver kube-controller-manager kube-scheduler kubectl): $(KUBEBUILDER_ASSETS)/%: test/tools/kube/go.mod test/tools/kube/cmd/%/main.go
+$(addprefix $(KUBEBUILDER_ASSETS)/,kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy): $(KUBEBUILDER_ASSETS)/%: test/tools/kube/go.mod test/tools/kube/cmd/%/main.go
 	cd test/tools/kube && CGO_ENABLED=0 go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@ ./cmd/$*
 
 ##@ Tools

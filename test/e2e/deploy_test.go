@@ -59,63 +59,54 @@ var certificateGVK = schema.GroupVersionKind{Group: "cert-manager.io", Version: 
 
 var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	var (
-		// kubelet runs the manager's pods; managers are their processes, one per replica.
-		kubelet  *cluster.Kubelet
-		managers []*cluster.PodProcess
+		// rec records how the manager's containers end, and their logs.
+		rec *podRecorder
+		// managers are the manager's pods, one per replica, as they were once running.
+		managers []corev1.Pod
 		// readyAt receives, for each manager, when its /readyz first answered 200.
 		readyAt = map[string]chan time.Time{}
 	)
 
 	// A manager that dies mid-suite would show up later as webhook timeouts; say so at once.
 	AfterEach(func() {
-		for _, m := range managers {
-			Expect(m.Crashed()).To(Succeed(), "the manager of pod %s exited on its own", m.Name)
-		}
-		if kubelet != nil {
-			Expect(kubelet.Errors()).To(BeEmpty())
+		if rec != nil {
+			Expect(rec.exits()).To(BeEmpty(), "manager containers exited on their own")
 		}
 	})
 
 	BeforeAll(func(ctx SpecContext) {
-		// The node's kubelet runs before anything is deployed onto it.
-		kubelet = startManagerKubelet()
-		DeferCleanup(func() { _ = kubelet.Stop() })
+		rec = recordPods("managers-deploy", fixtures.Namespace, fixtures.ManagerContainer)
 		start := time.Now()
 		out, err := makeTarget(ctx, "deploy")
 		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
 		AddReportEntry("make deploy", time.Since(start).Round(time.Millisecond).String())
 	}, NodeTimeout(3*time.Minute))
 
-	It("runs each of the manager's pods on the kwok node, as the process it stands for, once its certificate Secret exists", func(ctx SpecContext) {
-		var pods []corev1.Pod
+	It("runs each of the manager's pods on the node, as a container of the image make images built", func(ctx SpecContext) {
 		Eventually(func(g Gomega) {
 			deployment := managerDeployment(ctx, g)
-			pods = managerPods(ctx, g)
-			g.Expect(pods).To(HaveLen(int(*deployment.Spec.Replicas)))
-			for _, pod := range pods {
+			managers = managerPods(ctx, g)
+			g.Expect(managers).To(HaveLen(int(*deployment.Spec.Replicas)))
+			for _, pod := range managers {
 				g.Expect(pod.Status.Phase).To(Equal(corev1.PodRunning))
 				g.Expect(pod.Status.PodIP).NotTo(BeEmpty())
+				status := managerStatus(&pod)
+				g.Expect(status).NotTo(BeNil())
+				g.Expect(status.State.Running).NotTo(BeNil(), "pod %s: %+v", pod.Name, status.State)
 			}
-		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
-		AddReportEntry("manager replicas", len(pods))
-		for i := range pods {
-			pod := &pods[i]
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+		AddReportEntry("manager replicas", len(managers))
+		imageID := hostImageID(cfg.image)
+		for i := range managers {
+			pod := &managers[i]
 			Expect(pod.Spec.NodeName).To(Equal(cluster.NodeName))
 			Expect(containerOf(pod, fixtures.ManagerContainer).Image).To(Equal(cfg.image), "make deploy IMG= sets the manager's image")
+			Expect(managerStatus(pod).ImageID).To(Equal(imageID), "the container runs this platform's image of the index make images wrote")
 			Expect(net.ParseIP(pod.Status.PodIP).IsLoopback()).To(BeFalse())
-
-			var manager *cluster.PodProcess
-			Eventually(func() *cluster.PodProcess {
-				manager = kubelet.Pod(pod.Name)
-				return manager
-			}).WithContext(ctx).WithTimeout(time.Minute).ShouldNot(BeNil(), "the kubelet runs pod %s", pod.Name)
-			Expect(manager.Pod.UID).To(Equal(pod.UID))
-			managers = append(managers, manager)
 			readyAt[pod.Name] = make(chan time.Time, 1)
-			go watchReadiness(manager, readinessURL(pod, containerOf(pod, fixtures.ManagerContainer)), readyAt[pod.Name])
+			go watchReadiness(ctx, readinessURL(pod, containerOf(pod, fixtures.ManagerContainer)), readyAt[pod.Name])
 		}
-		Expect(kubelet.Errors()).To(BeEmpty())
-	}, SpecTimeout(2*time.Minute))
+	}, SpecTimeout(3*time.Minute))
 
 	It("gets its serving certificate from cert-manager, with the CA injected into both webhook configurations", func(ctx SpecContext) {
 		Eventually(certificateReady).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
@@ -139,11 +130,12 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		for _, manager := range managers {
 			var ready time.Time
 			Eventually(readyAt[manager.Name]).WithContext(ctx).WithTimeout(time.Minute).Should(Receive(&ready))
-			AddReportEntry("manager ready after process start: "+manager.Name, ready.Sub(manager.Started).Round(time.Millisecond).String())
+			started := managerStatus(&manager).State.Running.StartedAt.Time
+			AddReportEntry("manager ready after its container started: "+manager.Name, ready.Sub(started).Round(time.Second).String())
 
-			Expect(secret.CreationTimestamp.Time).To(BeTemporally("<=", manager.Started),
+			Expect(secret.CreationTimestamp.Time).To(BeTemporally("<=", started),
 				"kubelet starts a container only once its Secret volumes can be mounted")
-			served, err := servedCertificate(manager.Pod.Status.PodIP, bundles[0])
+			served, err := servedCertificate(manager.Status.PodIP, bundles[0])
 			Expect(err).NotTo(HaveOccurred(), "the API server, trusting the injected caBundle, accepts the manager of pod %s", manager.Name)
 			Expect(served.Raw).To(Equal(parseCertificate(secret.Data["tls.crt"]).Raw))
 		}
@@ -172,7 +164,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		// its readiness probe.
 		var ips []string
 		for _, manager := range managers {
-			ips = append(ips, manager.Pod.Status.PodIP)
+			ips = append(ips, manager.Status.PodIP)
 		}
 		Eventually(func(g Gomega) {
 			g.Expect(readyEndpoints(ctx, g)).To(ConsistOf(ips))
@@ -357,23 +349,44 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
 	}, SpecTimeout(2*time.Minute))
 
-	It("rolls each sample out: a Deployment and a Service it owns, pods kwok makes Ready, status Available", func(ctx SpecContext) {
+	// Every sample runs an image built here, but the one pinned by digest to a registry that no
+	// cluster can reach: its pods are created and kubelet's pulls fail, and the operator must not
+	// call it Available.
+	It("rolls each sample out: a Deployment and a Service it owns, pods whose containers really run and turn Ready, status Available", func(ctx SpecContext) {
 		for _, path := range sampleFiles("") {
 			s, err := readSample(path)
 			Expect(err).NotTo(HaveOccurred())
 			key := types.NamespacedName{Namespace: samplesNamespace, Name: s.obj.GetName()}
 			obj := s.kind.newObject()
 			Expect(k8s.Get(ctx, key, obj)).To(Succeed())
+			pullable := true
+			if d, ok := obj.(*appv1.DeployObject); ok {
+				pullable = builtImage(d.Spec.Image)
+			}
 
 			Eventually(func(g Gomega) {
 				deployments, services := ownedBy(ctx, g, obj)
 				g.Expect(deployments).To(HaveLen(1))
 				g.Expect(services).To(HaveLen(1))
+				pods := controlledPods(ctx, g, controlledReplicaSets(ctx, g, &deployments[0]))
+				g.Expect(pods).To(HaveLen(int(s.kind.replicas(obj))))
+				if !pullable {
+					for _, pod := range pods {
+						g.Expect(pod.Status.ContainerStatuses).To(ContainElement(HaveField("State.Waiting.Reason", BeElementOf("ErrImagePull", "ImagePullBackOff"))),
+							"pod %s, of an image no registry here serves", pod.Name)
+					}
+					g.Expect(s.kind.available(get(ctx, g, key, s.kind.newObject()))).NotTo(Succeed())
+					return
+				}
+				for _, pod := range pods {
+					g.Expect(pod.Spec.NodeName).To(Equal(cluster.NodeName))
+					g.Expect(podReady(&pod)).To(BeTrue(), "pod %s: %+v", pod.Name, pod.Status.ContainerStatuses)
+				}
 				g.Expect(deployments[0].Status.ReadyReplicas).To(Equal(s.kind.replicas(obj)))
 				g.Expect(s.kind.available(get(ctx, g, key, s.kind.newObject()))).To(Succeed())
-			}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "%s", filepath.Base(path))
+			}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "%s", filepath.Base(path))
 		}
-	}, SpecTimeout(3*time.Minute))
+	}, SpecTimeout(5*time.Minute))
 
 	It("scales a Memcached with kubectl scale: the scale webhook refuses 4, and 2 is rolled out", func(ctx SpecContext) {
 		_, stderr, err := kubectl(ctx, "scale", "-n", samplesNamespace, "memcached/memcached-sample", "--replicas=4")
@@ -397,7 +410,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		before := servingSecretData(ctx)
 		var ips []string
 		for _, manager := range managers {
-			ips = append(ips, manager.Pod.Status.PodIP)
+			ips = append(ips, manager.Status.PodIP)
 		}
 		load := startAdmissionLoad(ctx, ips)
 		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
@@ -416,7 +429,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		Expect(newLeaf.PublicKey).NotTo(Equal(parseCertificate(before.Data["tls.crt"]).PublicKey), "rotationPolicy Always gives the new certificate a new key")
 		for _, manager := range managers {
 			Eventually(func() ([]byte, error) {
-				served, err := servedCertificate(manager.Pod.Status.PodIP, after.Data["ca.crt"])
+				served, err := servedCertificate(manager.Status.PodIP, after.Data["ca.crt"])
 				if err != nil {
 					return nil, err
 				}
@@ -465,12 +478,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	}, SpecTimeout(3*time.Minute))
 
 	It("has never been refused by RBAC: the ServiceAccount holds every permission the manager uses", func() {
-		var logs string
-		for _, manager := range managers {
-			data, err := os.ReadFile(manager.LogPath)
-			Expect(err).NotTo(HaveOccurred())
-			logs += string(data)
-		}
+		logs := rec.logs()
 		// Only the leader runs the controllers, and every replica runs the webhooks.
 		Expect(logs).To(ContainSubstring("Starting workers"), "the managers' logs are where the test reads them")
 		var refused []string
@@ -493,9 +501,10 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
 
 		for _, manager := range managers {
-			Eventually(manager.Stopped()).WithContext(ctx).WithTimeout(time.Minute).Should(BeClosed(), "the manager's pod %s was deleted", manager.Name)
-			Expect(manager.StopErr()).NotTo(HaveOccurred(), "the manager of pod %s exits cleanly on SIGTERM", manager.Name)
+			expectStoppedCleanly(ctx, rec, manager.Name)
 		}
+		Eventually(func() ([]string, error) { return kube.PodSandboxes(ctx, fixtures.Namespace) }).WithContext(ctx).WithTimeout(time.Minute).
+			Should(BeEmpty(), "kubelet removed the manager's pods from the node")
 
 		Eventually(func(g Gomega) {
 			for _, d := range deployments {
@@ -784,20 +793,26 @@ func readinessURL(pod *corev1.Pod, c *corev1.Container) string {
 	return "http://" + net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(port)) + probe.HTTPGet.Path
 }
 
-// watchReadiness probes url every 50ms from just after the process starts, and sends the time of
-// the first 200 on readyAt.
-func watchReadiness(p *cluster.PodProcess, url string, readyAt chan<- time.Time) {
+// watchReadiness probes url every 50ms, as kubelet's probe would, and sends the time of the first
+// 200 on readyAt.
+func watchReadiness(ctx context.Context, url string, readyAt chan<- time.Time) {
 	defer GinkgoRecover()
 	httpClient := &http.Client{Timeout: time.Second}
 	ticker := time.NewTicker(50 * time.Millisecond)
 	defer ticker.Stop()
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
 	for {
 		select {
-		case <-p.Stopped():
+		case <-ctx.Done():
 			return
 		case <-ticker.C:
 		}
-		resp, err := httpClient.Get(url) //nolint:noctx // Bounded by the client's timeout.
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return
+		}
+		resp, err := httpClient.Do(req)
 		if err != nil {
 			continue
 		}

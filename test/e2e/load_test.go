@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -45,17 +46,15 @@ type loadKind struct {
 	version func(obj client.Object) (int, error)
 }
 
-// loadWelcomeImage is the image of the load's Welcomes: any image policy of the suite admits it.
-const loadWelcomeImage = "ghcr.io/seedlabs/welcome-web:v1"
-
 var loadKinds = map[string]loadKind{
 	"Welcome": {
 		short: "w",
 		newObject: func(namespace, name string, version int) client.Object {
 			return &authv1alpha1.Welcome{
 				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+				// The image is set, so that every create and update calls both webhooks.
 				Spec: authv1alpha1.WelcomeSpec{Name: welcomeName(version), Replicas: ptr.To[int32](1), ServiceType: corev1.ServiceTypeClusterIP,
-					Image: loadWelcomeImage},
+					Image: cfg.welcome},
 			}
 		},
 		patch: func(version int) string { return fmt.Sprintf(`{"spec":{"name":%q}}`, welcomeName(version)) },
@@ -86,15 +85,19 @@ var loadKinds = map[string]loadKind{
 			return &appv1.DeployObject{
 				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 				Spec: appv1.DeployObjectSpec{
-					Image:    "nginx:1.27",
+					Image:    cfg.echo + ":v1",
 					Replicas: ptr.To[int32](1),
 					Ports:    []corev1.ServicePort{{Name: "http", Port: 8080}},
-					Env:      []corev1.EnvVar{{Name: "LOAD_VERSION", Value: strconv.Itoa(version)}},
+					Env:      loadEnv(version),
 				},
 			}
 		},
 		patch: func(version int) string {
-			return fmt.Sprintf(`{"spec":{"env":[{"name":"LOAD_VERSION","value":"%d"}]}}`, version)
+			env, err := json.Marshal(loadEnv(version))
+			if err != nil {
+				panic(err)
+			}
+			return fmt.Sprintf(`{"spec":{"env":%s}}`, env)
 		},
 		version: func(obj client.Object) (int, error) {
 			for _, e := range obj.(*appv1.DeployObject).Spec.Env {
@@ -111,6 +114,12 @@ var loadKinds = map[string]loadKind{
 var loadKindNames = []string{"Welcome", "Memcached", "DeployObject"}
 
 func welcomeName(version int) string { return "Load v" + strconv.Itoa(version) }
+
+// loadEnv is the environment of the load's DeployObjects at a version: e2e-echo's port, and the
+// version.
+func loadEnv(version int) []corev1.EnvVar {
+	return []corev1.EnvVar{{Name: "LISTEN", Value: "8080"}, {Name: "LOAD_VERSION", Value: strconv.Itoa(version)}}
+}
 
 func memcachedPort(version int) int32 { return 11210 + int32(version) }
 

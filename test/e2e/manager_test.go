@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"context"
-	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -21,66 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
-	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
-
-// startManagerKubelet runs every pod of the manager's Deployment, now and to come, as bin/manager
-// (built with the Dockerfile's flags), each listening on its own pod IP.
-func startManagerKubelet() *cluster.Kubelet {
-	return kube.StartKubelet(fixtures.Namespace, cluster.Container{
-		Name:   fixtures.ManagerContainer,
-		Binary: cfg.manager,
-		Args:   podNetworkArgs,
-	})
-}
-
-// podNetworkArgs gives a replica of the manager the listen addresses of its own pod. In a cluster
-// each pod has a network namespace of its own, so ":8081" binds that pod's interfaces only. Here
-// every replica shares the test's network namespace, in which every pod IP is local: two replicas
-// binding ":8081", ":8443" or the webhook server's every-interface default would collide, or one
-// would answer at the other's pod IP. So the harness rewrites the bind flags to the pod IP, which is
-// the isolation the pod's network namespace would give; the addresses the probes, the Service and
-// the API server use are the same. The manager's defaults are bound explicitly the same way:
-// --health-probe-bind-address (:8081) and --webhook-host (every interface).
-func podNetworkArgs(pod *corev1.Pod, args []string) []string {
-	ip := pod.Status.PodIP
-	onPodIP := func(flag, value string) string {
-		if flag == "--webhook-host" {
-			if value == "" || value == "0.0.0.0" || value == "::" {
-				return ip
-			}
-			return value
-		}
-		host, port, err := net.SplitHostPort(value)
-		if err != nil || (host != "" && host != "0.0.0.0" && host != "::") {
-			return value // "0" turns the server off; a host of its own is kept.
-		}
-		return net.JoinHostPort(ip, port)
-	}
-	bindFlags := map[string]bool{"--health-probe-bind-address": false, "--metrics-bind-address": false, "--webhook-host": false}
-	var out []string
-	for i := 0; i < len(args); i++ {
-		flag, value, hasValue := strings.Cut(args[i], "=")
-		if _, ok := bindFlags[flag]; !ok {
-			out = append(out, args[i])
-			continue
-		}
-		bindFlags[flag] = true
-		if !hasValue && i+1 < len(args) {
-			i++
-			value = args[i]
-		}
-		out = append(out, flag+"="+onPodIP(flag, value))
-	}
-	if !bindFlags["--health-probe-bind-address"] {
-		out = append(out, "--health-probe-bind-address="+net.JoinHostPort(ip, "8081"))
-	}
-	if !bindFlags["--webhook-host"] {
-		out = append(out, "--webhook-host="+ip)
-	}
-	return out
-}
 
 func managerDeployment(ctx context.Context, g Gomega) *appsv1.Deployment {
 	d := &appsv1.Deployment{}
@@ -111,10 +52,10 @@ func podReady(pod *corev1.Pod) bool {
 	return false
 }
 
-// expectManagerReady checks that every replica the Deployment asks for has a pod, whose container
-// runs as a process of kubelet, reported Ready, and whose IP is a ready endpoint of the webhook
+// expectManagerReady checks that every replica the Deployment asks for has a pod on the node,
+// whose manager container runs and is Ready, and whose IP is a ready endpoint of the webhook
 // Service. It returns the pods.
-func expectManagerReady(ctx context.Context, g Gomega, kubelet *cluster.Kubelet) []corev1.Pod {
+func expectManagerReady(ctx context.Context, g Gomega) []corev1.Pod {
 	d := managerDeployment(ctx, g)
 	pods := managerPods(ctx, g)
 	g.ExpectWithOffset(1, pods).To(HaveLen(int(ptr.Deref(d.Spec.Replicas, 1))), "the manager's pods")
@@ -122,9 +63,10 @@ func expectManagerReady(ctx context.Context, g Gomega, kubelet *cluster.Kubelet)
 	for i := range pods {
 		pod := &pods[i]
 		g.ExpectWithOffset(1, podReady(pod)).To(BeTrue(), "pod %s is not Ready", pod.Name)
-		p := kubelet.Pod(pod.Name)
-		g.ExpectWithOffset(1, p).NotTo(BeNil(), "pod %s has no process", pod.Name)
-		g.ExpectWithOffset(1, p.Running()).To(BeTrue(), "the container of pod %s does not run", pod.Name)
+		status := managerStatus(pod)
+		g.ExpectWithOffset(1, status).NotTo(BeNil(), "pod %s has no manager container status", pod.Name)
+		g.ExpectWithOffset(1, status.State.Running).NotTo(BeNil(), "the manager container of pod %s does not run", pod.Name)
+		g.ExpectWithOffset(1, status.Ready).To(BeTrue(), "the manager container of pod %s is not ready", pod.Name)
 		ips = append(ips, pod.Status.PodIP)
 	}
 	g.ExpectWithOffset(1, readyEndpoints(ctx, g)).To(ConsistOf(ips), "the webhook Service's ready endpoints")
@@ -219,13 +161,15 @@ func (t *endpointTracker) leftAt(address string, after time.Time) (time.Time, bo
 	return time.Time{}, false
 }
 
-// servedAfterLeaving is how long the process of a deleted pod went on running after its pod
-// left the webhook Service's ready endpoints: the time kube-apiserver, which learns of the
-// change a little later than the suite, has to stop sending it admission requests.
-func servedAfterLeaving(g Gomega, t *endpointTracker, p *cluster.PodProcess, deleted time.Time) time.Duration {
-	left, ok := t.leftAt(p.Pod.Status.PodIP, deleted)
-	g.ExpectWithOffset(1, ok).To(BeTrue(), "pod %s was never seen out of the Service's ready endpoints", p.Name)
-	return p.StoppedAt().Sub(left)
+// servedAfterLeaving is how long a stopping replica went on serving (completing TLS handshakes on
+// its webhook port) after its pod left the webhook Service's ready endpoints: the time
+// kube-apiserver, which learns of the change a little later than the suite, has to stop sending
+// it admission requests. It waits until the replica no longer serves.
+func servedAfterLeaving(ctx context.Context, g Gomega, t *endpointTracker, w *servingWatch, pod *corev1.Pod, after time.Time) time.Duration {
+	g.EventuallyWithOffset(1, w.stopped()).WithContext(ctx).WithTimeout(time.Minute).Should(BeClosed(), "pod %s never stopped serving", pod.Name)
+	left, ok := t.leftAt(pod.Status.PodIP, after)
+	g.ExpectWithOffset(1, ok).To(BeTrue(), "pod %s was never seen out of the Service's ready endpoints", pod.Name)
+	return w.last().Sub(left)
 }
 
 // minServedAfterLeaving is the least a stopping replica must go on serving once out of the
@@ -233,8 +177,9 @@ func servedAfterLeaving(g Gomega, t *endpointTracker, p *cluster.PodProcess, del
 const minServedAfterLeaving = time.Second
 
 // leaseHolder is the pod whose manager holds the leader election Lease, by the identity
-// controller-runtime gives it: its host name, the pod's name, then "_" and a UUID. It is empty
-// while nobody holds the Lease, as after a leader released it on its way out.
+// controller-runtime gives it: its host name, the pod's name, then "_" and a UUID that is new in
+// every run of the container. It is empty while nobody holds the Lease, as after a leader released
+// it on its way out.
 func leaseHolder(ctx context.Context, g Gomega) (string, *coordinationv1.Lease) {
 	lease := &coordinationv1.Lease{}
 	g.ExpectWithOffset(1, k8s.Get(ctx, types.NamespacedName{Namespace: fixtures.Namespace, Name: operator.LeaderElectionID}, lease)).To(Succeed())
@@ -247,12 +192,56 @@ func leaseHolder(ctx context.Context, g Gomega) (string, *coordinationv1.Lease) 
 	return pod, lease
 }
 
+// liveLeader waits until a running manager holds the Lease, renewed within its renew period of
+// 2 s (after a leader is killed, the Lease names it until it expires), and returns its pod.
+func liveLeader(ctx context.Context, pods []corev1.Pod) string {
+	var holder string
+	EventuallyWithOffset(1, func(g Gomega) {
+		var lease *coordinationv1.Lease
+		holder, lease = leaseHolder(ctx, g)
+		g.Expect(slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Name == holder })).To(BeTrue(),
+			"the Lease's holder %q is none of the running replicas", holder)
+		g.Expect(lease.Spec.RenewTime).NotTo(BeNil())
+		g.Expect(time.Since(lease.Spec.RenewTime.Time)).To(BeNumerically("<", 3*time.Second), "the Lease was last renewed at %s", lease.Spec.RenewTime)
+	}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "a running replica leads")
+	return holder
+}
+
+// managerStatus is the status of the manager container of pod, or nil.
+func managerStatus(pod *corev1.Pod) *corev1.ContainerStatus {
+	for i := range pod.Status.ContainerStatuses {
+		if pod.Status.ContainerStatuses[i].Name == fixtures.ManagerContainer {
+			return &pod.Status.ContainerStatuses[i]
+		}
+	}
+	return nil
+}
+
 // waitManagerReady waits for expectManagerReady, and returns the pods.
-func waitManagerReady(ctx context.Context, kubelet *cluster.Kubelet, timeout time.Duration) []corev1.Pod {
+func waitManagerReady(ctx context.Context, timeout time.Duration) []corev1.Pod {
 	var pods []corev1.Pod
 	EventuallyWithOffset(1, func(g Gomega) {
-		g.Expect(kubelet.Errors()).To(BeEmpty())
-		pods = expectManagerReady(ctx, g, kubelet)
+		pods = expectManagerReady(ctx, g)
 	}).WithContext(ctx).WithTimeout(timeout).WithPolling(100 * time.Millisecond).Should(Succeed())
 	return pods
+}
+
+// killManager sends SIGKILL to the manager container's process of pod, for real: kubelet finds
+// it dead, reports the pod not ready and starts the container again. It returns the killed
+// container's ID.
+func killManager(ctx context.Context, rec *podRecorder, pod *corev1.Pod) string {
+	status := managerStatus(pod)
+	ExpectWithOffset(1, status).NotTo(BeNil())
+	ExpectWithOffset(1, status.ContainerID).NotTo(BeEmpty(), "the manager container of pod %s has not started", pod.Name)
+	rec.markKilled(status.ContainerID)
+	ExpectWithOffset(1, kube.KillContainer(ctx, status.ContainerID)).To(Succeed())
+	return status.ContainerID
+}
+
+// restartCount is how many times kubelet started the manager container of pod again.
+func restartCount(pod *corev1.Pod) int32 {
+	if status := managerStatus(pod); status != nil {
+		return status.RestartCount
+	}
+	return 0
 }

@@ -1,8 +1,9 @@
 //go:build e2e
 
-// Package e2e tests the operator as users install it: `make deploy` onto a cluster whose
-// control plane, nodes and cert-manager all run for real, without containers. See
-// test/e2e/cluster for how the cluster runs, and `make test-e2e` for how it is built.
+// Package e2e tests the operator as users install it: `make images` and `make deploy` onto a
+// cluster whose control plane, node and cert-manager all run for real, every pod a container of
+// an image built from source. See test/e2e/cluster for how the cluster runs, and `make test-e2e`
+// for how it is built.
 package e2e
 
 import (
@@ -25,14 +26,13 @@ import (
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
-	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
-// TestMain runs the suite inside namespaces of its own: see cluster.RunInNamespaces. The same
-// binary also stands in for the sandbox of each pod the suite runs: see cluster.RunSandboxIfAsked.
+// TestMain runs the suite inside namespaces of its own, under an init that sets them up and
+// cleans up after it: see cluster.RunInNamespaces and cluster.RunInitIfAsked.
 func TestMain(m *testing.M) {
-	cluster.RunSandboxIfAsked()
+	cluster.RunInitIfAsked()
 	if !cluster.InNamespaces() {
 		code, err := cluster.RunInNamespaces()
 		if err != nil {
@@ -40,10 +40,6 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(code)
-	}
-	if err := cluster.SetUpNamespaces(); err != nil {
-		fmt.Fprintln(os.Stderr, "setting up the test's namespaces:", err)
-		os.Exit(1)
 	}
 	os.Exit(m.Run())
 }
@@ -56,13 +52,19 @@ func TestE2E(t *testing.T) {
 // settings are what `make test-e2e` hands the suite.
 type settings struct {
 	root      string // the repository, where `make deploy` runs
-	assets    string // etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kubectl
+	assets    string // etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and kubectl
 	kustomize string
-	manager   string // the manager binary, built with the Dockerfile's flags
 	plugin    string // the kubectl plugin kubectl-webhook_operator
-	image     string // the image `make deploy IMG=` sets
+	image     string // the manager's image, which `make images` built and `make deploy IMG=` sets
+	welcome   string // the welcome-web image `make images` built
+	memcached string // the memcached image the suite built from Debian's package
+	echo      string // the e2e-echo image, without its tag (v1 or v2)
+	images    []string
+	version   string // what make stamped into the binaries
+	commit    string
 	artifacts string // logs and cluster state, kept after the run
 	binaries  cluster.Binaries
+	cluster   cluster.Options
 }
 
 func readSettings() settings {
@@ -77,21 +79,29 @@ func readSettings() settings {
 		root:      root,
 		assets:    get("KUBEBUILDER_ASSETS"),
 		kustomize: get("KUSTOMIZE"),
-		manager:   get("E2E_MANAGER"),
 		plugin:    get("E2E_KUBECTL_PLUGIN"),
 		image:     get("E2E_IMG"),
+		welcome:   get("E2E_WELCOME_IMG"),
+		memcached: get("E2E_MEMCACHED_IMG"),
+		echo:      get("E2E_ECHO_IMG"),
+		images:    strings.Fields(get("E2E_IMAGES")),
+		version:   get("E2E_VERSION"),
+		commit:    get("E2E_COMMIT"),
 		artifacts: get("E2E_ARTIFACTS"),
 	}
+	nodeBin := get("E2E_NODE_BIN")
 	s.binaries = cluster.Binaries{
 		Etcd:                  filepath.Join(s.assets, "etcd"),
 		KubeAPIServer:         filepath.Join(s.assets, "kube-apiserver"),
 		KubeControllerManager: filepath.Join(s.assets, "kube-controller-manager"),
 		KubeScheduler:         filepath.Join(s.assets, "kube-scheduler"),
-		Kwok:                  get("E2E_KWOK"),
-		KwokStages:            get("E2E_KWOK_STAGES"),
-		CertManager:           get("E2E_CERT_MANAGER"),
+		Kubelet:               filepath.Join(s.assets, "kubelet"),
+		KubeProxy:             filepath.Join(s.assets, "kube-proxy"),
+		NodeTools:             nodeBin,
+		Runc:                  get("E2E_RUNC"),
 		CertManagerCRDs:       get("E2E_CERT_MANAGER_CRDS"),
 	}
+	s.cluster = cluster.Options{Images: s.images, CertManagerImage: get("E2E_CERT_MANAGER_IMG")}
 	return s
 }
 
@@ -110,8 +120,7 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	start := time.Now()
 	var err error
-	// The manager's pods are run by the suite's own Kubelet (see startManagerKubelet).
-	kube, err = cluster.Start(ctx, cfg.binaries, cfg.artifacts, cluster.Options{KubeletNamespaces: []string{fixtures.Namespace}})
+	kube, err = cluster.Start(ctx, cfg.binaries, cfg.artifacts, cfg.cluster)
 	Expect(err).NotTo(HaveOccurred())
 	AddReportEntry("cluster start", time.Since(start).Round(time.Millisecond).String())
 	DeferCleanup(func() { Expect(kube.Stop()).To(Succeed()) })
@@ -164,7 +173,8 @@ func kubectlPlugin(ctx context.Context, args ...string) (string, string, error) 
 // cluster's kubeconfig and the pinned kustomize and the built kubectl.
 func makeTarget(ctx context.Context, target string, variables ...string) (string, error) {
 	args := append([]string{"--no-print-directory", "-C", cfg.root, target,
-		"IMG=" + cfg.image, "KUSTOMIZE=" + cfg.kustomize, "KUBECTL=" + filepath.Join(cfg.assets, "kubectl")}, variables...)
+		"IMG=" + cfg.image, "WELCOME_IMG=" + cfg.welcome, "MEMCACHED_IMG=" + cfg.memcached,
+		"KUSTOMIZE=" + cfg.kustomize, "KUBECTL=" + filepath.Join(cfg.assets, "kubectl")}, variables...)
 	cmd := exec.CommandContext(ctx, "make", args...)
 	// A user's shell has no make variables of an outer make.
 	var env []string

@@ -20,8 +20,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -34,38 +32,34 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// Binaries are the programs the cluster runs, all built from source by the Makefile.
+// Binaries are the programs the cluster runs, all built from source by the Makefile but runc.
 type Binaries struct {
 	Etcd                  string
 	KubeAPIServer         string
 	KubeControllerManager string
 	KubeScheduler         string
-	// Kwok plays kubelet for every node and pod: it makes nodes Ready and runs pods' lifecycles.
-	Kwok string
-	// KwokStages is kwok's configuration file holding the node and pod stages it applies.
-	KwokStages string
-	// CertManager runs cert-manager's controllers and CA injector in one process.
-	CertManager string
+	Kubelet               string
+	KubeProxy             string
+	// NodeTools is the directory of containerd, containerd-shim-runc-v2, ctr, crictl and the CNI
+	// plugins.
+	NodeTools string
+	// Runc is the OCI runtime containerd runs containers with (Debian's).
+	Runc string
 	// CertManagerCRDs is a directory of cert-manager's CRD manifests.
 	CertManagerCRDs string
 }
 
-// NodeName is the one kwok node; every pod is scheduled onto it.
-const NodeName = "kwok-node-0"
-
-// kwokNodeAnnotation marks the nodes kwok manages.
-const kwokNodeAnnotation = "kwok.x-k8s.io/node"
-
-// Options change how the cluster runs.
+// Options say what the node runs.
 type Options struct {
-	// KubeletNamespaces are the namespaces whose pods a Kubelet runs as local processes. kwok
-	// gives their pods an IP and the Running phase but, unlike other pods, neither readiness nor
-	// removal once deleted: the Kubelet reports the readiness its probes find, and removes a
-	// deleted pod once its process has stopped, as kubelet does.
-	KubeletNamespaces []string
+	// Images are OCI image layouts to import into the node's containerd: the pod sandbox image
+	// (PauseImage), cert-manager's (CertManagerImage) and whatever the test's pods run. Nothing
+	// is ever pulled from a registry.
+	Images []string
+	// CertManagerImage is the image of cert-manager's controllers, among Images.
+	CertManagerImage string
 }
 
-// Cluster is a running control plane with a kwok node and cert-manager.
+// Cluster is a running control plane with a real node and cert-manager.
 type Cluster struct {
 	// Kubeconfig is the path of a kubeconfig with cluster-admin rights.
 	Kubeconfig string
@@ -76,9 +70,7 @@ type Cluster struct {
 	// LogDir holds each process's log.
 	LogDir string
 
-	// watchClient watches the pods a Kubelet runs.
-	watchClient client.WithWatch
-
+	node      *node
 	processes []*Process
 	readyz    func(context.Context) error
 }
@@ -86,8 +78,9 @@ type Cluster struct {
 // stepTimeout bounds each wait while the cluster starts.
 const stepTimeout = 2 * time.Minute
 
-// Start runs the cluster with its state under dir. It must run inside SetUpNamespaces' namespaces.
-// On error it stops whatever it had started.
+// Start runs the cluster with its logs and configuration under dir, and its node's state under
+// /run. It must run inside the namespaces RunInNamespaces makes. On error it stops whatever it
+// had started.
 func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Cluster, err error) {
 	c := &Cluster{LogDir: filepath.Join(dir, "logs")}
 	defer func() {
@@ -102,32 +95,25 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 	if err != nil {
 		return nil, fmt.Errorf("creating the cluster's certificates: %w", err)
 	}
-	token, err := randomToken()
+	tokens, err := writeTokens(filepath.Join(dir, "pki", "tokens.csv"))
 	if err != nil {
 		return nil, err
 	}
-	tokenFile := filepath.Join(dir, "pki", "tokens.csv")
-	if err := os.WriteFile(tokenFile, []byte(token+`,cluster-admin,cluster-admin,"system:masters"`+"\n"), 0o600); err != nil {
-		return nil, err
-	}
 	c.Kubeconfig = filepath.Join(dir, "admin.kubeconfig")
-	if err := writeKubeconfig(c.Kubeconfig, certs.caPEM, token); err != nil {
+	if err := writeKubeconfig(c.Kubeconfig, certs.caPEM, tokens.users[adminUser]); err != nil {
 		return nil, err
 	}
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		return nil, err
 	}
-	// kubelet's own limits (--kube-api-qps, --kube-api-burst): client-go's default of 5 requests
-	// a second would queue the harness's watches, status updates and deletions behind each other.
+	// The harness's watches, status reads and deletions must not queue behind client-go's
+	// default of 5 requests a second.
 	c.Config.QPS, c.Config.Burst = 50, 100
 	scheme := runtime.NewScheme()
 	if err := errors.Join(clientgoscheme.AddToScheme(scheme), apiextensionsv1.AddToScheme(scheme)); err != nil {
 		return nil, err
 	}
 	if c.Client, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
-		return nil, err
-	}
-	if c.watchClient, err = client.NewWithWatch(c.Config, client.Options{Scheme: scheme}); err != nil {
 		return nil, err
 	}
 
@@ -153,15 +139,19 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 		"--tls-cert-file="+certs.servingCert,
 		"--tls-private-key-file="+certs.servingKey,
 		"--client-ca-file="+certs.caCert,
-		"--token-auth-file="+tokenFile,
+		"--token-auth-file="+tokens.file,
 		"--authorization-mode=Node,RBAC",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+certs.serviceAccountPub,
 		"--service-account-signing-key-file="+certs.serviceAccountKey,
 		"--service-cluster-ip-range="+ServiceCIDR,
 		"--allow-privileged=true",
-		// Admission webhooks are called at their Service's endpoints, as there is no kube-proxy.
+		// Admission webhooks are called at an address of their Service's EndpointSlice, so a
+		// failed call names the replica it went to.
 		"--enable-aggregator-routing=true",
+		"--kubelet-client-certificate="+certs.kubeletClientCert,
+		"--kubelet-client-key="+certs.kubeletClientKey,
+		"--kubelet-preferred-address-types=InternalIP",
 		"--cert-dir="+filepath.Join(dir, "kube-apiserver"),
 	)
 	if err != nil {
@@ -216,40 +206,7 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 		return nil, err
 	}
 
-	stages := filepath.Join(dir, "kwok-stages.yaml")
-	if err := writeKwokStages(stages, bin.KwokStages, opts.KubeletNamespaces); err != nil {
-		return nil, fmt.Errorf("writing kwok's stages: %w", err)
-	}
-	kwok, err := c.startProcess("kwok", bin.Kwok,
-		"--kubeconfig="+c.Kubeconfig,
-		"--config="+stages,
-		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector="+kwokNodeAnnotation+"=fake",
-		"--cidr="+PodCIDR,
-		"--node-ip="+NodeIP,
-		// Renew the node's Lease as kubelet does (kubelet's default duration): without it the
-		// node lifecycle controller finds the node's heartbeat stale after its grace period
-		// (50 s), marks the node NotReady and every pod on it not ready.
-		"--node-lease-duration-seconds=40",
-	)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.createNode(ctx); err != nil {
-		return nil, err
-	}
-	if err := c.waitFor(ctx, "the kwok node to be Ready", kwok, func(ctx context.Context) error {
-		node := &corev1.Node{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: NodeName}, node); err != nil {
-			return err
-		}
-		for _, cond := range node.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				return nil
-			}
-		}
-		return errors.New("not Ready")
-	}); err != nil {
+	if err := c.startNode(ctx, bin, dir, certs, tokens, opts.Images); err != nil {
 		return nil, err
 	}
 
@@ -260,25 +217,23 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 	if err := c.waitFor(ctx, "cert-manager's CRDs to be established", apiserver, established(c.Client, crds)); err != nil {
 		return nil, err
 	}
-	certManager, err := c.startProcess("cert-manager", bin.CertManager, "--kubeconfig="+c.Kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.waitFor(ctx, "cert-manager's controllers to start", certManager, logContains(certManager, CertManagerStarted)); err != nil {
+	if err := c.deployCertManager(ctx, opts.CertManagerImage); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-// CertManagerStarted is the line the cert-manager program logs once every controller runs.
-const CertManagerStarted = "cert-manager controllers started"
-
-// Stop stops every process in the reverse order of their start. How a component exits on
-// SIGTERM is its own affair (kube-scheduler without leader election exits 1 by design); Stop
-// fails only when one has to be killed.
+// Stop stops every process in the reverse order of their start, and before containerd, every
+// pod sandbox still on the node, so that their containers stop as kubelet would stop them, keeping
+// their logs. How a
+// component exits on SIGTERM is its own affair (kube-scheduler without leader election exits 1 by
+// design); Stop fails only when one has to be killed, or a pod cannot be removed.
 func (c *Cluster) Stop() error {
 	var errs []error
 	for i := len(c.processes) - 1; i >= 0; i-- {
+		if c.processes[i].Name == "containerd" && c.processes[i].Running() == nil {
+			errs = append(errs, c.node.removeAllPods(c.LogDir))
+		}
 		var exit *exec.ExitError
 		if err := c.processes[i].Stop(stopGrace); err != nil && !errors.As(err, &exit) {
 			errs = append(errs, err)
@@ -304,18 +259,27 @@ func (c *Cluster) Restart(ctx context.Context, name string) (down time.Duration,
 		return 0, stopped, err
 	}
 	c.processes[i] = p
-	apiserver := c.processes[slices.IndexFunc(c.processes, func(p *Process) bool { return p.Name == "kube-apiserver" })]
-	if err := c.waitFor(ctx, "kube-apiserver to be ready after restarting "+name, apiserver, c.readyz); err != nil {
+	if err := c.waitFor(ctx, "kube-apiserver to be ready after restarting "+name, c.process("kube-apiserver"), c.readyz); err != nil {
 		return 0, stopped, err
 	}
 	return time.Since(start), stopped, nil
+}
+
+// process is the running process of that name; the cluster starts each of its components once.
+func (c *Cluster) process(name string) *Process {
+	return c.processes[slices.IndexFunc(c.processes, func(p *Process) bool { return p.Name == name })]
 }
 
 // stopGrace is how long a control plane process gets to stop on SIGTERM before SIGKILL.
 const stopGrace = 15 * time.Second
 
 func (c *Cluster) startProcess(name, binary string, args ...string) (*Process, error) {
-	p, err := StartProcess(name, c.LogDir, binary, args, nil)
+	return c.startProcessWithEnv(name, binary, args, nil)
+}
+
+// startProcessWithEnv starts a process with env added to the test's environment.
+func (c *Cluster) startProcessWithEnv(name, binary string, args, env []string) (*Process, error) {
+	p, err := StartProcess(name, c.LogDir, binary, args, env)
 	if err != nil {
 		return nil, err
 	}
@@ -338,30 +302,6 @@ func (c *Cluster) waitFor(ctx context.Context, what string, p *Process, check fu
 	}
 	if err != nil {
 		return fmt.Errorf("waiting for %s: %w", what, err)
-	}
-	return nil
-}
-
-// nodeCapacity is the kwok node's capacity, big enough for every pod the test creates.
-var nodeCapacity = corev1.ResourceList{
-	corev1.ResourceCPU:    resource.MustParse("32"),
-	corev1.ResourceMemory: resource.MustParse("256Gi"),
-	corev1.ResourcePods:   resource.MustParse("500"),
-}
-
-// createNode registers the one kwok node.
-func (c *Cluster) createNode(ctx context.Context) error {
-	capacity := nodeCapacity
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        NodeName,
-			Annotations: map[string]string{kwokNodeAnnotation: "fake"},
-			Labels:      map[string]string{corev1.LabelHostname: NodeName, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64", "type": "kwok"},
-		},
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
-	}
-	if err := c.Client.Create(ctx, node); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("creating the kwok node: %w", err)
 	}
 	return nil
 }
@@ -439,18 +379,35 @@ func healthz(url string) func(context.Context) error {
 	}
 }
 
-// logContains checks that p's log holds line.
-func logContains(p *Process, line string) func(context.Context) error {
-	return func(context.Context) error {
-		data, err := os.ReadFile(p.LogPath)
+// The users the cluster's components and the test authenticate as, with a bearer token each.
+const (
+	adminUser     = "cluster-admin"
+	kubeletUser   = "system:node:" + NodeName
+	kubeProxyUser = "system:kube-proxy"
+)
+
+// tokens are each user's bearer token, and the API server's token file that holds them.
+type tokens struct {
+	file  string
+	users map[string]string
+}
+
+// writeTokens makes a token for the admin (in system:masters), for kubelet (a node, which the
+// Node authorizer and NodeRestriction hold to its own node and pods) and for kube-proxy (bound
+// to system:node-proxier by default), and writes the API server's token file.
+func writeTokens(file string) (tokens, error) {
+	groups := map[string]string{adminUser: "system:masters", kubeletUser: "system:nodes", kubeProxyUser: ""}
+	t := tokens{file: file, users: map[string]string{}}
+	var lines strings.Builder
+	for _, user := range []string{adminUser, kubeletUser, kubeProxyUser} {
+		token, err := randomToken()
 		if err != nil {
-			return err
+			return tokens{}, err
 		}
-		if !strings.Contains(string(data), line) {
-			return fmt.Errorf("%s has not logged %q", p.Name, line)
-		}
-		return nil
+		t.users[user] = token
+		fmt.Fprintf(&lines, "%s,%s,%s,%q\n", token, user, user, groups[user])
 	}
+	return t, os.WriteFile(file, []byte(lines.String()), 0o600)
 }
 
 func randomToken() (string, error) {

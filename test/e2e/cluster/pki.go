@@ -7,8 +7,10 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -17,10 +19,11 @@ import (
 	"github.com/seedlabs/webhook-operator/certs"
 )
 
-// pki is the cluster's certificate authority, kube-apiserver's serving pair and the service
-// account signing key, written under a directory.
+// pki is the cluster's certificate authority, kube-apiserver's serving pair and kubelet client
+// pair, and the service account signing key, written under a directory.
 type pki struct {
 	caCert, servingCert, servingKey      string
+	kubeletClientCert, kubeletClientKey  string
 	serviceAccountKey, serviceAccountPub string
 	caPEM                                []byte
 }
@@ -28,18 +31,27 @@ type pki struct {
 // kubernetesServiceIP is the first address of ServiceCIDR, which the kubernetes Service takes.
 const kubernetesServiceIP = "10.96.0.1"
 
+// pkiValidity outlives any run of the suite.
+const pkiValidity = 24 * time.Hour
+
 func newPKI(dir string) (*pki, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	ca, err := certs.NewCA("e2e-cluster-ca", 24*time.Hour)
+	ca, err := certs.NewCA("e2e-cluster-ca", pkiValidity)
 	if err != nil {
 		return nil, err
 	}
 	serving, err := ca.NewServingPair(
 		[]string{"kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local", "localhost"},
 		[]net.IP{net.ParseIP(APIServerIP), net.ParseIP(kubernetesServiceIP), net.IPv4(127, 0, 0, 1)},
-		24*time.Hour)
+		pkiValidity)
+	if err != nil {
+		return nil, err
+	}
+	// kube-apiserver calls kubelet (logs, exec, port-forward) as a member of system:masters,
+	// which kubelet's webhook authorization lets through.
+	kubeletCertPEM, kubeletKeyPEM, err := newClientPair(ca, pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}})
 	if err != nil {
 		return nil, err
 	}
@@ -60,6 +72,8 @@ func newPKI(dir string) (*pki, error) {
 		caCert:            filepath.Join(dir, "ca.crt"),
 		servingCert:       filepath.Join(dir, "apiserver.crt"),
 		servingKey:        filepath.Join(dir, "apiserver.key"),
+		kubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletClientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
 		serviceAccountKey: filepath.Join(dir, "sa.key"),
 		serviceAccountPub: filepath.Join(dir, "sa.pub"),
 		caPEM:             ca.CertPEM,
@@ -68,6 +82,8 @@ func newPKI(dir string) (*pki, error) {
 		p.caCert:            ca.CertPEM,
 		p.servingCert:       serving.CertPEM,
 		p.servingKey:        serving.KeyPEM,
+		p.kubeletClientCert: kubeletCertPEM,
+		p.kubeletClientKey:  kubeletKeyPEM,
 		p.serviceAccountKey: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
 		p.serviceAccountPub: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
 	}
@@ -77,4 +93,33 @@ func newPKI(dir string) (*pki, error) {
 		}
 	}
 	return p, nil
+}
+
+// newClientPair issues a client certificate for subject, signed by ca, in PEM.
+func newClientPair(ca *certs.CA, subject pkix.Name) (certPEM, keyPEM []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
+	if err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      subject,
+		NotBefore:    now.Add(-time.Hour),
+		NotAfter:     now.Add(pkiValidity),
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating the client certificate of %s: %w", subject.CommonName, err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
 }

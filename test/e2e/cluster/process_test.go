@@ -5,6 +5,8 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -69,5 +71,19 @@ func TestRunningNamesTheLogOfAnExitedProcess(t *testing.T) {
 	err := p.Running()
 	if err == nil || !strings.Contains(err.Error(), p.LogPath) || !strings.Contains(err.Error(), "exit status 2") {
 		t.Errorf("Running after exit 2: %v", err)
+	}
+}
+
+// logContains checks that p's log holds line.
+func logContains(p *Process, line string) func(context.Context) error {
+	return func(context.Context) error {
+		data, err := os.ReadFile(p.LogPath)
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(string(data), line) {
+			return fmt.Errorf("%s has not logged %q", p.Name, line)
+		}
+		return nil
 	}
 }

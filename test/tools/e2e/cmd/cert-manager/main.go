@@ -8,9 +8,10 @@
 // cert-manager's own commands. Nothing listens on a port: there are no metrics, health or webhook
 // servers, and no leader election.
 //
-// The kubeconfig comes from controller-runtime's --kubeconfig flag or from $KUBECONFIG. One of them is
-// required: the program never falls back to an in-cluster config or ~/.kube/config, so it cannot act
-// on a developer's real cluster by accident. klog flags such as -v are accepted; logs go to stderr.
+// The end-to-end test runs it as a pod, from an image built like the operator's, with the pod's
+// service account. Outside a pod, the kubeconfig comes from controller-runtime's --kubeconfig flag or
+// from $KUBECONFIG: the program never falls back to ~/.kube/config, so it cannot act on a developer's
+// real cluster by accident. klog flags such as -v are accepted; logs go to stderr.
 package main
 
 import (
@@ -184,7 +185,8 @@ func run(ctx context.Context, log logr.Logger) error {
 }
 
 // kubeconfigPath returns the kubeconfig file that ctrl.GetConfig reads: the --kubeconfig flag that
-// controller-runtime registers, else $KUBECONFIG. cert-manager's context factory needs the path.
+// controller-runtime registers, else $KUBECONFIG; or, in a pod, "" for the pod's in-cluster
+// configuration, which both ctrl.GetConfig and cert-manager's context factory then use.
 func kubeconfigPath() (string, error) {
 	if f := flag.Lookup(config.KubeconfigFlagName); f != nil && f.Value.String() != "" {
 		return f.Value.String(), nil
@@ -192,7 +194,10 @@ func kubeconfigPath() (string, error) {
 	if path := os.Getenv(clientcmd.RecommendedConfigPathEnvVar); path != "" {
 		return path, nil
 	}
-	return "", fmt.Errorf("no kubeconfig: pass --%s or set %s", config.KubeconfigFlagName, clientcmd.RecommendedConfigPathEnvVar)
+	if _, err := rest.InClusterConfig(); err == nil {
+		return "", nil
+	}
+	return "", fmt.Errorf("no kubeconfig, and not in a pod: pass --%s or set %s", config.KubeconfigFlagName, clientcmd.RecommendedConfigPathEnvVar)
 }
 
 // contextOptions mirrors the defaults of cert-manager's controller command (cert-manager's

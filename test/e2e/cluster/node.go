@@ -1,0 +1,355 @@
+//go:build linux
+
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/seedlabs/webhook-operator/internal/image"
+)
+
+// PauseImage is the pod sandbox image, containerd 2.4's default, which the node's containerd
+// pins: an OCI layout of test/e2e/images/pause stands for it, as nothing can be pulled.
+const PauseImage = "registry.k8s.io/pause:3.10.2"
+
+// nodeStateDir holds the node's runtime state, on the tmpfs /run of the test's mount namespace:
+// containerd's content and snapshots, kubelet's pod directories, the CNI plugins' IPAM.
+const nodeStateDir = "/run/e2e-node"
+
+// podLogsDir is where kubelet writes the containers' logs, and removes a pod's with the pod. It
+// is not under the artifacts, in the repository: a directory removed while make walks the
+// repository's packages (make deploy runs controller-gen on ./...) fails the walk.
+const podLogsDir = nodeStateDir + "/pod-logs"
+
+// node is the cluster's one real node: containerd running containers with runc on a CNI bridge,
+// kubelet, and kube-proxy programming nftables, all as processes in the test's namespaces.
+type node struct {
+	tools  string
+	socket string
+	// crictlConfig points crictl at containerd.
+	crictlConfig string
+}
+
+// startNode runs containerd, imports the images, and runs kubelet and kube-proxy, waiting until
+// the node is Ready and kube-proxy has programmed the Services.
+func (c *Cluster) startNode(ctx context.Context, bin Binaries, dir string, certs *pki, tokens tokens, images []string) error {
+	configDir := filepath.Join(dir, "node")
+	n := &node{
+		tools:        bin.NodeTools,
+		socket:       filepath.Join(nodeStateDir, "containerd", "containerd.sock"),
+		crictlConfig: filepath.Join(configDir, "crictl.yaml"),
+	}
+	c.node = n
+	for _, d := range []string{configDir, podLogsDir, filepath.Join(nodeStateDir, "cni", "net.d"), filepath.Join(nodeStateDir, "kubelet", "manifests")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := createCgroupRoot(CgroupRoot()); err != nil {
+		return err
+	}
+	// containerd finds its shim, and the shim runc, on PATH.
+	env := []string{"PATH=" + strings.Join([]string{bin.NodeTools, filepath.Dir(bin.Runc), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}, ":")}
+
+	files := map[string]string{
+		"containerd.toml": fmt.Sprintf(containerdConfig, nodeStateDir, n.socket, bin.Runc, bin.NodeTools),
+		"crictl.yaml":     fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%[1]s\ntimeout: 30\n", n.socket),
+		"kubelet.yaml":    fmt.Sprintf(kubeletConfig, CgroupRoot(), n.socket, NodeIP, certs.caCert, filepath.Join(configDir, "resolv.conf"), PodCIDR, filepath.Join(nodeStateDir, "kubelet", "manifests"), podLogsDir),
+		"kube-proxy.yaml": fmt.Sprintf(kubeProxyConfig, filepath.Join(configDir, "kube-proxy.kubeconfig"), NodeName, ClusterCIDR),
+		"resolv.conf":     "", // Pods get no DNS server: nothing resolves outside the namespaces.
+		"cni.conflist":    fmt.Sprintf(cniConfig, PodCIDR, podGateway(), filepath.Join(nodeStateDir, "cni", "ipam")),
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(configDir, name), []byte(data), 0o644); err != nil {
+			return err
+		}
+	}
+	// containerd reads its CNI configuration from a directory of its own.
+	if err := os.Symlink(filepath.Join(configDir, "cni.conflist"), filepath.Join(nodeStateDir, "cni", "net.d", "10-e2e.conflist")); err != nil {
+		return err
+	}
+	for name, user := range map[string]string{"kubelet.kubeconfig": kubeletUser, "kube-proxy.kubeconfig": kubeProxyUser} {
+		if err := writeKubeconfig(filepath.Join(configDir, name), certs.caPEM, tokens.users[user]); err != nil {
+			return err
+		}
+	}
+
+	containerd, err := c.startProcessWithEnv("containerd", filepath.Join(bin.NodeTools, "containerd"), []string{"--config=" + filepath.Join(configDir, "containerd.toml")}, env)
+	if err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, "containerd to serve CRI", containerd, func(ctx context.Context) error {
+		_, err := n.crictl(ctx, "version")
+		return err
+	}); err != nil {
+		return err
+	}
+	for _, layout := range images {
+		if err := n.importImage(ctx, layout); err != nil {
+			return err
+		}
+	}
+
+	kubelet, err := c.startProcessWithEnv("kubelet", bin.Kubelet, []string{
+		"--config=" + filepath.Join(configDir, "kubelet.yaml"),
+		"--kubeconfig=" + filepath.Join(configDir, "kubelet.kubeconfig"),
+		"--root-dir=" + filepath.Join(nodeStateDir, "kubelet"),
+		"--cert-dir=" + filepath.Join(nodeStateDir, "kubelet", "pki"),
+		"--hostname-override=" + NodeName,
+		"--node-ip=" + NodeIP,
+	}, env)
+	if err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, "the node to be Ready", kubelet, func(ctx context.Context) error {
+		node := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: NodeName}, node); err != nil {
+			return err
+		}
+		for _, cond := range node.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return errors.New("not Ready")
+	}); err != nil {
+		return err
+	}
+
+	kubeProxy, err := c.startProcessWithEnv("kube-proxy", bin.KubeProxy, []string{"--config=" + filepath.Join(configDir, "kube-proxy.yaml")}, env)
+	if err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "kube-proxy to program the Services", kubeProxy, healthz("http://127.0.0.1:10256/healthz"))
+}
+
+// podGateway is the bridge's address, the first of PodCIDR.
+func podGateway() string {
+	return strings.TrimSuffix(PodCIDR, "0/24") + "1"
+}
+
+// containerdConfig is containerd's configuration: its state, root and socket under
+// nodeStateDir, runc with the cgroupfs driver, and the CNI plugins. restrict_oom_score_adj keeps
+// containerd from lowering a sandbox's oom_score_adj, which needs CAP_SYS_RESOURCE, which this
+// kind of machine withholds even from root.
+const containerdConfig = `version = 3
+root = "%[1]s/containerd/root"
+state = "%[1]s/containerd/state"
+[grpc]
+  address = "%[2]s"
+[plugins.'io.containerd.cri.v1.runtime']
+  enable_selinux = false
+  disable_apparmor = true
+  restrict_oom_score_adj = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        BinaryName = "%[3]s"
+        SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["%[4]s"]
+    conf_dir = "%[1]s/cni/net.d"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "` + PauseImage + `"
+`
+
+// kubeletConfig is kubelet's configuration. cgroup v1 is deprecated in kubelet, which refuses it
+// unless failCgroupV1 is false; eviction and image garbage collection are kept out of the way of
+// a test machine's small disk; pods get no DNS server.
+const kubeletConfig = `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+failCgroupV1: false
+cgroupDriver: cgroupfs
+cgroupRoot: %[1]s
+containerRuntimeEndpoint: unix://%[2]s
+imageServiceEndpoint: unix://%[2]s
+failSwapOn: false
+address: %[3]s
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+authentication:
+  anonymous:
+    enabled: false
+  webhook:
+    enabled: true
+  x509:
+    clientCAFile: %[4]s
+authorization:
+  mode: Webhook
+clusterDomain: cluster.local
+resolvConf: %[5]s
+podCIDR: %[6]s
+maxPods: 250
+staticPodPath: %[7]s
+podLogsDir: %[8]s
+serializeImagePulls: false
+evictionHard:
+  memory.available: 100Mi
+  nodefs.available: 1%%
+  nodefs.inodesFree: 1%%
+  imagefs.available: 1%%
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+# Secrets mounted in pods are brought up to date on each pod sync: every 10 s here, rather than
+# every minute, keeps the certificate rotation specs short.
+syncFrequency: 10s
+`
+
+// kubeProxyConfig is kube-proxy's configuration: the nftables mode, NodePorts on the node's
+// address, and the machine-wide conntrack settings left alone.
+const kubeProxyConfig = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+mode: nftables
+clientConnection:
+  kubeconfig: %[1]s
+hostnameOverride: %[2]s
+clusterCIDR: %[3]s
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+nodePortAddresses: ["primary"]
+conntrack:
+  maxPerCore: 0
+  min: 0
+  tcpEstablishedTimeout: 0s
+  tcpCloseWaitTimeout: 0s
+`
+
+// cniConfig is the pod network: a bridge whose address is the pods' gateway, pod addresses from
+// PodCIDR, and no masquerading, since nothing routes out of the namespace anyway.
+const cniConfig = `{
+  "cniVersion": "1.0.0",
+  "name": "e2e",
+  "plugins": [{
+    "type": "bridge",
+    "bridge": "cni0",
+    "isGateway": true,
+    "ipMasq": false,
+    "hairpinMode": true,
+    "ipam": {
+      "type": "host-local",
+      "ranges": [[{"subnet": "%s", "gateway": "%s"}]],
+      "routes": [{"dst": "0.0.0.0/0"}],
+      "dataDir": "%s"
+    }
+  }]
+}
+`
+
+// createCgroupRoot creates kubelet's cgroup root in every cgroup v1 hierarchy, where kubelet
+// requires it to exist, with the CPUs and memory nodes of the machine for cpuset's.
+func createCgroupRoot(root string) error {
+	hierarchies, err := cgroupHierarchies()
+	if err != nil {
+		return err
+	}
+	for _, h := range hierarchies {
+		dir := filepath.Join(h, root)
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("creating kubelet's cgroup root: %w", err)
+		}
+		for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
+			value, err := os.ReadFile(filepath.Join(h, file))
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(dir, file), value, 0o644); err != nil {
+				return fmt.Errorf("giving kubelet's cgroup root the machine's %s: %w", file, err)
+			}
+		}
+	}
+	return nil
+}
+
+// crictl runs crictl against the node's containerd and returns its output.
+func (n *node) crictl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(n.tools, "crictl"), append([]string{"--config=" + n.crictlConfig}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.String(), fmt.Errorf("crictl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
+	}
+	return stdout.String(), nil
+}
+
+// importImage imports an OCI image layout into containerd's CRI namespace, under the name the
+// layout gives it.
+func (n *node) importImage(ctx context.Context, layout string) error {
+	pr, pw := io.Pipe()
+	go func() { pw.CloseWithError(image.Archive(pw, layout)) }()
+	cmd := exec.CommandContext(ctx, filepath.Join(n.tools, "ctr"), "--address="+n.socket, "--namespace=k8s.io", "images", "import", "-")
+	cmd.Stdin = pr
+	out, err := cmd.CombinedOutput()
+	_ = pr.Close()
+	if err != nil {
+		return fmt.Errorf("importing the image of %s: %w: %s", layout, err, out)
+	}
+	return nil
+}
+
+// removeAllPods keeps the logs of the pods still on the node in logDir, then stops and removes
+// every pod sandbox, as kubelet would for pods that are gone, which also tears down their network.
+func (n *node) removeAllPods(logDir string) error {
+	keep := os.CopyFS(filepath.Join(logDir, "pods"), os.DirFS(podLogsDir))
+	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
+	defer cancel()
+	_, err := n.crictl(ctx, "rmp", "--all", "--force")
+	return errors.Join(keep, err)
+}
+
+// Crictl runs crictl against the node's containerd, for a spec that inspects the node as an
+// administrator would, and returns its output.
+func (c *Cluster) Crictl(ctx context.Context, args ...string) (string, error) {
+	return c.node.crictl(ctx, args...)
+}
+
+// KillContainer sends SIGKILL to the process of a running container, as the kernel's OOM killer
+// or a crash would end it; kubelet then finds the container dead and restarts it. containerID is
+// a pod's status.containerStatuses[].containerID.
+func (c *Cluster) KillContainer(ctx context.Context, containerID string) error {
+	id := containerID
+	if _, after, found := strings.Cut(containerID, "://"); found {
+		id = after
+	}
+	out, err := c.node.crictl(ctx, "inspect", "--output=go-template", "--template={{.info.pid}}", id)
+	if err != nil {
+		return err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(out))
+	if err != nil || pid <= 0 {
+		return fmt.Errorf("container %s has no process (crictl inspect printed %q)", id, out)
+	}
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		return fmt.Errorf("killing the process %d of container %s: %w", pid, id, err)
+	}
+	return nil
+}
+
+// PodSandboxes lists the IDs of the pod sandboxes on the node for pods of namespace, whatever
+// their state: what kubelet has not yet removed.
+func (c *Cluster) PodSandboxes(ctx context.Context, namespace string) ([]string, error) {
+	out, err := c.node.crictl(ctx, "pods", "--namespace="+namespace, "--quiet")
+	if err != nil {
+		return nil, err
+	}
+	return strings.Fields(out), nil
+}

@@ -1,0 +1,390 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
+)
+
+// operandsNamespace holds the objects whose operands the specs reach; it enforces the restricted
+// Pod Security Standard.
+const operandsNamespace = "e2e-operands"
+
+// The operands are reached as a client in the cluster reaches them: at their Service's cluster IP,
+// through the rules kube-proxy programs on the node, and at a NodePort on the node's address.
+var _ = Describe("The operands of each kind, serving for real", Ordered, func() {
+	var clientset *kubernetes.Clientset
+
+	BeforeAll(func(ctx SpecContext) {
+		out, err := makeTarget(ctx, "deploy")
+		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operandsNamespace}}))).To(Succeed())
+			out, err := makeTarget(ctx, "undeploy", "ignore-not-found=true")
+			Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
+		}, NodeTimeout(5*time.Minute))
+		waitManagerReady(ctx, 2*time.Minute)
+		Expect(k8s.Create(ctx, restrictedNamespace(operandsNamespace))).To(Succeed())
+		clientset, err = kubernetes.NewForConfig(kube.Config)
+		Expect(err).NotTo(HaveOccurred())
+	}, NodeTimeout(4*time.Minute))
+
+	It("serves a Welcome's greeting from every replica, at its cluster IP and node port, and the new name once spec.name changes", func(ctx SpecContext) {
+		w := &authv1alpha1.Welcome{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operandsNamespace, Name: "greeter"},
+			Spec:       authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)},
+		}
+		Expect(k8s.Create(ctx, w)).To(Succeed())
+		waitAvailable(ctx, "Welcome", w)
+		svc := service(ctx, w.Name)
+		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
+		clusterURL := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port))) + "/hello/"
+		nodePortURL := "http://" + net.JoinHostPort(cluster.NodeIP, strconv.Itoa(int(svc.Spec.Ports[0].NodePort))) + "/hello/"
+		Expect(httpGet(ctx, clusterURL)).To(Equal("Hello Ada"))
+		Expect(httpGet(ctx, nodePortURL)).To(Equal("Hello Ada"))
+
+		By("answering from both replicas through the Service, as each one's access log shows")
+		pods := readyPodsOf(ctx, Default, w, 2)
+		// kube-proxy takes up to a second to add a replica that just turned ready.
+		sent := 0
+		Eventually(func(g Gomega) {
+			for range 10 {
+				g.Expect(httpGet(ctx, clusterURL)).To(Equal("Hello Ada"))
+				sent++
+			}
+			for _, pod := range pods {
+				log, err := clientset.CoreV1().Pods(operandsNamespace).GetLogs(pod.Name, &corev1.PodLogOptions{}).DoRaw(ctx)
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(string(log)).To(ContainSubstring(`"path":"/hello/","status":200`), "pod %s answered none of %d requests", pod.Name, sent)
+			}
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(200 * time.Millisecond).Should(Succeed())
+		AddReportEntry("Welcome: requests at the Service until both replicas had answered", sent)
+
+		By("rolling out a new spec.name, which is then served")
+		Expect(k8s.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"name":"Grace"}}`)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(kinds["Welcome"].available(get(ctx, g, client.ObjectKeyFromObject(w), &authv1alpha1.Welcome{}))).To(Succeed())
+			for range 10 {
+				g.Expect(httpGet(ctx, clusterURL)).To(Equal("Hello Grace"))
+			}
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+		Expect(httpGet(ctx, nodePortURL)).To(Equal("Hello Grace"))
+	}, SpecTimeout(4*time.Minute))
+
+	It("stores and reads a key through a Memcached's Service, runs exactly size memcached pods, and follows kubectl scale", func(ctx SpecContext) {
+		m := &cachev1alpha1.Memcached{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operandsNamespace, Name: "cache"},
+			Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
+		}
+		Expect(k8s.Create(ctx, m)).To(Succeed())
+		waitAvailable(ctx, "Memcached", m)
+		pods := readyPodsOf(ctx, Default, m, 3)
+		stored := get(ctx, Default, client.ObjectKeyFromObject(m), &cachev1alpha1.Memcached{}).(*cachev1alpha1.Memcached)
+		Expect(stored.Status.Nodes).To(ConsistOf(podNames(pods)), "status.nodes lists the running memcached pods")
+
+		svc := service(ctx, m.Name)
+		address := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+		Expect(memcachedSetGet(ctx, address, "e2e", "stored through the Service")).To(Equal("stored through the Service"))
+
+		By("scaling to one with kubectl scale")
+		_, stderr, err := kubectl(ctx, "scale", "-n", operandsNamespace, "memcached/"+m.Name, "--replicas=1")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Eventually(func(g Gomega) {
+			current := get(ctx, g, client.ObjectKeyFromObject(m), &cachev1alpha1.Memcached{}).(*cachev1alpha1.Memcached)
+			g.Expect(kinds["Memcached"].available(current)).To(Succeed())
+			pods := readyPodsOf(ctx, g, m, 1)
+			g.Expect(current.Status.Nodes).To(Equal(podNames(pods)))
+			all := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, all, client.InNamespace(operandsNamespace), client.MatchingLabels(resources.MemcachedSelector(m.Name)))).To(Succeed())
+			g.Expect(all.Items).To(HaveLen(1), "pods left, terminating ones included")
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+		Expect(memcachedSetGet(ctx, address, "e2e", "one left")).To(Equal("one left"))
+	}, SpecTimeout(4*time.Minute))
+
+	It("passes a DeployObject's env to its process on both ports, rolls an image change out with no failed request, and serves a changed port", func(ctx SpecContext) {
+		d := &appv1.DeployObject{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operandsNamespace, Name: "echo"},
+			Spec: appv1.DeployObjectSpec{
+				Image:    cfg.echo + ":v1",
+				Replicas: ptr.To[int32](2),
+				Ports:    []corev1.ServicePort{{Name: "http", Port: 8080}, {Name: "admin", Port: 9090}},
+				Env: []corev1.EnvVar{
+					{Name: "LISTEN", Value: "8080,9090"},
+					{Name: "GREETING", Value: "hello from the spec"},
+				},
+			},
+		}
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		waitAvailable(ctx, "DeployObject", d)
+		readyPodsOf(ctx, Default, d, 2)
+		svc := service(ctx, d.Name)
+		url := func(port int) string {
+			return "http://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(port)) + "/"
+		}
+		for _, port := range []int{8080, 9090} {
+			reply := echoGet(ctx, Default, url(port))
+			Expect(reply.Port).To(Equal(port))
+			Expect(reply.Version).To(Equal("v1"))
+			Expect(reply.Env).To(HaveKeyWithValue("GREETING", "hello from the spec"))
+		}
+
+		By("changing the image under a steady stream of requests at the Service")
+		load := startHTTPLoad(ctx, url(8080))
+		Eventually(load.served).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
+		start := time.Now()
+		Expect(k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"spec":{"image":%q}}`, cfg.echo+":v2"))))).To(Succeed())
+		Eventually(func(g Gomega) {
+			current := get(ctx, g, client.ObjectKeyFromObject(d), &appv1.DeployObject{}).(*appv1.DeployObject)
+			g.Expect(kinds["DeployObject"].available(current)).To(Succeed())
+			g.Expect(current.Status.UpdatedReplicas).To(BeEquivalentTo(2))
+			for _, pod := range readyPodsOf(ctx, g, d, 2) {
+				g.Expect(pod.Spec.Containers[0].Image).To(Equal(cfg.echo + ":v2"))
+			}
+			g.Expect(load.lastVersions(20)).To(HaveEach("v2"))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+		AddReportEntry("DeployObject image change: until only v2 answered", time.Since(start).Round(time.Millisecond).String())
+		failures := load.stop()
+		AddReportEntry("DeployObject image change: requests at the Service", fmt.Sprintf("%d served (v1 then v2), %d failed", load.served(), len(failures)))
+		Expect(failures).To(BeEmpty(), "requests at the Service failed during the rollout")
+
+		By("moving the second port")
+		patch := `{"spec":{"ports":[{"name":"http","port":8080},{"name":"admin","port":9191}],"env":[{"name":"LISTEN","value":"8080,9191"},{"name":"GREETING","value":"hello from the spec"}]}}`
+		Expect(k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			current := get(ctx, g, client.ObjectKeyFromObject(d), &appv1.DeployObject{}).(*appv1.DeployObject)
+			g.Expect(kinds["DeployObject"].available(current)).To(Succeed())
+			g.Expect(service(ctx, d.Name).Spec.Ports).To(ConsistOf(HaveField("Port", BeEquivalentTo(8080)), HaveField("Port", BeEquivalentTo(9191))))
+			g.Expect(echoGet(ctx, g, url(9191)).Port).To(Equal(9191))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+		Expect(echoGet(ctx, Default, url(8080)).Port).To(Equal(8080))
+	}, SpecTimeout(5*time.Minute))
+})
+
+// waitAvailable waits until obj, of one of the operator's kinds, reports every replica ready and
+// Available for its generation.
+func waitAvailable(ctx context.Context, kind string, obj client.Object) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		g.Expect(kinds[kind].available(get(ctx, g, client.ObjectKeyFromObject(obj), kinds[kind].newObject()))).To(Succeed())
+	}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "%s %s", kind, obj.GetName())
+}
+
+// service is the Service of that name in operandsNamespace.
+func service(ctx context.Context, name string) *corev1.Service {
+	svc := &corev1.Service{}
+	ExpectWithOffset(1, k8s.Get(ctx, types.NamespacedName{Namespace: operandsNamespace, Name: name}, svc)).To(Succeed())
+	return svc
+}
+
+// readyPodsOf checks that the Deployment owner controls runs exactly want pods, not being
+// deleted, each running and Ready on the node, and that each is a ready endpoint of the Service
+// of the same name. It returns them.
+func readyPodsOf(ctx context.Context, g Gomega, owner client.Object, want int) []corev1.Pod {
+	deployments, _ := ownedBy(ctx, g, owner)
+	g.ExpectWithOffset(1, deployments).To(HaveLen(1))
+	var pods []corev1.Pod
+	for _, pod := range controlledPods(ctx, g, controlledReplicaSets(ctx, g, &deployments[0])) {
+		if pod.DeletionTimestamp == nil {
+			pods = append(pods, pod)
+		}
+	}
+	g.ExpectWithOffset(1, pods).To(HaveLen(want))
+	endpointSlices := &discoveryv1.EndpointSliceList{}
+	g.ExpectWithOffset(1, k8s.List(ctx, endpointSlices, client.InNamespace(owner.GetNamespace()), client.MatchingLabels{discoveryv1.LabelServiceName: owner.GetName()})).To(Succeed())
+	var ready []string
+	for _, s := range endpointSlices.Items {
+		for _, e := range s.Endpoints {
+			if ptr.Deref(e.Conditions.Ready, false) {
+				ready = append(ready, e.Addresses...)
+			}
+		}
+	}
+	for _, pod := range pods {
+		g.ExpectWithOffset(1, pod.Spec.NodeName).To(Equal(cluster.NodeName))
+		g.ExpectWithOffset(1, pod.Status.Phase).To(Equal(corev1.PodRunning), "pod %s", pod.Name)
+		g.ExpectWithOffset(1, podReady(&pod)).To(BeTrue(), "pod %s", pod.Name)
+		g.ExpectWithOffset(1, ready).To(ContainElement(pod.Status.PodIP), "pod %s is a ready endpoint of its Service", pod.Name)
+	}
+	return pods
+}
+
+func podNames(pods []corev1.Pod) []string {
+	names := make([]string, 0, len(pods))
+	for _, p := range pods {
+		names = append(names, p.Name)
+	}
+	return names
+}
+
+// operandClient makes every request on a new connection, so each goes through kube-proxy's
+// rules as they are at that moment.
+var operandClient = &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+
+// httpGet returns the body of a GET of url, which must answer 200.
+func httpGet(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := operandClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("GET %s: %s: %s", url, resp.Status, body)
+	}
+	return string(body), nil
+}
+
+// echoReply is what e2e-echo answers.
+type echoReply struct {
+	Version  string            `json:"version"`
+	Port     int               `json:"port"`
+	Hostname string            `json:"hostname"`
+	Env      map[string]string `json:"env"`
+}
+
+func echoGet(ctx context.Context, g Gomega, url string) echoReply {
+	body, err := httpGet(ctx, url)
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var reply echoReply
+	g.ExpectWithOffset(1, json.Unmarshal([]byte(body), &reply)).To(Succeed(), "%s", body)
+	return reply
+}
+
+// memcachedSetGet stores value under key and reads it back on one connection to address, in
+// memcached's text protocol, and returns what was read.
+func memcachedSetGet(ctx context.Context, address, key, value string) (string, error) {
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	conn, err := dialer.DialContext(ctx, "tcp", address)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = conn.Close() }()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	r := bufio.NewReader(conn)
+	if _, err := fmt.Fprintf(conn, "set %s 0 0 %d\r\n%s\r\n", key, len(value), value); err != nil {
+		return "", err
+	}
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	if line != "STORED\r\n" {
+		return "", fmt.Errorf("set: %q", line)
+	}
+	if _, err := fmt.Fprintf(conn, "get %s\r\n", key); err != nil {
+		return "", err
+	}
+	var reply [3]string // VALUE <key> <flags> <bytes>, the data, END
+	for i := range reply {
+		if reply[i], err = r.ReadString('\n'); err != nil {
+			return "", err
+		}
+	}
+	if !strings.HasPrefix(reply[0], "VALUE "+key+" ") || reply[2] != "END\r\n" {
+		return "", fmt.Errorf("get: %q", reply)
+	}
+	data := reply[1]
+	return strings.TrimSuffix(data, "\r\n"), nil
+}
+
+// httpLoad GETs an e2e-echo URL every 20 ms, each on a new connection, and keeps the version of
+// every answer and every failure.
+type httpLoad struct {
+	mu       sync.Mutex
+	versions []string
+	failures []string
+	cancel   context.CancelFunc
+	done     chan struct{}
+}
+
+func startHTTPLoad(ctx context.Context, url string) *httpLoad {
+	ctx, cancel := context.WithCancel(ctx)
+	l := &httpLoad{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(l.done)
+		ticker := time.NewTicker(20 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+			body, err := httpGet(ctx, url)
+			if ctx.Err() != nil {
+				return
+			}
+			var reply echoReply
+			if err == nil {
+				err = json.Unmarshal([]byte(body), &reply)
+			}
+			l.mu.Lock()
+			if err != nil {
+				l.failures = append(l.failures, time.Now().Format("15:04:05.000")+" "+err.Error())
+			} else {
+				l.versions = append(l.versions, reply.Version)
+			}
+			l.mu.Unlock()
+		}
+	}()
+	DeferCleanup(func() { l.stop() })
+	return l
+}
+
+func (l *httpLoad) served() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.versions)
+}
+
+// lastVersions are the versions of the last n answers.
+func (l *httpLoad) lastVersions(n int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.versions) < n {
+		return nil
+	}
+	return append([]string(nil), l.versions[len(l.versions)-n:]...)
+}
+
+// stop ends the load and returns its failures.
+func (l *httpLoad) stop() []string {
+	l.cancel()
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.failures
+}

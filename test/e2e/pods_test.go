@@ -1,0 +1,264 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// containerEnd is how one run of a container ended, as kubelet reported it in its pod's status.
+type containerEnd struct {
+	Pod         string
+	ContainerID string
+	ExitCode    int32
+	Reason      string
+	FinishedAt  time.Time
+	// Deleting says the pod was being deleted: kubelet stopped the container for it.
+	Deleting bool
+}
+
+func (e containerEnd) String() string {
+	return fmt.Sprintf("%s: container %s exited %d (%s) at %s", e.Pod, shortID(e.ContainerID), e.ExitCode, e.Reason, e.FinishedAt.Format("15:04:05"))
+}
+
+// podRecorder watches the pods of one namespace, as a log shipper on a node would: it keeps how
+// every run of a container ended, and follows every run's log through the API server (as kubectl
+// logs -f does) into <logDir>/<pod>.log, one file per pod across restarts. Kubelet deletes a
+// pod's logs with the pod, so this is where a spec reads them afterwards. Each recorder has a
+// directory of its own, so that it reads only what it recorded.
+type podRecorder struct {
+	namespace string
+	container string
+	logDir    string
+	clientset *kubernetes.Clientset
+
+	mu       sync.Mutex
+	ends     []containerEnd
+	seen     map[string]bool // containers whose end is recorded, by ID
+	followed map[string]bool // containers whose log is followed, by ID
+	killed   map[string]bool // containers the test killed, by ID
+	wg       sync.WaitGroup
+}
+
+// recordPods starts a podRecorder of the named container in namespace's pods, logging under
+// logs/<name>; the spec's end stops it.
+func recordPods(name, namespace, container string) *podRecorder {
+	clientset, err := kubernetes.NewForConfig(kube.Config)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	r := &podRecorder{
+		namespace: namespace,
+		container: container,
+		logDir:    filepath.Join(kube.LogDir, name),
+		clientset: clientset,
+		seen:      map[string]bool{},
+		followed:  map[string]bool{},
+		killed:    map[string]bool{},
+	}
+	ExpectWithOffset(1, os.MkdirAll(r.logDir, 0o755)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	factory := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(namespace))
+	_, err = factory.Core().V1().Pods().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { r.observe(ctx, obj) },
+		UpdateFunc: func(_, obj any) { r.observe(ctx, obj) },
+		DeleteFunc: func(obj any) { r.observe(ctx, obj) },
+	})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+	DeferCleanup(func() {
+		cancel()
+		factory.Shutdown()
+		r.wg.Wait()
+	})
+	return r
+}
+
+// observe records what a pod's status says of the container: a run that ended, and a run whose
+// log is not followed yet.
+func (r *podRecorder) observe(ctx context.Context, obj any) {
+	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	for _, s := range pod.Status.ContainerStatuses {
+		if s.Name != r.container {
+			continue
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{s.LastTerminationState.Terminated, s.State.Terminated} {
+			if t != nil && t.ContainerID != "" {
+				r.ended(ctx, pod, t)
+			}
+		}
+		if s.State.Running != nil && s.ContainerID != "" {
+			r.follow(ctx, pod.Name, s.ContainerID, false)
+		}
+	}
+}
+
+func (r *podRecorder) ended(ctx context.Context, pod *corev1.Pod, t *corev1.ContainerStateTerminated) {
+	r.mu.Lock()
+	if r.seen[t.ContainerID] {
+		r.mu.Unlock()
+		return
+	}
+	r.seen[t.ContainerID] = true
+	r.ends = append(r.ends, containerEnd{
+		Pod: pod.Name, ContainerID: t.ContainerID, ExitCode: t.ExitCode, Reason: t.Reason,
+		FinishedAt: t.FinishedAt.Time, Deleting: pod.DeletionTimestamp != nil,
+	})
+	r.mu.Unlock()
+	// A run that ended before it was followed: its log is the pod's previous one.
+	r.follow(ctx, pod.Name, t.ContainerID, true)
+}
+
+// follow copies the log of one run of the container into the pod's log file, once.
+func (r *podRecorder) follow(ctx context.Context, pod, containerID string, previous bool) {
+	r.mu.Lock()
+	if r.followed[containerID] {
+		r.mu.Unlock()
+		return
+	}
+	r.followed[containerID] = true
+	r.mu.Unlock()
+	r.wg.Go(func() {
+		defer GinkgoRecover()
+		stream, err := r.clientset.CoreV1().Pods(r.namespace).GetLogs(pod, &corev1.PodLogOptions{
+			Container: r.container, Follow: !previous, Previous: previous,
+		}).Stream(ctx)
+		if err != nil {
+			return // the pod is gone, or the run with it
+		}
+		defer func() { _ = stream.Close() }()
+		f, err := os.OpenFile(filepath.Join(r.logDir, pod+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+		if err != nil {
+			return
+		}
+		defer func() { _ = f.Close() }()
+		_, _ = fmt.Fprintf(f, "==== container %s\n", shortID(containerID))
+		_, _ = io.Copy(f, stream)
+	})
+}
+
+// markKilled records that the test killed a container, so that its end is not an exit of its own.
+func (r *podRecorder) markKilled(containerID string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.killed[containerID] = true
+}
+
+// endsOf are the recorded ends of the pod's container runs.
+func (r *podRecorder) endsOf(pod string) []containerEnd {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ends []containerEnd
+	for _, e := range r.ends {
+		if e.Pod == pod {
+			ends = append(ends, e)
+		}
+	}
+	return ends
+}
+
+// exits are the runs that ended on their own: not stopped for their pod's deletion, nor killed
+// by the test.
+func (r *podRecorder) exits() []containerEnd {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(r.ends), func(e containerEnd) bool { return e.Deleting || r.killed[e.ContainerID] })
+}
+
+// logs are everything the recorded containers logged, every pod's file in turn.
+func (r *podRecorder) logs() string {
+	files, err := filepath.Glob(filepath.Join(r.logDir, "*.log"))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var all string
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		all += string(data)
+	}
+	return all
+}
+
+// shortID is a container ID without its runtime's prefix, cut as crictl prints it.
+func shortID(containerID string) string {
+	if _, id, found := strings.Cut(containerID, "://"); found {
+		containerID = id
+	}
+	return containerID[:min(12, len(containerID))]
+}
+
+// servingWatch completes a TLS handshake with a replica's webhook server every 20 ms, from when it
+// starts until the server stops answering, and keeps when it last did: when the replica last
+// served admission requests.
+type servingWatch struct {
+	mu         sync.Mutex
+	lastServed time.Time
+	done       chan struct{}
+}
+
+// watchServing starts a servingWatch of the webhook server at podIP.
+func watchServing(ctx context.Context, podIP string) *servingWatch {
+	w := &servingWatch{done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	go func() {
+		defer GinkgoRecover()
+		defer close(w.done)
+		ticker := time.NewTicker(20 * time.Millisecond)
+		defer ticker.Stop()
+		failures := 0
+		for failures < 5 {
+			dialer := &net.Dialer{Timeout: time.Second}
+			conn, err := tls.DialWithDialer(dialer, "tcp", net.JoinHostPort(podIP, "9443"), &tls.Config{
+				InsecureSkipVerify: true, //nolint:gosec // Only whether it answers matters here.
+				MinVersion:         tls.VersionTLS12,
+			})
+			if err == nil {
+				_ = conn.Close()
+				failures = 0
+				w.mu.Lock()
+				w.lastServed = time.Now()
+				w.mu.Unlock()
+			} else {
+				failures++
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	DeferCleanup(func() { cancel(); <-w.done })
+	return w
+}
+
+// stopped is closed once the server no longer answers.
+func (w *servingWatch) stopped() <-chan struct{} { return w.done }
+
+// last is when the server last answered.
+func (w *servingWatch) last() time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lastServed
+}
