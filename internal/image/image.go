@@ -221,43 +221,13 @@ func ReadLayout(dir string) (v1.ImageIndex, string, error) {
 	return idx, desc.Annotations[AnnotationRefName], nil
 }
 
-// Archive writes the OCI layout dir to w as a tar archive, the form `ctr images import` and
-// `docker load` read.
+// Archive writes the OCI layout dir to w as a tar archive, the form `ctr images import` reads.
 func Archive(w io.Writer, dir string) error {
-	tw := tar.NewWriter(w)
-	err := filepath.WalkDir(dir, func(file string, d fs.DirEntry, err error) error {
-		if err != nil || file == dir {
-			return err
-		}
-		rel, err := filepath.Rel(dir, file)
-		if err != nil {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		hdr := &tar.Header{Name: filepath.ToSlash(rel), Mode: int64(info.Mode().Perm()), ModTime: epoch, Format: tar.FormatPAX}
-		if d.IsDir() {
-			hdr.Typeflag, hdr.Name = tar.TypeDir, hdr.Name+"/"
-			return tw.WriteHeader(hdr)
-		}
-		hdr.Typeflag, hdr.Size = tar.TypeReg, info.Size()
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		f, err := os.Open(file)
-		if err != nil {
-			return err
-		}
-		defer func() { _ = f.Close() }()
-		_, err = io.Copy(tw, f)
-		return err
-	})
+	files, err := Tree(dir)
 	if err != nil {
 		return err
 	}
-	return tw.Close()
+	return writeTar(w, files)
 }
 
 // CompressedSize is what pulling img transfers: its layers, configuration and manifest.
