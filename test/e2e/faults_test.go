@@ -43,14 +43,16 @@ const (
 const maxFailuresPerCrash = 3
 
 // The loads of the fault specs. Every create and update of a custom resource rolls its pods out
-// on the real node: at 5 writes a second, two cores were saturated (load average 10), and
-// kube-controller-manager took up to 5 s to take a replica that failed its readiness probe out
-// of the Service's EndpointSlice. These paces keep the machine doing what a cluster does.
+// on the node, which shares the machine's two cores with the control plane. At 5 writes a second
+// they were saturated (load average 10), etcd and kube-apiserver timed requests out, and a
+// replica that failed its readiness probe stayed in the Service's EndpointSlice for 5 s. The lost
+// Lease, which measures how long a replica serves once out of the Service, gets one write a second.
 const (
 	churnPerKind  = 4
 	churnInterval = 400 * time.Millisecond
 	loadPerKind   = 3
 	loadInterval  = 400 * time.Millisecond
+	leaseInterval = time.Second
 )
 
 // kill is one fault the churn spec injected.
@@ -245,7 +247,7 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		leaderPod := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == leader })]
 		endpoints := trackReadyEndpoints(ctx)
 		serving := watchServing(ctx, leaderPod.Status.PodIP)
-		load := startCRLoad(ctx, loadOptions{namespace: leaseNamespace, perKind: loadPerKind, interval: loadInterval, maxRequests: 900})
+		load := startCRLoad(ctx, loadOptions{namespace: leaseNamespace, perKind: loadPerKind, interval: leaseInterval, maxRequests: 900})
 		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 10))
 
 		By("handing the Lease to a holder that does not exist, as a partition from the API server would lose it")

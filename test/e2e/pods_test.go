@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"path/filepath"
@@ -21,9 +22,10 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
 )
 
-// containerEnd is how one run of a container ended, as kubelet reported it in its pod's status.
+// containerEnd is how one run of a container ended, as containerd reported it on the node.
 type containerEnd struct {
 	Pod         string
 	ContainerID string
@@ -35,25 +37,29 @@ type containerEnd struct {
 }
 
 func (e containerEnd) String() string {
-	return fmt.Sprintf("%s: container %s exited %d (%s) at %s", e.Pod, shortID(e.ContainerID), e.ExitCode, e.Reason, e.FinishedAt.Format("15:04:05"))
+	return fmt.Sprintf("%s: container %s exited %d (%s) at %s", e.Pod, shortID(e.ContainerID), e.ExitCode, e.Reason, e.FinishedAt.Format("15:04:05.000"))
 }
 
 // podRecorder watches the pods of one namespace, as a log shipper on a node would: it keeps how
-// every run of a container ended, and follows every run's log through the API server (as kubectl
-// logs -f does) into <logDir>/<pod>.log, one file per pod across restarts. Kubelet deletes a
-// pod's logs with the pod, so this is where a spec reads them afterwards. Each recorder has a
-// directory of its own, so that it reads only what it recorded.
+// every run of a container ended, as containerd reports it on the node, and follows every run's
+// log through the API server (as kubectl logs -f does) into <logDir>/<pod>.log, one file per pod
+// across restarts. Kubelet deletes a pod's logs with the pod, so this is where a spec reads them
+// afterwards. Each recorder has a directory of its own, so that it reads only what it recorded.
 type podRecorder struct {
 	namespace string
 	container string
 	logDir    string
 	clientset *kubernetes.Clientset
 
-	mu       sync.Mutex
-	ends     []containerEnd
-	seen     map[string]bool // containers whose end is recorded, by ID
-	followed map[string]bool // containers whose log is followed, by ID
-	killed   map[string]bool // containers the test killed, by ID
+	// since is when the recorder started: it keeps the runs that ended from then on.
+	since time.Time
+
+	mu sync.Mutex
+	// deleted is when the deletion of each pod was first asked for, as its deletionTimestamp less
+	// its grace period says.
+	deleted  map[string]time.Time
+	followed map[string]bool // runs whose log is followed, by container ID
+	killed   map[string]bool // runs the test killed, by container ID
 	wg       sync.WaitGroup
 }
 
@@ -65,9 +71,10 @@ func recordPods(name, namespace, container string) *podRecorder {
 	r := &podRecorder{
 		namespace: namespace,
 		container: container,
+		since:     time.Now(),
 		logDir:    filepath.Join(kube.LogDir, name),
 		clientset: clientset,
-		seen:      map[string]bool{},
+		deleted:   map[string]time.Time{},
 		followed:  map[string]bool{},
 		killed:    map[string]bool{},
 	}
@@ -90,7 +97,7 @@ func recordPods(name, namespace, container string) *podRecorder {
 	return r
 }
 
-// observe records what a pod's status says of the container: a run that ended, and a run whose
+// observe records what a pod says: that it is being deleted, and a run of the container whose
 // log is not followed yet.
 func (r *podRecorder) observe(ctx context.Context, obj any) {
 	if tombstone, ok := obj.(cache.DeletedFinalStateUnknown); ok {
@@ -100,35 +107,30 @@ func (r *podRecorder) observe(ctx context.Context, obj any) {
 	if !ok {
 		return
 	}
+	if pod.DeletionTimestamp != nil {
+		// kubelet deletes the pod again, without a grace period, once its containers stopped:
+		// the first deletion seen is when it was asked for.
+		grace := time.Duration(ptr.Deref(pod.DeletionGracePeriodSeconds, 0)) * time.Second
+		asked := pod.DeletionTimestamp.Add(-grace)
+		r.mu.Lock()
+		if first, seen := r.deleted[pod.Name]; !seen || asked.Before(first) {
+			r.deleted[pod.Name] = asked
+		}
+		r.mu.Unlock()
+	}
 	for _, s := range pod.Status.ContainerStatuses {
 		if s.Name != r.container {
 			continue
 		}
-		for _, t := range []*corev1.ContainerStateTerminated{s.LastTerminationState.Terminated, s.State.Terminated} {
-			if t != nil && t.ContainerID != "" {
-				r.ended(ctx, pod, t)
-			}
+		// A run that ended before it was followed is the one before the current one, or the
+		// current one once it has ended.
+		if t := s.LastTerminationState.Terminated; t != nil && t.ContainerID != "" {
+			r.follow(ctx, pod.Name, t.ContainerID, true)
 		}
-		if s.State.Running != nil && s.ContainerID != "" {
+		if s.ContainerID != "" {
 			r.follow(ctx, pod.Name, s.ContainerID, false)
 		}
 	}
-}
-
-func (r *podRecorder) ended(ctx context.Context, pod *corev1.Pod, t *corev1.ContainerStateTerminated) {
-	r.mu.Lock()
-	if r.seen[t.ContainerID] {
-		r.mu.Unlock()
-		return
-	}
-	r.seen[t.ContainerID] = true
-	r.ends = append(r.ends, containerEnd{
-		Pod: pod.Name, ContainerID: t.ContainerID, ExitCode: t.ExitCode, Reason: t.Reason,
-		FinishedAt: t.FinishedAt.Time, Deleting: pod.DeletionTimestamp != nil,
-	})
-	r.mu.Unlock()
-	// A run that ended before it was followed: its log is the pod's previous one.
-	r.follow(ctx, pod.Name, t.ContainerID, true)
 }
 
 // follow copies the log of one run of the container into the pod's log file, once.
@@ -163,28 +165,39 @@ func (r *podRecorder) follow(ctx context.Context, pod, containerID string, previ
 func (r *podRecorder) markKilled(containerID string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.killed[containerID] = true
+	r.killed[runtimeID(containerID)] = true
 }
 
 // endsOf are the recorded ends of the pod's container runs.
 func (r *podRecorder) endsOf(pod string) []containerEnd {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var ends []containerEnd
-	for _, e := range r.ends {
-		if e.Pod == pod {
-			ends = append(ends, e)
-		}
-	}
-	return ends
+	return slices.DeleteFunc(r.allEnds(), func(e containerEnd) bool { return e.Pod != pod })
 }
 
 // exits are the runs that ended on their own: not stopped for their pod's deletion, nor killed
 // by the test.
 func (r *podRecorder) exits() []containerEnd {
 	r.mu.Lock()
+	killed := maps.Clone(r.killed)
+	r.mu.Unlock()
+	return slices.DeleteFunc(r.allEnds(), func(e containerEnd) bool { return e.Deleting || killed[e.ContainerID] })
+}
+
+// allEnds are the runs of the container in the namespace that ended on the node since the
+// recorder started, each marked Deleting if its pod's deletion was asked for before it ended
+// (deletionTimestamp has a second's precision).
+func (r *podRecorder) allEnds() []containerEnd {
+	r.mu.Lock()
 	defer r.mu.Unlock()
-	return slices.DeleteFunc(slices.Clone(r.ends), func(e containerEnd) bool { return e.Deleting || r.killed[e.ContainerID] })
+	var ends []containerEnd
+	for _, e := range kube.ContainerExits() {
+		if e.Namespace != r.namespace || e.Container != r.container || e.FinishedAt.Before(r.since) {
+			continue
+		}
+		asked, deleting := r.deleted[e.Pod]
+		ends = append(ends, containerEnd{Pod: e.Pod, ContainerID: e.ContainerID, ExitCode: e.ExitCode, Reason: e.Reason,
+			FinishedAt: e.FinishedAt, Deleting: deleting && !asked.After(e.FinishedAt.Add(time.Second))})
+	}
+	return ends
 }
 
 // logs are everything the recorded containers logged, every pod's file in turn.
@@ -200,12 +213,19 @@ func (r *podRecorder) logs() string {
 	return all
 }
 
-// shortID is a container ID without its runtime's prefix, cut as crictl prints it.
-func shortID(containerID string) string {
+// runtimeID is a container ID of a pod's status without its runtime's prefix, as the runtime
+// names it.
+func runtimeID(containerID string) string {
 	if _, id, found := strings.Cut(containerID, "://"); found {
-		containerID = id
+		return id
 	}
-	return containerID[:min(12, len(containerID))]
+	return containerID
+}
+
+// shortID is a container ID cut as crictl prints it.
+func shortID(containerID string) string {
+	id := runtimeID(containerID)
+	return id[:min(12, len(id))]
 }
 
 // servingWatch completes a TLS handshake with a replica's webhook server every 20 ms, from when it

@@ -229,6 +229,9 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 // component exits on SIGTERM is its own affair (kube-scheduler without leader election exits 1 by
 // design); Stop fails only when one has to be killed, or a pod cannot be removed.
 func (c *Cluster) Stop() error {
+	if c.node != nil {
+		c.node.stopWatchingContainerExits()
+	}
 	var errs []error
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		if c.processes[i].Name == "containerd" && c.processes[i].Running() == nil {

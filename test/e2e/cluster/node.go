@@ -5,15 +5,19 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,6 +45,11 @@ type node struct {
 	socket string
 	// crictlConfig points crictl at containerd.
 	crictlConfig string
+	// events is crictl events, following containerd's container events.
+	events *exec.Cmd
+
+	mu    sync.Mutex
+	exits []ContainerExit
 }
 
 // startNode runs containerd, imports the images, and runs kubelet and kube-proxy, waiting until
@@ -95,6 +104,9 @@ func (c *Cluster) startNode(ctx context.Context, bin Binaries, dir string, certs
 		_, err := n.crictl(ctx, "version")
 		return err
 	}); err != nil {
+		return err
+	}
+	if err := c.watchContainerExits(); err != nil {
 		return err
 	}
 	for _, layout := range images {
@@ -306,6 +318,15 @@ func (n *node) importImage(ctx context.Context, layout string) error {
 	return nil
 }
 
+// stopWatchingContainerExits stops following containerd's events.
+func (n *node) stopWatchingContainerExits() {
+	if n.events != nil {
+		_ = n.events.Process.Kill()
+		_ = n.events.Wait()
+		n.events = nil
+	}
+}
+
 // removeAllPods keeps the logs of the pods still on the node in logDir, then stops and removes
 // every pod sandbox, as kubelet would for pods that are gone, which also tears down their network.
 func (n *node) removeAllPods(logDir string) error {
@@ -352,4 +373,94 @@ func (c *Cluster) PodSandboxes(ctx context.Context, namespace string) ([]string,
 		return nil, err
 	}
 	return strings.Fields(out), nil
+}
+
+// ContainerExit is a container of the node that stopped, as containerd reported it.
+type ContainerExit struct {
+	Namespace, Pod, Container string
+	// ContainerID is the runtime's ID, without the "containerd://" of a pod's status.
+	ContainerID string
+	ExitCode    int32
+	Reason      string
+	FinishedAt  time.Time
+}
+
+// criContainerEvent is what crictl events prints of one CRI container event, in the protobuf
+// JSON names of the CRI API.
+type criContainerEvent struct {
+	ContainerID        string `json:"containerId"`
+	ContainerEventType string `json:"containerEventType"`
+	PodSandboxStatus   struct {
+		Metadata struct {
+			Name      string `json:"name"`
+			Namespace string `json:"namespace"`
+		} `json:"metadata"`
+	} `json:"podSandboxStatus"`
+	ContainersStatuses []struct {
+		ID       string `json:"id"`
+		Metadata struct {
+			Name string `json:"name"`
+		} `json:"metadata"`
+		ExitCode   int32  `json:"exitCode"`
+		Reason     string `json:"reason"`
+		FinishedAt int64  `json:"finishedAt,string"`
+	} `json:"containersStatuses"`
+}
+
+// watchContainerExits records every container of the node that stops, as containerd's CRI event
+// stream reports it (what kubelet's evented PLEG would read), for ContainerExits, and copies the
+// stream to the log crictl-events.log. It runs until the cluster stops.
+func (c *Cluster) watchContainerExits() error {
+	n := c.node
+	log, err := os.Create(filepath.Join(c.LogDir, "crictl-events.log"))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(n.tools, "crictl"), "--config="+n.crictlConfig, "events", "--output=json")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return errors.Join(err, log.Close())
+	}
+	cmd.Stderr = log
+	if err := cmd.Start(); err != nil {
+		return errors.Join(fmt.Errorf("crictl events: %w", err), log.Close())
+	}
+	n.events = cmd
+	go func() {
+		defer func() { _ = log.Close() }()
+		decoder := json.NewDecoder(io.TeeReader(stdout, log))
+		for {
+			var event criContainerEvent
+			if err := decoder.Decode(&event); err != nil {
+				return // crictl stopped with the cluster
+			}
+			if event.ContainerEventType != "CONTAINER_STOPPED_EVENT" {
+				continue
+			}
+			for _, s := range event.ContainersStatuses {
+				if s.ID != event.ContainerID {
+					continue
+				}
+				n.mu.Lock()
+				n.exits = append(n.exits, ContainerExit{
+					Namespace: event.PodSandboxStatus.Metadata.Namespace, Pod: event.PodSandboxStatus.Metadata.Name,
+					Container: s.Metadata.Name, ContainerID: s.ID, ExitCode: s.ExitCode, Reason: s.Reason,
+					FinishedAt: time.Unix(0, s.FinishedAt),
+				})
+				n.mu.Unlock()
+			}
+		}
+	}()
+	return nil
+}
+
+// ContainerExits are the containers of the node that stopped so far, in the order containerd
+// reported them. Unlike a pod's status, they do not depend on the API server: a container that
+// stops as its pod is deleted is there even if kubelet never wrote that to the pod before removing
+// it.
+func (c *Cluster) ContainerExits() []ContainerExit {
+	c.node.mu.Lock()
+	defer c.node.mu.Unlock()
+	return slices.Clone(c.node.exits)
 }
