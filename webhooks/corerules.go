@@ -18,7 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	"github.com/seedlabs/webhook-operator/internal/resources"
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 )
 
 // validateObjectName requires a custom resource's name to be usable as the name of its Service
@@ -138,8 +138,8 @@ func validateEnvFieldRef(ref *corev1.ObjectFieldSelector, path *field.Path) fiel
 
 func validateEnvResourceFieldRef(ref *corev1.ResourceFieldSelector, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
-	if ref.ContainerName != "" && ref.ContainerName != resources.DeployObjectContainer {
-		errs = append(errs, field.NotSupported(path.Child("containerName"), ref.ContainerName, []string{resources.DeployObjectContainer}))
+	if ref.ContainerName != "" && ref.ContainerName != appv1.ContainerName {
+		errs = append(errs, field.NotSupported(path.Child("containerName"), ref.ContainerName, []string{appv1.ContainerName}))
 	}
 	hugePages := strings.HasPrefix(ref.Resource, "requests.hugepages-") || strings.HasPrefix(ref.Resource, "limits.hugepages-")
 	switch {

@@ -3,10 +3,8 @@ package webhooks
 import (
 	// The digest algorithm must be linked in for reference to accept sha256 digests.
 	_ "crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
@@ -281,53 +279,4 @@ func validateEnv(env []corev1.EnvVar, path *field.Path) (field.ErrorList, admiss
 		first[e.Name] = i
 	}
 	return errs, warnings
-}
-
-// deployObjectDefaultsPatch defaults d, read from the review in body, and returns the JSON patch
-// that makes the defaulted d of d as sent: an operation per field DefaultDeployObject filled, the
-// whole spec when d was sent without one, and the whole port for a port sent as null.
-func deployObjectDefaultsPatch(body []byte, d *appv1.DeployObject) ([]byte, error) {
-	specWasZero := isZero(&d.Spec)
-	replicas, ports := d.Spec.Replicas, slices.Clone(d.Spec.Ports)
-	DefaultDeployObject(d)
-	after := &d.Spec
-
-	// Whether spec, and each port, was sent as a JSON object is read from body only when its
-	// decoded value is empty: any other value could only come from an object.
-	var shape objectShape
-	if specWasZero || slices.Contains(ports, corev1.ServicePort{}) {
-		var err error
-		if shape, err = shapeOf(body); err != nil {
-			return nil, err
-		}
-		if specWasZero && shape.Spec == nil {
-			return specPatch(after)
-		}
-	}
-	var patch jsonPatch
-	if !equalInt32(replicas, after.Replicas) {
-		patch.add("/spec/replicas", jsonInt32(after.Replicas))
-	}
-	for i, before := range ports {
-		port := after.Ports[i]
-		if before == port {
-			continue
-		}
-		path := "/spec/ports/" + strconv.Itoa(i)
-		if before == (corev1.ServicePort{}) && (shape.Spec == nil || i >= len(shape.Spec.Ports) || shape.Spec.Ports[i] == nil) {
-			value, err := json.Marshal(&port)
-			if err != nil {
-				return nil, err
-			}
-			patch.replace(path, value)
-			continue
-		}
-		if before.Protocol != port.Protocol {
-			patch.add(path+"/protocol", jsonString(port.Protocol))
-		}
-		if before.TargetPort != port.TargetPort {
-			patch.add(path+"/targetPort", jsonIntOrString(port.TargetPort))
-		}
-	}
-	return patch.bytes(), nil
 }

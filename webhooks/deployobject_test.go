@@ -1454,15 +1454,13 @@ func TestDeployObjectDefaultingPatch(t *testing.T) {
 			name:      "empty string targetPort is replaced by the port",
 			operation: admissionv1.Create,
 			object:    head + `"spec":{"replicas":2,"image":"nginx:1.27","ports":[{"port":8080,"targetPort":"","protocol":"TCP"}]}}`,
-			// "add" sets a member whether or not it is there.
-			want: []jsonpatch.Operation{{Operation: "add", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
+			want:      []jsonpatch.Operation{{Operation: "replace", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
 		},
 		{
 			name:      "targetPort 0 is replaced by the port",
 			operation: admissionv1.Create,
 			object:    head + `"spec":{"replicas":2,"image":"nginx:1.27","ports":[{"port":8080,"targetPort":0,"protocol":"TCP"}]}}`,
-			// "add" sets a member whether or not it is there.
-			want: []jsonpatch.Operation{{Operation: "add", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
+			want:      []jsonpatch.Operation{{Operation: "replace", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
 		},
 		{
 			name:      "only the second port is defaulted",

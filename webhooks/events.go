@@ -8,7 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 
-	"github.com/seedlabs/webhook-operator/internal/controller/message"
+	"github.com/seedlabs/webhook-operator/internal/message"
 )
 
 // ReasonRefused is the reason of the Warning Event recorded in a namespace when admission refuses

@@ -14,8 +14,6 @@ import (
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
-	gocmp "github.com/google/go-cmp/cmp"
-	"github.com/google/go-cmp/cmp/cmpopts"
 	admissionv1 "k8s.io/api/admission/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -23,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
@@ -65,7 +64,7 @@ func FuzzDeployObjectAdmission(f *testing.F) { fuzzAdmission(f, deployObjectKind
 // namespaces' labels and an Event recorder. The policy Audits every rule a policy may relax in the
 // namespace fuzzRelaxed, and holds the others to the defaults, under the image policy the envtest
 // suite uses. Panics are left to crash the fuzz target instead of turning into a 500 reply.
-func fuzzHandlers(tb testing.TB) map[string]*admissionWebhook {
+func fuzzHandlers(tb testing.TB) map[string]*admission.Webhook {
 	tb.Helper()
 	spec := policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: fixtures.AllowedRegistries}
 	for _, r := range Rules() {
@@ -94,7 +93,7 @@ func fuzzHandlers(tb testing.TB) map[string]*admissionWebhook {
 		Recorder: &events.FakeRecorder{},
 	})
 	for _, h := range webhooks {
-		h.leavePanics()
+		h.WithRecoverPanic(false)
 	}
 	return webhooks
 }
@@ -143,8 +142,8 @@ func sampleSeeds(tb testing.TB, kind string) [][]byte {
 }
 
 // fuzzAdmission sends each input to the kind's webhooks as kube-apiserver would, as a create and
-// as updates, and requires of every reply that it decodes, carries the request's uid and agrees
-// with controller-runtime's webhook of the same rules (requireAlike), and of the webhooks that
+// as updates, and requires of every reply that it decodes and carries the request's uid, and of
+// the webhooks that
 //   - a patch applies to the object it was made for, and makes of it exactly what the kind's
 //     defaulting rule makes;
 //   - defaulting is idempotent: the defaulted object gets no further patch;
@@ -190,7 +189,7 @@ func FuzzDeployObjectSpec(f *testing.F) {
 }
 
 // checkAdmission sends object to the kind's webhooks as fuzzAdmission says.
-func checkAdmission(t *testing.T, handlers map[string]*admissionWebhook, k fuzzedKind, object []byte) {
+func checkAdmission(t *testing.T, handlers map[string]*admission.Webhook, k fuzzedKind, object []byte) {
 	t.Helper()
 	mutate, validate := handlers[k.mutate], handlers[k.validate]
 	reply := review(t, mutate, k, fuzzStrict, admissionv1.Create, object, nil)
@@ -241,8 +240,7 @@ func checkAdmission(t *testing.T, handlers map[string]*admissionWebhook, k fuzze
 }
 
 // FuzzAdmissionPolicyAdmission sends each input to the AdmissionPolicy's webhook as a create and as
-// updates: every reply decodes, carries the request's uid and agrees with controller-runtime's
-// webhook; a policy admitted on create compiles, and an update of it that changes nothing is
+// updates: every reply decodes and carries the request's uid; a policy admitted on create compiles, and an update of it that changes nothing is
 // admitted.
 func FuzzAdmissionPolicyAdmission(f *testing.F) {
 	for _, seed := range sampleSeeds(f, "AdmissionPolicy") {
@@ -269,9 +267,9 @@ func FuzzAdmissionPolicyAdmission(f *testing.F) {
 }
 
 // FuzzAdmissionReviewBody posts any body to any of the webhooks, seeded with well-formed reviews
-// of every operation and with malformed ones: the reply always decodes as an AdmissionReview and
-// equals, in uid, verdict, status, warnings and patch, the reply of controller-runtime's webhook
-// of the same rules, which answers what the webhooks' own reading of a review does not take.
+// of every operation and with malformed ones: the webhook never panics, and its reply is an HTTP
+// 200 that decodes as an AdmissionReview with a status, whose uid, when it has one, is the
+// request's, and whose patch, when it has one, is a JSON patch of an admitted request.
 func FuzzAdmissionReviewBody(f *testing.F) {
 	handlers := fuzzHandlers(f)
 	paths := slices.Sorted(maps.Keys(handlers))
@@ -300,24 +298,23 @@ func FuzzAdmissionReviewBody(f *testing.F) {
 		f.Add(uint8(0), []byte(body))
 	}
 	f.Fuzz(func(t *testing.T, path uint8, body []byte) {
-		p := paths[int(path)%len(paths)]
-		h := handlers[p]
-		got, gotCode := postReview(t, h, body)
-		want, wantCode := postReview(t, h.exact, body)
-		if gotCode != wantCode {
-			t.Fatalf("HTTP %d; controller-runtime answers HTTP %d", gotCode, wantCode)
+		reply, code := postReview(t, handlers[paths[int(path)%len(paths)]], body)
+		res := reply.Response
+		if code != http.StatusOK || res.Result == nil {
+			t.Fatalf("HTTP %d, reply %s, to %q: want HTTP 200 and a status", code, asJSON(reply), body)
 		}
-		// Two patches may differ and still make the same object: compare what they make.
 		var sent admissionv1.AdmissionReview
-		if (len(got.Response.Patch) > 0 || len(want.Response.Patch) > 0) &&
-			kjson.UnmarshalCaseSensitivePreserveInts(body, &sent) == nil && sent.Request != nil {
-			k := kinds[p] // only the defaulting webhooks patch, as the kind of their path
-			requireAlike(t, metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind},
-				sent.Request.Object.Raw, got.Response, want.Response)
-			got.Response.Patch, want.Response.Patch = nil, nil
+		if res.UID != "" && kjson.UnmarshalCaseSensitivePreserveInts(body, &sent) == nil &&
+			(sent.Request == nil || sent.Request.UID != res.UID) {
+			t.Fatalf("the reply to %q carries the uid %q, which is not the request's", body, res.UID)
 		}
-		if diff := gocmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
-			t.Fatalf("the reply to %q (-controller-runtime +got):\n%s", body, diff)
+		if len(res.Patch) > 0 {
+			if !res.Allowed || res.PatchType == nil || *res.PatchType != admissionv1.PatchTypeJSONPatch {
+				t.Fatalf("the reply %s to %q carries a patch, but does not admit or is no JSONPatch", asJSON(reply), body)
+			}
+			if _, err := jsonpatch.DecodePatch(res.Patch); err != nil {
+				t.Fatalf("the patch %s does not decode: %v", res.Patch, err)
+			}
 		}
 	})
 }
@@ -351,8 +348,6 @@ func FuzzMemcachedScaleAdmission(f *testing.F) {
 				jsonNumber(r) + `}}`)
 		}
 		reply := reviewSubresource(t, scale, k, fuzzStrict, "scale", admissionv1.Update, obj(replicas), obj(oldReplicas))
-		requireAlike(t, metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}, obj(replicas), reply,
-			reviewSubresource(t, scale.exact, k, fuzzStrict, "scale", admissionv1.Update, obj(replicas), obj(oldReplicas)))
 		if oldReplicas == replicas && !reply.Allowed {
 			t.Fatalf("keeping %d replicas is refused: %v", replicas, reply.Result)
 		}
@@ -371,14 +366,11 @@ func jsonNumber(n int32) string {
 	return string(data)
 }
 
-// review sends one AdmissionReview to h, and to controller-runtime's webhook of the same rules,
-// and returns h's response after requiring the two to agree (requireAlike).
-func review(t *testing.T, h *admissionWebhook, k fuzzedKind, namespace string, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
+// review sends one AdmissionReview to h as kube-apiserver does (reviewSubresource), for the
+// object itself.
+func review(t *testing.T, h http.Handler, k fuzzedKind, namespace string, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
 	t.Helper()
-	got := reviewSubresource(t, h, k, namespace, "", op, object, old)
-	want := reviewSubresource(t, h.exact, k, namespace, "", op, object, old)
-	requireAlike(t, metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind}, object, got, want)
-	return got
+	return reviewSubresource(t, h, k, namespace, "", op, object, old)
 }
 
 // fuzzReview is the review kube-apiserver sends for an operation on an object of kind k in

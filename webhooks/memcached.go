@@ -8,7 +8,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -86,43 +85,6 @@ func validateSizeChange(old, size *int32, path *field.Path) (field.ErrorList, ad
 	}
 	return field.ErrorList{field.Invalid(path, *size,
 		fmt.Sprintf("must be between %d and %d", cachev1alpha1.MinSize, cachev1alpha1.MaxSize)).WithOrigin(string(MemcachedSize))}, nil
-}
-
-// memcachedDefaultsPatch defaults m, read from the review in body, and returns the JSON patch
-// that makes the defaulted m of m as sent: an operation per field DefaultMemcached filled, or the
-// whole spec when m was sent without one.
-func memcachedDefaultsPatch(body []byte, m *cachev1alpha1.Memcached) ([]byte, error) {
-	before := m.Spec
-	DefaultMemcached(m)
-	after := &m.Spec
-	if isZero(&before) {
-		shape, err := shapeOf(body)
-		if err != nil {
-			return nil, err
-		}
-		if shape.Spec == nil {
-			return specPatch(after)
-		}
-	}
-	var patch jsonPatch
-	if !equalInt32(before.Size, after.Size) {
-		patch.add("/spec/size", jsonInt32(after.Size))
-	}
-	if !equalInt32(before.ContainerPort, after.ContainerPort) {
-		patch.add("/spec/containerPort", jsonInt32(after.ContainerPort))
-	}
-	return patch.bytes(), nil
-}
-
-// memcachedScaleWebhook is the validating webhook of the memcacheds/scale subresource.
-func memcachedScaleWebhook(scheme *runtime.Scheme, j judge) *admissionWebhook {
-	validator := &memcachedScaleValidator{decoder: admission.NewDecoder(scheme), judge: j}
-	review := reviewing(false, func(ctx context.Context, _ []byte, req *admissionRequest[rawJSON, rawJSON]) (admissionv1.AdmissionResponse, bool) {
-		r := admission.Request{AdmissionRequest: req.AdmissionRequest}
-		r.Object.Raw, r.OldObject.Raw = req.Object, req.OldObject
-		return validator.Handle(ctx, r).AdmissionResponse, true
-	})
-	return newAdmissionWebhook(review, validator)
 }
 
 // memcachedScaleValidator guards the scale subresource, which `kubectl scale` and autoscalers

@@ -6,14 +6,18 @@
 package webhooks
 
 import (
+	"context"
 	"fmt"
 	"net/http"
+
+	admissionv1 "k8s.io/api/admission/v1"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -59,21 +63,24 @@ func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 	return handlers
 }
 
-func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissionWebhook {
+// admissionWebhooks are the webhooks of Handlers, served by controller-runtime: it reads the
+// AdmissionReview, decodes the objects, recovers a panic into a 500 answer, refuses a body over
+// its size limit, and computes a defaulting patch from the object as sent and as defaulted.
+func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admission.Webhook {
 	j := newJudge(opts)
-	return map[string]*admissionWebhook{
-		"/mutate-auth-seedlabs-dev-v1alpha1-welcome": defaultingWebhook(scheme, DefaultWelcome, welcomeDefaultsPatch),
+	return map[string]*admission.Webhook{
+		"/mutate-auth-seedlabs-dev-v1alpha1-welcome": defaultingWebhook(scheme, DefaultWelcome),
 		"/validate-auth-seedlabs-dev-v1alpha1-welcome": validatingWebhook(scheme, j,
 			func(p *Policy, old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
 				return ValidateWelcome(old, w, p.Images())
 			}),
-		"/mutate-cache-seedlabs-dev-v1alpha1-memcached": defaultingWebhook(scheme, DefaultMemcached, memcachedDefaultsPatch),
+		"/mutate-cache-seedlabs-dev-v1alpha1-memcached": defaultingWebhook(scheme, DefaultMemcached),
 		"/validate-cache-seedlabs-dev-v1alpha1-memcached": validatingWebhook(scheme, j,
 			func(_ *Policy, old, m *cachev1alpha1.Memcached) (field.ErrorList, admission.Warnings) {
 				return ValidateMemcached(old, m)
 			}),
-		memcachedScalePath:                         memcachedScaleWebhook(scheme, j),
-		"/mutate-app-seedlabs-dev-v1-deployobject": defaultingWebhook(scheme, DefaultDeployObject, deployObjectDefaultsPatch),
+		memcachedScalePath:                         {Handler: &memcachedScaleValidator{decoder: admission.NewDecoder(scheme), judge: j}},
+		"/mutate-app-seedlabs-dev-v1-deployobject": defaultingWebhook(scheme, DefaultDeployObject),
 		"/validate-app-seedlabs-dev-v1-deployobject": validatingWebhook(scheme, j,
 			func(p *Policy, old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
 				return ValidateDeployObject(old, d, p.Images())
@@ -83,6 +90,80 @@ func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissi
 				return ValidateAdmissionPolicy(p), nil
 			}),
 	}
+}
+
+// object is a pointer to a custom resource type the webhooks admit.
+type object[T any] interface {
+	*T
+	runtime.Object
+	GetName() string
+	GetNamespace() string
+}
+
+// defaultingWebhook is the mutating webhook of a kind, which defaults fills.
+func defaultingWebhook[T any, PT object[T]](scheme *runtime.Scheme, defaults func(PT)) *admission.Webhook {
+	return admission.WithDefaulter[PT](scheme, defaulterFunc[T, PT](defaults))
+}
+
+// validatingWebhook is the validating webhook of a kind: validate judges an object against the
+// stored one on update, nil on create, and j refuses what the policy in force enforces of its
+// violations in one 422 Invalid status.
+func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, j judge, validate func(p *Policy, old, obj PT) (field.ErrorList, admission.Warnings)) *admission.Webhook {
+	return admission.WithValidator[PT](scheme, validatorFunc[T, PT]{gvk: kindOf[T, PT](scheme), validate: validate, judge: j})
+}
+
+func kindOf[T any, PT object[T]](scheme *runtime.Scheme) schema.GroupVersionKind {
+	gvks, _, err := scheme.ObjectKinds(PT(new(T)))
+	if err != nil || len(gvks) != 1 {
+		panic(fmt.Sprintf("webhooks: %T must be registered in the scheme under one kind: %v", PT(nil), err))
+	}
+	return gvks[0]
+}
+
+// defaulterFunc serves a defaulting rule through controller-runtime.
+type defaulterFunc[T any, PT object[T]] func(PT)
+
+// Default implements admission.Defaulter.
+func (f defaulterFunc[T, PT]) Default(_ context.Context, obj PT) error {
+	f(obj)
+	return nil
+}
+
+// validatorFunc serves a validation rule through controller-runtime.
+type validatorFunc[T any, PT object[T]] struct {
+	gvk      schema.GroupVersionKind
+	validate func(p *Policy, old, obj PT) (field.ErrorList, admission.Warnings)
+	judge    judge
+}
+
+// ValidateCreate implements admission.Validator.
+func (v validatorFunc[T, PT]) ValidateCreate(ctx context.Context, obj PT) (admission.Warnings, error) {
+	return v.answer(ctx, admissionv1.Create, nil, obj)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v validatorFunc[T, PT]) ValidateUpdate(ctx context.Context, old, obj PT) (admission.Warnings, error) {
+	return v.answer(ctx, admissionv1.Update, old, obj)
+}
+
+// ValidateDelete implements admission.Validator; deletion is always allowed.
+func (validatorFunc[T, PT]) ValidateDelete(context.Context, PT) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// answer validates obj, and judges, counts and records what the rules found.
+func (v validatorFunc[T, PT]) answer(ctx context.Context, op admissionv1.Operation, old, obj PT) (admission.Warnings, error) {
+	policy := v.judge.current()
+	errs, warnings := v.validate(policy, old, obj)
+	d := denial{gvk: v.gvk, namespace: obj.GetNamespace(), name: obj.GetName(), operation: string(op)}
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		d.namespace, d.dryRun = req.Namespace, ptr.Deref(req.DryRun, false)
+	}
+	errs, warnings, err := v.judge.judge(ctx, policy, d, errs, warnings)
+	if err != nil {
+		return nil, err
+	}
+	return admissionResult(v.gvk.GroupKind(), obj.GetName(), errs, warnings)
 }
 
 // ratchet drops from errs every violation the old object already had, so that an update is judged

@@ -149,32 +149,3 @@ func isOneOf[T comparable](v T, allowed []T) bool {
 	}
 	return false
 }
-
-// welcomeDefaultsPatch defaults w, read from the review in body, and returns the JSON patch that
-// makes the defaulted w of w as sent: an operation per field DefaultWelcome filled, or the whole
-// spec when w was sent without one.
-func welcomeDefaultsPatch(body []byte, w *authv1alpha1.Welcome) ([]byte, error) {
-	before := w.Spec
-	DefaultWelcome(w)
-	after := &w.Spec
-	var patch jsonPatch
-	if isZero(&before) {
-		shape, err := shapeOf(body)
-		if err != nil {
-			return nil, err
-		}
-		if shape.Spec == nil {
-			return specPatch(after)
-		}
-	}
-	if !equalInt32(before.Replicas, after.Replicas) {
-		patch.add("/spec/replicas", jsonInt32(after.Replicas))
-	}
-	if !equalInt32(before.Port, after.Port) {
-		patch.add("/spec/port", jsonInt32(after.Port))
-	}
-	if before.ServiceType != after.ServiceType {
-		patch.add("/spec/serviceType", jsonString(after.ServiceType))
-	}
-	return patch.bytes(), nil
-}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime/debug"
 
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -26,7 +27,10 @@ func main() {
 		fmt.Println(version.String("manager"))
 		return
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	logger := zap.New(zap.UseFlagOptions(&zapOpts))
+	ctrl.SetLogger(logger)
+	// What client-go logs through klog comes out in the same stream, in the same encoding.
+	klog.SetLogger(logger)
 	log := ctrl.Log.WithName("setup")
 	if limit, ok := operator.MemoryLimit(os.Getenv); ok {
 		debug.SetMemoryLimit(limit)

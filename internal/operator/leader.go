@@ -7,11 +7,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
@@ -90,8 +92,10 @@ func (g *leaderGate) Start(ctx context.Context) error {
 	}
 	// The election outlives ctx until the runnables have stopped. client-go would release the
 	// lease as soon as a renewal fails, before the runnables heard of it, so the gate releases
-	// it itself, and only on a stop it was asked for, once they have returned.
-	election, endElection := context.WithCancel(context.WithoutCancel(ctx))
+	// it itself, and only on a stop it was asked for, once they have returned. client-go's elector
+	// logs through the context's logger, named as controller-runtime's own election names it.
+	election := logr.NewContext(context.WithoutCancel(ctx), logf.FromContext(ctx).WithName("leaderelection"))
+	election, endElection := context.WithCancel(election)
 	defer endElection()
 	var (
 		mu       sync.Mutex

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -250,4 +253,38 @@ func TestLeaderGateWithoutElectionRunsAtOnce(t *testing.T) {
 	if err := receive(t, done, "the gate's return"); err != nil {
 		t.Errorf("Start() = %v", err)
 	}
+}
+
+// The election logs through the logger controller-runtime gives the gate, named as its own
+// election's: client-go's lines come out in the manager's stream, not klog's.
+func TestLeaderGateLogsTheElectionThroughTheManagersLogger(t *testing.T) {
+	lines := make(chan string, 100)
+	logger := funcr.New(func(prefix, args string) {
+		select {
+		case lines <- prefix + " " + args:
+		default:
+		}
+	}, funcr.Options{})
+	lock := &memoryLock{identity: "this-replica"}
+	gate := fastGate(lock, func(error) {})
+	controller := newControllerStub(0)
+	gate.add(controller)
+
+	ctx, cancel := context.WithCancel(logr.NewContext(context.Background(), logger))
+	done := make(chan error, 1)
+	go func() { done <- gate.Start(ctx) }()
+	receive(t, controller.started, "the controller's start")
+	cancel()
+	if err := receive(t, done, "the gate's return"); err != nil {
+		t.Errorf("Start() = %v", err)
+	}
+	close(lines)
+	var logged []string
+	for line := range lines {
+		if strings.HasPrefix(line, "leaderelection ") && strings.Contains(line, "Successfully acquired lease") {
+			return
+		}
+		logged = append(logged, line)
+	}
+	t.Errorf("no line of the election says it acquired the lease through the logger, named leaderelection: %q", logged)
 }

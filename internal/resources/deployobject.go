@@ -9,13 +9,8 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 )
 
-// Constants of the objects made for a DeployObject.
-const (
-	// DeployObjectApp is the app.kubernetes.io/name of the objects made for a DeployObject.
-	DeployObjectApp = "deployobject"
-	// DeployObjectContainer is the name of the one container that runs spec.image.
-	DeployObjectContainer = "app"
-)
+// DeployObjectApp is the app.kubernetes.io/name of the objects made for a DeployObject.
+const DeployObjectApp = "deployobject"
 
 // DeployObjectSelector is the label selector of a DeployObject's pods: the Deployment's and the
 // Service's selector.
@@ -31,7 +26,7 @@ func DeployObjectSelector(name string) map[string]string {
 // leaves the template, because the operator's field manager owned it and no longer applies it.
 func DeployObjectDeployment(d *appv1.DeployObject) *appsv1ac.DeploymentApplyConfiguration {
 	container := corev1ac.Container().
-		WithName(DeployObjectContainer).
+		WithName(appv1.ContainerName).
 		WithImage(d.Spec.Image).
 		WithEnv(deployObjectEnv(d.Spec.Env)...).
 		WithPorts(deployObjectContainerPorts(d.Spec.Ports)...).

@@ -208,7 +208,7 @@ func TestConfigDefault(t *testing.T) {
 		checkRBAC(t, m, readManifests(t, filepath.Join(root, "config", "rbac", "role.yaml")))
 	})
 
-	t.Run("installs the three CRDs, without CA injection as none has a conversion webhook", func(t *testing.T) {
+	t.Run("installs the four CRDs, without CA injection as none has a conversion webhook", func(t *testing.T) {
 		var names []string
 		for _, o := range m.ofKind("CustomResourceDefinition") {
 			names = append(names, o.GetName())

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -488,6 +489,27 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 			}
 		}
 		Expect(refused).To(BeEmpty(), "a manager was refused by RBAC")
+	})
+
+	It("logs in one JSON stream, client-go's leader election included", func() {
+		var notJSON []string
+		acquired := false
+		for _, line := range strings.Split(rec.logs(), "\n") {
+			if line == "" {
+				continue
+			}
+			var entry struct {
+				Logger string `json:"logger"`
+				Msg    string `json:"msg"`
+			}
+			if err := json.Unmarshal([]byte(line), &entry); err != nil {
+				notJSON = append(notJSON, line)
+				continue
+			}
+			acquired = acquired || (entry.Logger == "leaderelection" && entry.Msg == "Successfully acquired lease")
+		}
+		Expect(notJSON).To(BeEmpty(), "lines of the managers' logs are not JSON")
+		Expect(acquired).To(BeTrue(), "no replica logged, as the logger leaderelection, that it acquired the lease")
 	})
 
 	It("is removed by make undeploy: custom resources first, then everything deploy created", func(ctx SpecContext) {

@@ -10,6 +10,10 @@ import (
 // before admission (a +kubebuilder:default marker, which a test holds equal to it).
 const DefaultReplicas int32 = 1
 
+// ContainerName is the name of the one container of a DeployObject's pods, which runs spec.image:
+// the name a resourceFieldRef in spec.env may give as its containerName.
+const ContainerName = "app"
+
 // Condition types a DeployObject reports in status.conditions.
 const (
 	// ConditionAvailable is True when every requested pod is available.

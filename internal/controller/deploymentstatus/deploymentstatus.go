@@ -11,7 +11,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/utils/ptr"
 
-	"github.com/seedlabs/webhook-operator/internal/controller/message"
+	"github.com/seedlabs/webhook-operator/internal/message"
 )
 
 // Read returns a Deployment's desired replicas (1 when unset, as the API server defaults them),
