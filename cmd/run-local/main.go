@@ -22,6 +22,7 @@ import (
 
 	"github.com/seedlabs/webhook-operator/certs"
 	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
 const (
@@ -117,7 +118,7 @@ func run(ctx context.Context, cfg config) (err error) {
 			Etcd:      &envtest.Etcd{Path: filepath.Join(cfg.assetsDir, "etcd")},
 		},
 		BinaryAssetsDirectory: cfg.assetsDir,
-		Scheme:                operator.NewScheme(),
+		Scheme:                scheme.New(),
 		CRDDirectoryPaths:     []string{filepath.Join(cfg.manifestsDir, "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
 		WebhookInstallOptions: envtest.WebhookInstallOptions{

@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
 // TestRunLocal builds run-local, runs it as `make run-local` does, uses the cluster through the
@@ -114,7 +114,7 @@ func TestRunLocal(t *testing.T) {
 	defer cancel()
 	restCfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	g.Expect(err).NotTo(HaveOccurred())
-	c, err := client.New(restCfg, client.Options{Scheme: operator.NewScheme()})
+	c, err := client.New(restCfg, client.Options{Scheme: scheme.New()})
 	g.Expect(err).NotTo(HaveOccurred())
 
 	logStep("creating a Welcome through the API server")

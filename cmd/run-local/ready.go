@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
 // readyPollInterval is how often waitReady retries the checks that have not passed yet.
@@ -104,7 +104,7 @@ func welcomeDefaulted(cfg *rest.Config) func(context.Context) error {
 	return func(ctx context.Context) error {
 		if c == nil {
 			var err error
-			if c, err = client.New(restConfigFor(cfg), client.Options{Scheme: operator.NewScheme()}); err != nil {
+			if c, err = client.New(restConfigFor(cfg), client.Options{Scheme: scheme.New()}); err != nil {
 				return err
 			}
 		}

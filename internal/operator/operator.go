@@ -15,9 +15,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/runtime"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -30,14 +27,11 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/controller/deployobject"
 	"github.com/seedlabs/webhook-operator/internal/controller/memcached"
 	"github.com/seedlabs/webhook-operator/internal/controller/welcome"
 	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -161,17 +155,6 @@ func envOr(name, fallback string) string {
 	return fallback
 }
 
-// NewScheme returns a scheme with the built-in types and the operator's three APIs.
-func NewScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(s))
-	utilruntime.Must(authv1alpha1.AddToScheme(s))
-	utilruntime.Must(cachev1alpha1.AddToScheme(s))
-	utilruntime.Must(appv1.AddToScheme(s))
-	utilruntime.Must(policyv1alpha1.AddToScheme(s))
-	return s
-}
-
 // tlsOptions sets TLS 1.2 as the floor and, unless HTTP/2 is enabled, offers only HTTP/1.1.
 func (o *Options) tlsOptions() []func(*tls.Config) {
 	opts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }}
@@ -210,7 +193,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	ours := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 NewScheme(),
+		Scheme:                 scheme.New(),
 		Metrics:                metricsOptions,
 		WebhookServer:          webhookServer,
 		HealthProbeBindAddress: o.ProbeAddr,

@@ -33,6 +33,7 @@ import (
 
 	"github.com/seedlabs/webhook-operator/certs"
 	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
@@ -134,7 +135,7 @@ func (c *cluster) setUp(ctx context.Context) error {
 	cfg := rest.CopyConfig(c.config)
 	cfg.QPS, cfg.Burst = -1, 0
 	var err error
-	if c.client, err = client.New(cfg, client.Options{Scheme: operator.NewScheme()}); err != nil {
+	if c.client, err = client.New(cfg, client.Options{Scheme: scheme.New()}); err != nil {
 		return err
 	}
 	admin, err := c.env.AddUser(envtest.User{Name: managerUser, Groups: []string{"system:masters"}}, c.config)

@@ -23,8 +23,8 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
@@ -300,7 +300,7 @@ func operatorRun(ctx context.Context, c *cluster, smp *samples, ns string, s con
 // watchConverged watches the three kinds in ns and reports once total objects have a status whose
 // observedGeneration is their generation.
 func watchConverged(ctx context.Context, c *cluster, ns string, total int) (<-chan error, error) {
-	wc, err := client.NewWithWatch(c.config, client.Options{Scheme: operator.NewScheme()})
+	wc, err := client.NewWithWatch(c.config, client.Options{Scheme: scheme.New()})
 	if err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/seedlabs/webhook-operator/certs"
-	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -107,8 +107,7 @@ func runHandlers(ctx context.Context, s handlerSettings, root, workDir string) (
 	if err != nil {
 		return nil, err
 	}
-	scheme := operator.NewScheme()
-	for path, h := range webhooks.Handlers(scheme, webhooks.Options{ImagePolicy: imagePolicy}) {
+	for path, h := range webhooks.Handlers(scheme.New(), webhooks.Options{ImagePolicy: imagePolicy}) {
 		server.Register(path, h)
 	}
 	ctx, cancel := context.WithCancel(ctx)

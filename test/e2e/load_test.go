@@ -27,7 +27,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
 // loadKind is how the load makes, changes and reads back one of the operator's kinds. Each
@@ -216,7 +216,7 @@ func startCRLoad(ctx context.Context, opts loadOptions) *crLoad {
 	// A client of its own, so that the load is not held back by the suite's client rate limits.
 	config := rest.CopyConfig(kube.Config)
 	config.QPS, config.Burst, config.Timeout = 100, 200, 30*time.Second
-	loadClient, err := client.New(config, client.Options{Scheme: operator.NewScheme()})
+	loadClient, err := client.New(config, client.Options{Scheme: scheme.New()})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	l := &crLoad{opts: opts, client: loadClient, done: make(chan struct{})}
 	for i := range opts.perKind {

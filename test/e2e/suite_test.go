@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
-	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
@@ -127,9 +127,9 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 
 	// The suite's clients log through Ginkgo, with the spec they belong to.
 	logf.SetLogger(GinkgoLogr)
-	scheme := operator.NewScheme()
-	Expect(apiextensionsv1.AddToScheme(scheme)).To(Succeed())
-	k8s, err = client.New(kube.Config, client.Options{Scheme: scheme})
+	s := scheme.New()
+	Expect(apiextensionsv1.AddToScheme(s)).To(Succeed())
+	k8s, err = client.New(kube.Config, client.Options{Scheme: s})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(3*time.Minute))
 

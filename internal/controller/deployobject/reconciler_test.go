@@ -15,9 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
 // These tests run Reconcile against controller-runtime's fake client: server-side apply with
@@ -71,11 +70,8 @@ type harness struct {
 
 func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *harness {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(appv1.AddToScheme(scheme))
 	b := fake.NewClientBuilder().
-		WithScheme(scheme).
+		WithScheme(scheme.New()).
 		WithObjects(objs...).
 		WithStatusSubresource(&appv1.DeployObject{})
 	if funcs == nil {

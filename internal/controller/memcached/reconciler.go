@@ -30,9 +30,9 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/controller/apply"
 	"github.com/seedlabs/webhook-operator/internal/controller/compliance"
 	"github.com/seedlabs/webhook-operator/internal/controller/drift"
-	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
 	"github.com/seedlabs/webhook-operator/internal/controller/policywatch"
+	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )

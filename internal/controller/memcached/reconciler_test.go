@@ -13,9 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,6 +25,7 @@ import (
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
 // These tests run Reconcile against controller-runtime's fake client: no API server, no
@@ -55,11 +54,8 @@ type harness struct {
 
 func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *harness {
 	t.Helper()
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	utilruntime.Must(cachev1alpha1.AddToScheme(scheme))
 	b := fake.NewClientBuilder().
-		WithScheme(scheme).
+		WithScheme(scheme.New()).
 		WithObjects(objs...).
 		WithStatusSubresource(&cachev1alpha1.Memcached{})
 	if funcs != nil {

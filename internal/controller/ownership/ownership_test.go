@@ -7,13 +7,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
 const owner = "4b1f0e36-0c44-4f53-a7a5-4a9b0d8e2f11"
@@ -30,9 +29,7 @@ func service(controller string) *corev1.Service {
 }
 
 func reader(objs ...client.Object) client.Reader {
-	scheme := runtime.NewScheme()
-	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
-	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+	return fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
 }
 
 func TestObserve(t *testing.T) {
