@@ -89,6 +89,10 @@ FUZZ_TARGETS ?= FuzzWelcomeAdmission FuzzMemcachedAdmission FuzzDeployObjectAdmi
                 FuzzDeployObjectSpec FuzzAdmissionPolicyAdmission FuzzAdmissionReviewBody FuzzWelcomeMayBeRefused FuzzMemcachedMayBeRefused
 FUZZTIME     ?= 5m
 
+.PHONY: docs
+docs: ## Regenerate the rule table of docs/rules.md from kubectl webhook-operator rules -o json.
+	UPDATE_DOCS=1 go test ./cmd/kubectl-webhook_operator/ -run '^TestRulesPageIsInSync$$' -count=1
+
 .PHONY: fuzz
 fuzz: ## Fuzz the admission webhooks' HTTP handlers, FUZZTIME (default 5m) per target; a failing input lands in webhooks/testdata/fuzz.
 	for target in $(FUZZ_TARGETS); do \

@@ -63,7 +63,8 @@ const (
 	DeployObjectResources         RuleID = "deployobject.resources.valid"
 )
 
-// rules are every rule, in the order the README lists them.
+// rules are every rule, in the order kubectl webhook-operator rules lists them and docs/rules.md
+// shows them.
 var rules = []Rule{
 	{ID: WelcomeObjectName, Kind: "Welcome", Field: "metadata.name", Summary: "a DNS-1035 label: it names the Service and is a label value of the pods", Contract: true},
 	{ID: WelcomeName, Kind: "Welcome", Field: "spec.name", Summary: "not empty or blank"},

@@ -1,7 +1,6 @@
 package webhooks
 
 import (
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -121,17 +120,4 @@ func TestEveryRuleIsReachable(t *testing.T) {
 	}
 	slices.Sort(ids)
 	t.Logf("rules named: %s", strings.Join(ids, " "))
-}
-
-// TestREADMEListsEveryRule keeps the README's rule table in step with the rules.
-func TestREADMEListsEveryRule(t *testing.T) {
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, r := range Rules() {
-		if !strings.Contains(string(readme), "| `"+string(r.ID)+"` | "+r.Kind+" |") {
-			t.Errorf("the README's rule table does not list %s", r.ID)
-		}
-	}
 }

@@ -580,7 +580,7 @@ func checkWebhooks(t *testing.T, m manifests, generated manifests, kind, name st
 		if diff := cmp.Diff(wantSelector, sel); diff != "" {
 			t.Errorf("webhook %s namespaceSelector (-want +got):\n%s", hook, diff)
 		}
-		// An answer takes milliseconds (README, Performance); the API server allows no less than 1 s.
+		// An answer takes milliseconds (docs/performance.md); the API server allows no less than 1 s.
 		if timeout == nil || *timeout != 1 {
 			t.Errorf("webhook %s has timeoutSeconds %v, want 1", hook, timeout)
 		}

@@ -33,10 +33,10 @@ type AdmissionPolicySpec struct {
 	// +listType=set
 	AllowedRegistries []string `json:"allowedRegistries,omitempty"`
 
-	// Rules set the action of rules by ID (kubectl webhook-operator rules lists them, and the
-	// README). A rule not listed keeps its default: Enforce for the rules that refuse, Warn for
-	// those that warn. Contract rules, which protect what the operator builds, are always
-	// Enforced; warning rules can be Warned or Audited.
+	// Rules set the action of rules by ID (kubectl webhook-operator rules lists them, and
+	// docs/rules.md). A rule not listed keeps its default: Enforce for the rules that refuse,
+	// Warn for those that warn. Contract rules, which protect what the operator builds, are
+	// always Enforced; warning rules can be Warned or Audited.
 	// +optional
 	// +listType=map
 	// +listMapKey=id
