@@ -310,3 +310,17 @@ func validateAppProtocol(appProtocol *string, path *field.Path) field.ErrorList 
 	}
 	return errs
 }
+
+// The port numbers the Pod and Service APIs accept.
+const (
+	minPort = 1
+	maxPort = 65535
+)
+
+// validatePort requires a port number the Pod and Service APIs accept: 1 to 65535.
+func validatePort(port int32, path *field.Path) field.ErrorList {
+	if port < minPort || port > maxPort {
+		return field.ErrorList{field.Invalid(path, port, "must be between 1 and 65535")}
+	}
+	return nil
+}

@@ -23,12 +23,8 @@ import (
 // +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1alpha1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=mwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"lacks-a-default","expression":"!has(object.spec) || !has(object.spec.replicas) || !has(object.spec.port) || !has(object.spec.serviceType) || object.spec.serviceType == ''"}]}`
 // +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1alpha1-welcome,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=vwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.metadata.name) || object.metadata.name.size() > 63 || !object.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') || !has(object.spec) || !has(object.spec.name) || object.spec.name.size() > 1024 || !object.spec.name.matches('[A-Za-z0-9]') || (has(object.spec.userID) && (object.spec.userID < 1 || object.spec.userID > 65535)) || (has(object.spec.groups) && (object.spec.groups.size() > 32 || object.spec.groups.exists(g, g.size() > 256 || !g.matches('[A-Za-z0-9]') || object.spec.groups.filter(h, h == g).size() > 1))) || (has(object.spec.email) && object.spec.email != '' && (object.spec.email.size() > 254 || !object.spec.email.matches('^[A-Za-z0-9_+-]+([.][A-Za-z0-9_+-]+)*@[A-Za-z0-9-]+([.][A-Za-z0-9-]+)+$'))) || (has(object.spec.password) && object.spec.password != '') || (has(object.spec.replicas) && object.spec.replicas <= 0) || (has(object.spec.port) && (object.spec.port < 1 || object.spec.port > 65535)) || (has(object.spec.image) && object.spec.image != '') || (has(object.spec.serviceType) && !(object.spec.serviceType in ['', 'NodePort', 'ClusterIP', 'LoadBalancer']))"}]}`
 
-const (
-	minPort = 1
-	maxPort = 65535
-	// maxUserID is the highest user ID a Welcome accepts.
-	maxUserID = 65535
-)
+// maxUserID is the highest user ID a Welcome accepts.
+const maxUserID = 65535
 
 var welcomeServiceTypes = []corev1.ServiceType{corev1.ServiceTypeNodePort, corev1.ServiceTypeClusterIP, corev1.ServiceTypeLoadBalancer}
 
@@ -125,13 +121,6 @@ func validateGroups(groups []string, path *field.Path) field.ErrorList {
 		seen[g] = true
 	}
 	return errs
-}
-
-func validatePort(port int32, path *field.Path) field.ErrorList {
-	if port < minPort || port > maxPort {
-		return field.ErrorList{field.Invalid(path, port, "must be between 1 and 65535")}
-	}
-	return nil
 }
 
 // isEmailAddress reports whether s is a bare RFC 5322 address with a domain, without a display

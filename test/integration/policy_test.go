@@ -19,7 +19,6 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
-	"github.com/seedlabs/webhook-operator/internal/controller/compliance"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -104,17 +103,17 @@ var _ = Describe("The AdmissionPolicy", func() {
 		Eventually(func(g Gomega) {
 			w := &authv1alpha1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stored), w)).To(Succeed())
-			compliant := meta.FindStatusCondition(w.Status.Conditions, compliance.ConditionCompliant)
+			compliant := meta.FindStatusCondition(w.Status.Conditions, policyv1alpha1.ConditionCompliant)
 			g.Expect(compliant).NotTo(BeNil())
 			g.Expect(compliant.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(compliant.Reason).To(Equal(compliance.ReasonRulesBroken))
+			g.Expect(compliant.Reason).To(Equal(policyv1alpha1.ReasonRulesBroken))
 			g.Expect(compliant.Message).To(HavePrefix("breaks welcome.email.format (Warn): "))
 			g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, authv1alpha1.ConditionDegraded)).To(BeFalse(), "a Warned rule does not hold the spec back")
 			events := &eventsv1.EventList{}
 			g.Expect(k8s.List(ctx, events, client.InNamespace(dev))).To(Succeed())
 			var notes []string
 			for _, e := range events.Items {
-				if e.Reason == compliance.EventReason && e.Regarding.Name == stored.Name {
+				if e.Reason == policyv1alpha1.EventReasonPolicyViolation && e.Regarding.Name == stored.Name {
 					notes = append(notes, e.Note)
 				}
 			}
@@ -189,7 +188,7 @@ var _ = Describe("The AdmissionPolicy", func() {
 		Eventually(func(g Gomega) {
 			d := &appv1.DeployObject{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(running), d)).To(Succeed())
-			compliant := meta.FindStatusCondition(d.Status.Conditions, compliance.ConditionCompliant)
+			compliant := meta.FindStatusCondition(d.Status.Conditions, policyv1alpha1.ConditionCompliant)
 			g.Expect(compliant).NotTo(BeNil())
 			g.Expect(compliant.Message).To(HavePrefix("breaks deployobject.image.registry (Enforce): "))
 			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, appv1.ConditionDegraded)).To(BeFalse(),
@@ -199,7 +198,7 @@ var _ = Describe("The AdmissionPolicy", func() {
 		Eventually(func(g Gomega) {
 			d := &appv1.DeployObject{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(running), d)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, compliance.ConditionCompliant)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, policyv1alpha1.ConditionCompliant)).To(BeTrue())
 			g.Expect(c.Create(ctx, nginx(), client.DryRunAll)).To(Succeed())
 			refusedFor(dev, webhooks.WelcomeEmail)(g)
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	"github.com/seedlabs/webhook-operator/internal/controller/compliance"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
@@ -355,7 +355,7 @@ var _ = Describe("Welcome controller", func() {
 				condition(authv1alpha1.ConditionAvailable, metav1.ConditionTrue, authv1alpha1.ReasonRolledOut, got.Generation),
 				condition(authv1alpha1.ConditionProgressing, metav1.ConditionFalse, authv1alpha1.ReasonRolledOut, got.Generation),
 				condition(authv1alpha1.ConditionDegraded, metav1.ConditionFalse, authv1alpha1.ReasonAsExpected, got.Generation),
-				condition(compliance.ConditionCompliant, metav1.ConditionTrue, compliance.ReasonAsExpected, got.Generation),
+				condition(policyv1alpha1.ConditionCompliant, metav1.ConditionTrue, policyv1alpha1.ReasonAsExpected, got.Generation),
 			))
 		}).Should(Succeed())
 

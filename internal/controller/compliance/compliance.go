@@ -17,20 +17,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/webhooks"
-)
-
-const (
-	// ConditionCompliant is True when the stored spec breaks no rule of the admission policy,
-	// warnings included, and False naming the rules it breaks and what the policy does about each.
-	ConditionCompliant = "Compliant"
-	// ReasonRulesBroken means the spec breaks rules of the admission policy.
-	ReasonRulesBroken = "RulesBroken"
-	// ReasonAsExpected means the spec breaks no rule.
-	ReasonAsExpected = "AsExpected"
-	// EventReason is the reason of the Warning Event recorded when the rules a spec breaks change.
-	EventReason = "PolicyViolation"
 )
 
 // Audit judges what the rules found in obj's stored spec (errs and warnings, under the policy's
@@ -63,21 +52,21 @@ func Audit(ctx context.Context, source webhooks.PolicySource, namespaces webhook
 		add(webhooks.RuleOfWarning(w))
 	}
 
-	condition := metav1.Condition{Type: ConditionCompliant, Status: metav1.ConditionTrue, Reason: ReasonAsExpected,
+	condition := metav1.Condition{Type: policyv1alpha1.ConditionCompliant, Status: metav1.ConditionTrue, Reason: policyv1alpha1.ReasonAsExpected,
 		Message: "the spec breaks no rule of the admission policy", ObservedGeneration: obj.GetGeneration()}
 	if len(broken) > 0 {
 		found := message.Violations(errs, message.ConditionLimit)
 		if len(warnings) > 0 {
 			found = strings.TrimSpace(found + " " + strings.Join(warnings, "; "))
 		}
-		condition.Status, condition.Reason = metav1.ConditionFalse, ReasonRulesBroken
+		condition.Status, condition.Reason = metav1.ConditionFalse, policyv1alpha1.ReasonRulesBroken
 		condition.Message = message.Truncate("breaks "+strings.Join(broken, ", ")+": "+found, message.ConditionLimit)
 	}
-	old := meta.FindStatusCondition(*conditions, ConditionCompliant)
+	old := meta.FindStatusCondition(*conditions, policyv1alpha1.ConditionCompliant)
 	namesChanged := old == nil || old.Status != condition.Status || rulesOf(old.Message) != rulesOf(condition.Message)
 	meta.SetStatusCondition(conditions, condition)
 	if recordEvent && namesChanged && len(broken) > 0 {
-		events.Eventf(obj, nil, corev1.EventTypeWarning, EventReason, "Audit", "%s",
+		events.Eventf(obj, nil, corev1.EventTypeWarning, policyv1alpha1.EventReasonPolicyViolation, "Audit", "%s",
 			message.Truncate("the spec breaks "+strings.Join(broken, ", "), message.EventNoteLimit))
 	}
 	return nil
