@@ -74,18 +74,38 @@ func degradedOf(g Gomega, ctx SpecContext, k safetyKind, obj client.Object) *met
 	return degraded
 }
 
+// expectEvent waits for a Warning Event of reason regarding the object whose note says note.
 func expectEvent(ctx SpecContext, ns, kind, name, reason, note string) {
-	EventuallyWithOffset(1, func(g Gomega) {
+	GinkgoHelper()
+	expectEventOfType(ctx, corev1.EventTypeWarning, ns, kind, name, reason, note)
+}
+
+// expectEventOfType waits for an Event of eventType and reason regarding the object whose note
+// says note.
+func expectEventOfType(ctx SpecContext, eventType, ns, kind, name, reason, note string) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
 		events := &eventsv1.EventList{}
 		g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 		g.Expect(events.Items).To(ContainElement(MatchFields(IgnoreExtras, Fields{
 			"Reason":    Equal(reason),
-			"Type":      Equal(corev1.EventTypeWarning),
+			"Type":      Equal(eventType),
 			"Note":      ContainSubstring(note),
 			"Regarding": MatchFields(IgnoreExtras, Fields{"Kind": Equal(kind), "Name": Equal(name)}),
 		})))
 	}).Should(Succeed())
 }
+
+var _ = Describe("What the controllers create", func() {
+	for _, k := range safetyKinds {
+		It("is said in one Created Event of a "+k.kind+", naming its Deployment and its Service", func(ctx SpecContext) {
+			ns := newNamespace(ctx)
+			Expect(k8s.Create(ctx, k.newObject(ns, "shop"))).To(Succeed())
+			expectEventOfType(ctx, corev1.EventTypeNormal, ns, k.kind, "shop", ownership.ReasonCreated, "created Deployment shop ")
+			expectEventOfType(ctx, corev1.EventTypeNormal, ns, k.kind, "shop", ownership.ReasonCreated, " and Service shop ")
+		})
+	}
+})
 
 var _ = Describe("Names that cannot name a Service", func() {
 	var ns string

@@ -37,10 +37,7 @@ const (
 )
 
 // Reasons of the Events the controller records besides the condition reasons of the API.
-const (
-	// ReasonCreated is recorded when the Deployment or the Service is created.
-	ReasonCreated = "Created"
-)
+const ()
 
 // Reconciler turns a DeployObject into its Deployment and Service and reports their state.
 type Reconciler struct {
@@ -130,19 +127,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, d, "Service", err)
 	}
-	// One Event for what was created: the events.k8s.io recorder folds Events of the same reason
-	// and action into one series and would keep only the first note.
-	var created []string
-	if current.Deployment == nil {
-		created = append(created, fmt.Sprintf("Deployment %s running %s with %d replicas", d.Name, desired.Spec.Image, *desired.Spec.Replicas))
-	}
-	if current.Service == nil {
-		created = append(created, fmt.Sprintf("Service %s on ports %s", d.Name, portList(desired.Spec.Ports)))
-	}
-	if len(created) > 0 {
-		r.Recorder.Eventf(d, nil, corev1.EventTypeNormal, ReasonCreated, "Create", "%s",
-			message.Truncate("created "+strings.Join(created, " and "), message.EventNoteLimit))
-	}
+	current.RecordCreated(r.Recorder, d, fmt.Sprintf("%s running %s with %d replicas", d.Name, desired.Spec.Image, *desired.Spec.Replicas),
+		fmt.Sprintf("%s on ports %s", d.Name, portList(desired.Spec.Ports)))
 
 	setRolloutStatus(d, rolloutOf(deployment))
 	return ctrl.Result{}, r.patchStatus(ctx, before, d)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -44,8 +43,6 @@ const (
 
 // Reasons of the Events the controller records besides the condition reasons of the API.
 const (
-	// ReasonCreated is recorded when the Deployment or the Service is created.
-	ReasonCreated = "Created"
 	// ReasonScaled is recorded when the Deployment's replicas are changed to spec.size.
 	ReasonScaled = "Scaled"
 )
@@ -131,18 +128,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
 		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
 	}
-	// One Event for what was created: the events.k8s.io recorder folds Events of the same reason
-	// and action into one series and would keep only the first note.
-	var created []string
-	if current.Deployment == nil {
-		created = append(created, fmt.Sprintf("Deployment %s with %d memcached instances", m.Name, *desired.Spec.Size))
-	}
-	if current.Service == nil {
-		created = append(created, fmt.Sprintf("Service %s on port %d", m.Name, *desired.Spec.ContainerPort))
-	}
-	if len(created) > 0 {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonCreated, "Create", "created %s", strings.Join(created, " and "))
-	}
+	current.RecordCreated(r.Recorder, m, fmt.Sprintf("%s with %d memcached instances", m.Name, *desired.Spec.Size),
+		fmt.Sprintf("%s on port %d", m.Name, *desired.Spec.ContainerPort))
 
 	setRolloutStatus(m, deployment, current.pods)
 	return ctrl.Result{}, r.patchStatus(ctx, before, m)

@@ -14,9 +14,17 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/recorder"
+
+	"github.com/seedlabs/webhook-operator/internal/message"
 )
+
+// ReasonCreated is the reason of the Event recorded when a custom resource's Deployment or Service
+// is created.
+const ReasonCreated = "Created"
 
 // RecheckAfter is how soon a resource blocked by a foreign object is looked at again. The foreign
 // object carries none of the operator's labels, so the manager's cache does not see it go.
@@ -83,6 +91,24 @@ type Children struct {
 
 // Conflict joins the conflicts into one message, "" when there are none.
 func (c Children) Conflict() string { return strings.Join(c.Conflicts, "; ") }
+
+// RecordCreated records one Normal Event regarding obj, reason Created, naming what the reconcile
+// created: the Deployment, described by deployment, when c has none, and the Service, described
+// by service, when c has none. One Event for both, since the events.k8s.io recorder folds Events
+// of the same reason and action into one series and would keep only the first note.
+func (c Children) RecordCreated(events recorder.EventRecorder, obj runtime.Object, deployment, service string) {
+	var created []string
+	if c.Deployment == nil {
+		created = append(created, "Deployment "+deployment)
+	}
+	if c.Service == nil {
+		created = append(created, "Service "+service)
+	}
+	if len(created) > 0 {
+		events.Eventf(obj, nil, corev1.EventTypeNormal, ReasonCreated, "Create", "%s",
+			message.Truncate("created "+strings.Join(created, " and "), message.EventNoteLimit))
+	}
+}
 
 // ObserveChildren reads the Deployment and Service at key, as Observe does, for the custom
 // resource of kind ownerKind and uid owner.

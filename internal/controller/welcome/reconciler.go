@@ -3,6 +3,7 @@
 package welcome
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,9 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "welcome"
 
 // Reconciler turns a Welcome into its Deployment and Service and reports their state.
 type Reconciler struct {
@@ -116,6 +120,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Service", err)
 	}
 
+	children.RecordCreated(r.Recorder, w, fmt.Sprintf("%s running %s with %d replicas", w.Name, cmp.Or(desired.Spec.Image, r.Image), *desired.Spec.Replicas),
+		fmt.Sprintf("%s of type %s on port %d", w.Name, desired.Spec.ServiceType, *desired.Spec.Port))
+
 	setRolloutStatus(w, desired, deployment, service)
 	return ctrl.Result{}, r.patchStatus(ctx, before, w)
 }
@@ -156,7 +163,7 @@ func (r *Reconciler) audit(ctx context.Context, w, desired *authv1alpha1.Welcome
 // when its Deployment or Service changes, so drift is put back.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named("welcome").
+		Named(ControllerName).
 		For(&authv1alpha1.Welcome{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{})
