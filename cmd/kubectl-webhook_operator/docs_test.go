@@ -62,16 +62,6 @@ func TestRulesPageIsInSync(t *testing.T) {
 		cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n")))
 }
 
-// listedRule is one rule as `rules -o json` lists it.
-type listedRule struct {
-	ID      string   `json:"id"`
-	Kind    string   `json:"kind"`
-	Field   string   `json:"field"`
-	Summary string   `json:"summary"`
-	Default string   `json:"defaultAction"`
-	Allowed []string `json:"allowedActions"`
-}
-
 // rulesTable renders rules as the Markdown table of docs/rules.md. A rule whose only allowed
 // action is Enforce is a contract rule, which no AdmissionPolicy can relax.
 func rulesTable(rules []listedRule) (string, error) {

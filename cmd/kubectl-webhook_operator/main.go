@@ -149,6 +149,16 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitValid
 }
 
+// listedRule is one rule as `rules -o json` lists it.
+type listedRule struct {
+	ID      string   `json:"id"`
+	Kind    string   `json:"kind"`
+	Field   string   `json:"field"`
+	Summary string   `json:"summary"`
+	Default string   `json:"defaultAction"`
+	Allowed []string `json:"allowedActions"`
+}
+
 // listRules prints every rule: its ID, what it holds, and what an AdmissionPolicy may do with it.
 func listRules(args []string, stdout, stderr io.Writer) int {
 	fs := pflag.NewFlagSet("rules", pflag.ContinueOnError)
@@ -160,17 +170,9 @@ func listRules(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitUsage
 	}
-	type rule struct {
-		ID      string   `json:"id"`
-		Kind    string   `json:"kind"`
-		Field   string   `json:"field"`
-		Summary string   `json:"summary"`
-		Default string   `json:"defaultAction"`
-		Allowed []string `json:"allowedActions"`
-	}
-	var list []rule
+	var list []listedRule
 	for _, r := range webhooks.Rules() {
-		item := rule{ID: string(r.ID), Kind: r.Kind, Field: r.Field, Summary: r.Summary, Default: "Enforce", Allowed: []string{"Enforce", "Warn", "Audit"}}
+		item := listedRule{ID: string(r.ID), Kind: r.Kind, Field: r.Field, Summary: r.Summary, Default: "Enforce", Allowed: []string{"Enforce", "Warn", "Audit"}}
 		switch {
 		case r.Contract:
 			item.Allowed = []string{"Enforce"}
