@@ -156,7 +156,7 @@ func (r *podRecorder) follow(ctx context.Context, pod, containerID string, previ
 			return
 		}
 		defer func() { _ = f.Close() }()
-		_, _ = fmt.Fprintf(f, "==== container %s\n", shortID(containerID))
+		_, _ = fmt.Fprintf(f, "%s%s\n", containerHeader, shortID(containerID))
 		_, _ = io.Copy(f, stream)
 	})
 }
@@ -282,3 +282,6 @@ func (w *servingWatch) last() time.Time {
 	defer w.mu.Unlock()
 	return w.lastServed
 }
+
+// containerHeader begins the line a podRecorder writes before the logs of each container it follows.
+const containerHeader = "==== container "
