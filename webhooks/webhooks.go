@@ -11,7 +11,6 @@ import (
 	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
-
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"

@@ -28,12 +28,19 @@ const (
 	welcomeUID = 65532
 )
 
-// WelcomeDeployment is the Deployment that runs a Welcome's web server. w must be defaulted;
-// image is used when w.Spec.Image is empty.
-func WelcomeDeployment(w *authv1alpha1.Welcome, image string) *appsv1ac.DeploymentApplyConfiguration {
+// WelcomeImage is the image a Welcome's web server runs: spec.image, or defaultImage when it is
+// empty.
+func WelcomeImage(w *authv1alpha1.Welcome, defaultImage string) string {
 	if w.Spec.Image != "" {
-		image = w.Spec.Image
+		return w.Spec.Image
 	}
+	return defaultImage
+}
+
+// WelcomeDeployment is the Deployment that runs a Welcome's web server. w must be defaulted;
+// image is used when w.Spec.Image is empty (WelcomeImage).
+func WelcomeDeployment(w *authv1alpha1.Welcome, image string) *appsv1ac.DeploymentApplyConfiguration {
+	image = WelcomeImage(w, image)
 	port := *w.Spec.Port
 	probe := func() *corev1ac.ProbeApplyConfiguration {
 		return corev1ac.Probe().WithHTTPGet(corev1ac.HTTPGetAction().

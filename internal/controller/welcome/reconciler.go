@@ -3,7 +3,6 @@
 package welcome
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -120,7 +119,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, r.applyFailed(ctx, before, w, "Service", err)
 	}
 
-	children.RecordCreated(r.Recorder, w, fmt.Sprintf("%s running %s with %d replicas", w.Name, cmp.Or(desired.Spec.Image, r.Image), *desired.Spec.Replicas),
+	children.RecordCreated(r.Recorder, w, fmt.Sprintf("%s running %s with %d replicas", w.Name, resources.WelcomeImage(desired, r.Image), *desired.Spec.Replicas),
 		fmt.Sprintf("%s of type %s on port %d", w.Name, desired.Spec.ServiceType, *desired.Spec.Port))
 
 	setRolloutStatus(w, desired, deployment, service)
