@@ -3,11 +3,10 @@ package webhooks
 import (
 	"context"
 	"fmt"
-	"net/http"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -89,38 +88,31 @@ func validateSizeChange(old, size *int32, path *field.Path) (field.ErrorList, ad
 
 // memcachedScaleValidator guards the scale subresource, which `kubectl scale` and autoscalers
 // write: the request carries an autoscaling/v1 Scale, whose spec.replicas is the Memcached's
-// spec.size, so it is held to the same range and refused in the same words.
+// spec.size, so it is held to the same range, judged under the same policy and refused in the
+// same words, by a validating webhook of its own. Any other request is allowed untouched.
 type memcachedScaleValidator struct {
-	decoder admission.Decoder
-	judge   judge
+	validator admission.Handler
+}
+
+func newMemcachedScaleValidator(scheme *runtime.Scheme, j judge) memcachedScaleValidator {
+	return memcachedScaleValidator{validator: admission.WithValidator[*autoscalingv1.Scale](scheme, validatorFunc[autoscalingv1.Scale, *autoscalingv1.Scale]{
+		gvk: cachev1alpha1.GroupVersion.WithKind(memcachedGK.Kind), judge: j,
+		validate: func(_ *Policy, old, scale *autoscalingv1.Scale) (field.ErrorList, admission.Warnings) {
+			var oldSize *int32
+			if old != nil {
+				oldSize = &old.Spec.Replicas
+			}
+			errs, warnings := validateSizeChange(oldSize, &scale.Spec.Replicas, field.NewPath("spec", "size"))
+			return withRuleIDs(errs), warnings
+		},
+	}).Handler}
 }
 
 // Handle implements admission.Handler.
-func (v *memcachedScaleValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
+func (v memcachedScaleValidator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	if req.Operation != admissionv1.Update || req.SubResource != "scale" ||
 		req.Resource.Group != memcachedGVR.Group || req.Resource.Resource != memcachedGVR.Resource {
 		return admission.Allowed("")
 	}
-	scale, old := &autoscalingv1.Scale{}, &autoscalingv1.Scale{}
-	if err := v.decoder.DecodeRaw(req.Object, scale); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
-	}
-	if err := v.decoder.DecodeRaw(req.OldObject, old); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
-	}
-	errs, warnings := validateSizeChange(&old.Spec.Replicas, &scale.Spec.Replicas, field.NewPath("spec", "size"))
-	errs, warnings, err := v.judge.judge(ctx, v.judge.current(), denial{gvk: cachev1alpha1.GroupVersion.WithKind(memcachedGK.Kind),
-		namespace: req.Namespace, name: req.Name, operation: string(req.Operation), dryRun: ptr.Deref(req.DryRun, false)},
-		withRuleIDs(errs), warnings)
-	if err != nil {
-		return admission.Denied(err.Error())
-	}
-	if len(errs) > 0 {
-		status := apierrors.NewInvalid(memcachedGK, req.Name, errs).ErrStatus
-		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
-			Allowed: false,
-			Result:  &status,
-		}}.WithWarnings(warnings...)
-	}
-	return admission.Allowed("").WithWarnings(warnings...)
+	return v.validator.Handle(ctx, req)
 }

@@ -434,7 +434,7 @@ func TestMemcachedValidatorReturnsInvalidStatus(t *testing.T) {
 }
 
 func TestMemcachedScaleValidator(t *testing.T) {
-	handler := &memcachedScaleValidator{decoder: admission.NewDecoder(clientgoscheme.Scheme)}
+	handler := newMemcachedScaleValidator(clientgoscheme.Scheme, judge{})
 
 	allowed := func(warnings ...string) admission.Response {
 		return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{

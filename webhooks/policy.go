@@ -5,13 +5,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
@@ -249,52 +246,6 @@ type StaticPolicy struct{ Policy *Policy }
 
 // Current implements PolicySource.
 func (s StaticPolicy) Current() *Policy { return s.Policy }
-
-// LivePolicy is a PolicySource set as the AdmissionPolicy changes.
-type LivePolicy struct {
-	fallback *Policy
-	current  atomic.Pointer[Policy]
-
-	mu          sync.Mutex
-	subscribers []chan event.GenericEvent
-}
-
-// Subscribe returns a channel that receives an event after each change of the policy in force;
-// changes made while one is pending are folded into it.
-func (l *LivePolicy) Subscribe() <-chan event.GenericEvent {
-	ch := make(chan event.GenericEvent, 1)
-	l.mu.Lock()
-	l.subscribers = append(l.subscribers, ch)
-	l.mu.Unlock()
-	return ch
-}
-
-// NewLivePolicy is a LivePolicy that holds fallback until it is Set.
-func NewLivePolicy(fallback *Policy) *LivePolicy {
-	l := &LivePolicy{fallback: fallback}
-	l.current.Store(fallback)
-	return l
-}
-
-// Current implements PolicySource.
-func (l *LivePolicy) Current() *Policy { return l.current.Load() }
-
-// Set makes p the policy in force; nil restores the fallback, as when the AdmissionPolicy is
-// deleted.
-func (l *LivePolicy) Set(p *Policy) {
-	if p == nil {
-		p = l.fallback
-	}
-	l.current.Store(p)
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for _, ch := range l.subscribers {
-		select {
-		case ch <- event.GenericEvent{Object: &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}}:
-		default: // one pending event is enough
-		}
-	}
-}
 
 // String names the policy's changed rules, for logs.
 func (p *Policy) String() string {

@@ -33,7 +33,7 @@ type Options struct {
 	// It is the image policy of the default policy, when Policy is not set.
 	ImagePolicy ImagePolicy
 	// Policy, when set, is the admission policy in force, read on every request: the actions of
-	// the rules and the image policy (an AdmissionPolicy, live; see LivePolicy).
+	// the rules and the image policy (the AdmissionPolicy, as it changes).
 	Policy PolicySource
 	// Namespaces look up the labels of a namespace, for the policy's namespace overrides.
 	Namespaces NamespaceLabels
@@ -78,7 +78,7 @@ func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissi
 			func(_ *Policy, old, m *cachev1alpha1.Memcached) (field.ErrorList, admission.Warnings) {
 				return ValidateMemcached(old, m)
 			}),
-		memcachedScalePath:                         {Handler: &memcachedScaleValidator{decoder: admission.NewDecoder(scheme), judge: j}},
+		memcachedScalePath:                         {Handler: newMemcachedScaleValidator(scheme, j)},
 		"/mutate-app-seedlabs-dev-v1-deployobject": defaultingWebhook(scheme, DefaultDeployObject),
 		"/validate-app-seedlabs-dev-v1-deployobject": validatingWebhook(scheme, j,
 			func(p *Policy, old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {

@@ -222,7 +222,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	// The AdmissionPolicy named cluster, when it exists, decides what admission does about each
 	// rule and which registries are allowed; until then, and once it is deleted, every rule keeps
 	// its default action and --allowed-registries holds.
-	policy := webhooks.NewLivePolicy(webhooks.DefaultPolicy(imagePolicy))
+	policy := newLivePolicy(webhooks.DefaultPolicy(imagePolicy))
 	policySynced, err := watchPolicy(mgr, policy)
 	if err != nil {
 		return nil, fmt.Errorf("watching the admission policy: %w", err)
@@ -254,7 +254,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Image:         o.WelcomeImage,
 		Policy:        policy,
 		Namespaces:    namespaces,
-		PolicyChanges: policy.Subscribe(),
+		PolicyChanges: policy.subscribe(),
 	}).SetupWithManager(controllers); err != nil {
 		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
 	}
@@ -265,7 +265,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Image:         o.MemcachedImage,
 		Policy:        policy,
 		Namespaces:    namespaces,
-		PolicyChanges: policy.Subscribe(),
+		PolicyChanges: policy.subscribe(),
 	}).SetupWithManager(controllers); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
 	}
@@ -275,7 +275,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Recorder:      mgr.GetEventRecorder(EventSource),
 		Policy:        policy,
 		Namespaces:    namespaces,
-		PolicyChanges: policy.Subscribe(),
+		PolicyChanges: policy.subscribe(),
 	}).SetupWithManager(controllers); err != nil {
 		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
 	}

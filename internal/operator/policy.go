@@ -30,7 +30,7 @@ import (
 // The readiness check it returns passes once the policy stored when the replica started is in
 // force and the namespaces' labels are cached, so that a starting replica never answers under the
 // flags' policy while an AdmissionPolicy says otherwise, nor waits for a cache on a request.
-func watchPolicy(mgr ctrl.Manager, live *webhooks.LivePolicy) (healthz.Checker, error) {
+func watchPolicy(mgr ctrl.Manager, live *livePolicy) (healthz.Checker, error) {
 	log := mgr.GetLogger().WithName("admission-policy")
 	var synced atomic.Bool
 	ready := func(*http.Request) error {
@@ -59,7 +59,7 @@ func watchPolicy(mgr ctrl.Manager, live *webhooks.LivePolicy) (healthz.Checker, 
 					"generation", p.Generation)
 				return
 			}
-			live.Set(compiled)
+			live.set(compiled)
 			log.Info("applied the AdmissionPolicy", "generation", p.Generation, "rules", compiled.String())
 		}
 		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -70,7 +70,7 @@ func watchPolicy(mgr ctrl.Manager, live *webhooks.LivePolicy) (healthz.Checker, 
 					obj = tombstone.Obj
 				}
 				if p, ok := obj.(*policyv1alpha1.AdmissionPolicy); ok && p.Name == policyv1alpha1.PolicyName {
-					live.Set(nil)
+					live.set(nil)
 					log.Info("the AdmissionPolicy was deleted; the default policy is in force")
 				}
 			},

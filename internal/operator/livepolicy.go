@@ -1,0 +1,60 @@
+package operator
+
+import (
+	"sync"
+	"sync/atomic"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+// livePolicy is the admission policy in force, set as the AdmissionPolicy changes: the webhooks
+// read it on every request, and the controllers subscribe to its changes to look at every object
+// again.
+type livePolicy struct {
+	fallback *webhooks.Policy
+	current  atomic.Pointer[webhooks.Policy]
+
+	mu          sync.Mutex
+	subscribers []chan event.GenericEvent
+}
+
+// newLivePolicy is a livePolicy that holds fallback until it is set.
+func newLivePolicy(fallback *webhooks.Policy) *livePolicy {
+	l := &livePolicy{fallback: fallback}
+	l.current.Store(fallback)
+	return l
+}
+
+// Current implements webhooks.PolicySource.
+func (l *livePolicy) Current() *webhooks.Policy { return l.current.Load() }
+
+// set makes p the policy in force and tells every subscriber; nil restores the fallback, as when
+// the AdmissionPolicy is deleted.
+func (l *livePolicy) set(p *webhooks.Policy) {
+	if p == nil {
+		p = l.fallback
+	}
+	l.current.Store(p)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, ch := range l.subscribers {
+		select {
+		case ch <- event.GenericEvent{Object: &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}}:
+		default: // one pending event is enough
+		}
+	}
+}
+
+// subscribe returns a channel that receives an event after each change of the policy in force,
+// for a controller's source.Channel; changes made while one is pending are folded into it.
+func (l *livePolicy) subscribe() <-chan event.GenericEvent {
+	ch := make(chan event.GenericEvent, 1)
+	l.mu.Lock()
+	l.subscribers = append(l.subscribers, ch)
+	l.mu.Unlock()
+	return ch
+}
