@@ -38,7 +38,7 @@ type benchCase struct {
 func benchCases(b *testing.B) []benchCase {
 	handlers := fuzzHandlers(b)
 	var cases []benchCase
-	for _, k := range []fuzzedKind{welcomeKind, memcachedKind, deployObjectKind} {
+	for _, k := range []testKind{welcomeKind, memcachedKind, deployObjectKind} {
 		sample := sampleSeeds(b, k.kind)[0]
 		defaulted := applyDefaults(b, handlers[k.mutate], k, sample)
 		edited, err := jsonpatch.MergePatch(sample, []byte(benchEdits[k.kind]))
@@ -126,7 +126,7 @@ func cpuTime(tb testing.TB) time.Duration {
 }
 
 // applyDefaults returns object as the mutating webhook mutate leaves it on create.
-func applyDefaults(tb testing.TB, mutate http.Handler, k fuzzedKind, object []byte) []byte {
+func applyDefaults(tb testing.TB, mutate http.Handler, k testKind, object []byte) []byte {
 	tb.Helper()
 	reply, _ := postReview(tb, mutate, admissionReviewBody(tb, k, admissionv1.Create, object, nil))
 	patch := reply.Response.Patch
@@ -146,7 +146,7 @@ func applyDefaults(tb testing.TB, mutate http.Handler, k fuzzedKind, object []by
 
 // admissionReviewBody is the AdmissionReview the API server sends for op on object; old is the
 // stored object on update, nil on create.
-func admissionReviewBody(tb testing.TB, k fuzzedKind, op admissionv1.Operation, object, old []byte) []byte {
+func admissionReviewBody(tb testing.TB, k testKind, op admissionv1.Operation, object, old []byte) []byte {
 	tb.Helper()
 	body, err := json.Marshal(fuzzReview(k, "default", "", op, object, old))
 	if err != nil {

@@ -17,7 +17,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -1523,24 +1522,4 @@ func TestDeployObjectDefaultingPatch(t *testing.T) {
 			}
 		})
 	}
-}
-
-// deployObjectRequest builds the request the API server sends for a DeployObject; oldObject is
-// only sent when not empty.
-func deployObjectRequest(op admissionv1.Operation, object, oldObject string) admission.Request {
-	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		UID:       "3c9d2a7b-1111-2222-3333-444455556666",
-		Kind:      metav1.GroupVersionKind{Group: "app.seedlabs.dev", Version: "v1", Kind: "DeployObject"},
-		Resource:  metav1.GroupVersionResource{Group: "app.seedlabs.dev", Version: "v1", Resource: "deployobjects"},
-		Name:      "app",
-		Namespace: "default",
-		Operation: op,
-	}}
-	if object != "" {
-		req.Object = runtime.RawExtension{Raw: []byte(object)}
-	}
-	if oldObject != "" {
-		req.OldObject = runtime.RawExtension{Raw: []byte(oldObject)}
-	}
-	return req
 }

@@ -15,45 +15,17 @@ import (
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
-)
-
-// fuzzedKind is a kind whose admission webhooks a fuzz target drives over HTTP.
-type fuzzedKind struct {
-	kind             string
-	resource         metav1.GroupVersionResource
-	mutate, validate string
-	// defaults is the kind's defaulting rule.
-	defaults func(runtime.Object)
-}
-
-var (
-	welcomeKind = fuzzedKind{kind: "Welcome",
-		resource: metav1.GroupVersionResource{Group: "auth.seedlabs.dev", Version: "v1alpha1", Resource: "welcomes"},
-		mutate:   "/mutate-auth-seedlabs-dev-v1alpha1-welcome", validate: "/validate-auth-seedlabs-dev-v1alpha1-welcome",
-		defaults: func(o runtime.Object) { DefaultWelcome(o.(*authv1alpha1.Welcome)) }}
-	memcachedKind = fuzzedKind{kind: "Memcached",
-		resource: metav1.GroupVersionResource{Group: "cache.seedlabs.dev", Version: "v1alpha1", Resource: "memcacheds"},
-		mutate:   "/mutate-cache-seedlabs-dev-v1alpha1-memcached", validate: "/validate-cache-seedlabs-dev-v1alpha1-memcached",
-		defaults: func(o runtime.Object) { DefaultMemcached(o.(*cachev1alpha1.Memcached)) }}
-	deployObjectKind = fuzzedKind{kind: "DeployObject",
-		resource: metav1.GroupVersionResource{Group: "app.seedlabs.dev", Version: "v1", Resource: "deployobjects"},
-		mutate:   "/mutate-app-seedlabs-dev-v1-deployobject", validate: "/validate-app-seedlabs-dev-v1-deployobject",
-		defaults: func(o runtime.Object) { DefaultDeployObject(o.(*appv1.DeployObject)) }}
 )
 
 func FuzzWelcomeAdmission(f *testing.F)      { fuzzAdmission(f, welcomeKind) }
@@ -151,7 +123,7 @@ func sampleSeeds(tb testing.TB, kind string) [][]byte {
 //   - an update that changes nothing is never refused, whatever the object, and neither is a
 //     delete; a connect gets a well-formed reply;
 //   - what is admitted under the default actions is admitted where the policy relaxes rules.
-func fuzzAdmission(f *testing.F, k fuzzedKind) {
+func fuzzAdmission(f *testing.F, k testKind) {
 	for _, seed := range sampleSeeds(f, k.kind) {
 		f.Add(seed)
 	}
@@ -189,7 +161,7 @@ func FuzzDeployObjectSpec(f *testing.F) {
 }
 
 // checkAdmission sends object to the kind's webhooks as fuzzAdmission says.
-func checkAdmission(t *testing.T, handlers map[string]*admission.Webhook, k fuzzedKind, object []byte) {
+func checkAdmission(t *testing.T, handlers map[string]*admission.Webhook, k testKind, object []byte) {
 	t.Helper()
 	mutate, validate := handlers[k.mutate], handlers[k.validate]
 	reply := review(t, mutate, k, fuzzStrict, admissionv1.Create, object, nil)
@@ -247,7 +219,7 @@ func FuzzAdmissionPolicyAdmission(f *testing.F) {
 		f.Add(seed)
 	}
 	validate := fuzzHandlers(f)[admissionPolicyPath]
-	k := fuzzedKind{kind: "AdmissionPolicy",
+	k := testKind{kind: "AdmissionPolicy",
 		resource: metav1.GroupVersionResource{Group: "policy.seedlabs.dev", Version: "v1alpha1", Resource: "admissionpolicies"}}
 	f.Fuzz(func(t *testing.T, object []byte) {
 		if !json.Valid(object) {
@@ -273,8 +245,8 @@ func FuzzAdmissionPolicyAdmission(f *testing.F) {
 func FuzzAdmissionReviewBody(f *testing.F) {
 	handlers := fuzzHandlers(f)
 	paths := slices.Sorted(maps.Keys(handlers))
-	kinds := map[string]fuzzedKind{}
-	for _, k := range []fuzzedKind{welcomeKind, memcachedKind, deployObjectKind} {
+	kinds := map[string]testKind{}
+	for _, k := range []testKind{welcomeKind, memcachedKind, deployObjectKind} {
 		kinds[k.mutate], kinds[k.validate] = k, k
 	}
 	for i, path := range paths {
@@ -341,7 +313,7 @@ func FuzzMemcachedScaleAdmission(f *testing.F) {
 		f.Add(replicas, replicas+1)
 	}
 	scale := fuzzHandlers(f)[memcachedScalePath]
-	k := fuzzedKind{kind: "Scale", resource: metav1.GroupVersionResource{Group: "cache.seedlabs.dev", Version: "v1alpha1", Resource: "memcacheds"}}
+	k := scaleKind
 	f.Fuzz(func(t *testing.T, oldReplicas, replicas int32) {
 		obj := func(r int32) []byte {
 			return []byte(`{"apiVersion":"autoscaling/v1","kind":"Scale","metadata":{"name":"m","namespace":"default"},"spec":{"replicas":` +
@@ -368,38 +340,14 @@ func jsonNumber(n int32) string {
 
 // review sends one AdmissionReview to h as kube-apiserver does (reviewSubresource), for the
 // object itself.
-func review(t *testing.T, h http.Handler, k fuzzedKind, namespace string, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
+func review(t *testing.T, h http.Handler, k testKind, namespace string, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
 	t.Helper()
 	return reviewSubresource(t, h, k, namespace, "", op, object, old)
 }
 
-// fuzzReview is the review kube-apiserver sends for an operation on an object of kind k in
-// namespace.
-func fuzzReview(k fuzzedKind, namespace, subresource string, op admissionv1.Operation, object, old []byte) admissionv1.AdmissionReview {
-	uid := types.UID("0b9f0c8e-5d0e-4a59-9d3e-" + strings.ToLower(string(op))[:4] + "00000000")
-	req := admissionv1.AdmissionReview{
-		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
-		Request: &admissionv1.AdmissionRequest{
-			UID:         uid,
-			Kind:        metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind},
-			Resource:    k.resource,
-			SubResource: subresource,
-			Name:        "fuzzed",
-			Namespace:   namespace,
-			Operation:   op,
-			UserInfo:    authenticationv1.UserInfo{Username: "fuzzer"},
-			Object:      runtime.RawExtension{Raw: object},
-		},
-	}
-	if old != nil && op != admissionv1.Create && op != admissionv1.Connect {
-		req.Request.OldObject = runtime.RawExtension{Raw: old}
-	}
-	return req
-}
-
 // reviewSubresource posts one AdmissionReview to h as kube-apiserver does, and returns the
 // response after checking that it is well formed.
-func reviewSubresource(t *testing.T, h http.Handler, k fuzzedKind, namespace, subresource string, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
+func reviewSubresource(t *testing.T, h http.Handler, k testKind, namespace, subresource string, op admissionv1.Operation, object, old []byte) *admissionv1.AdmissionResponse {
 	t.Helper()
 	req := fuzzReview(k, namespace, subresource, op, object, old)
 	body, err := json.Marshal(req)

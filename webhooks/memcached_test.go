@@ -15,7 +15,6 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
@@ -711,35 +710,6 @@ func TestMemcachedDefaultingPatch(t *testing.T) {
 			}
 		})
 	}
-}
-
-// memcachedRequest builds the request the API server sends for a Memcached; oldObject is only sent
-// on update.
-func memcachedRequest(op admissionv1.Operation, object, oldObject string) admission.Request {
-	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		UID:       "7a1c3e5f-1111-2222-3333-444455556666",
-		Kind:      metav1.GroupVersionKind{Group: "cache.seedlabs.dev", Version: "v1alpha1", Kind: "Memcached"},
-		Resource:  metav1.GroupVersionResource{Group: "cache.seedlabs.dev", Version: "v1alpha1", Resource: "memcacheds"},
-		Name:      "pool",
-		Namespace: "default",
-		Operation: op,
-		Object:    runtime.RawExtension{Raw: []byte(object)},
-	}}
-	if oldObject != "" {
-		req.OldObject = runtime.RawExtension{Raw: []byte(oldObject)}
-	}
-	return req
-}
-
-// scaleRequest builds the request the API server sends when the memcacheds/scale subresource (or,
-// with another subResource, the Memcached) is written; oldObject is only sent when not empty.
-func scaleRequest(op admissionv1.Operation, subResource, object, oldObject string) admission.Request {
-	req := memcachedRequest(op, object, oldObject)
-	req.SubResource = subResource
-	if subResource == "scale" {
-		req.Kind = metav1.GroupVersionKind{Group: "autoscaling", Version: "v1", Kind: "Scale"}
-	}
-	return req
 }
 
 // scaleJSON is the autoscaling/v1 Scale of the Memcached "pool" asking for replicas instances.

@@ -18,7 +18,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -952,24 +951,4 @@ func TestWelcomeDefaultingPatch(t *testing.T) {
 			}
 		})
 	}
-}
-
-// welcomeRequest builds the request the API server sends for a Welcome; object and oldObject are
-// only sent when not empty.
-func welcomeRequest(op admissionv1.Operation, object, oldObject string) admission.Request {
-	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
-		UID:       "0f2b5c4e-1111-2222-3333-444455556666",
-		Kind:      metav1.GroupVersionKind{Group: "auth.seedlabs.dev", Version: "v1alpha1", Kind: "Welcome"},
-		Resource:  metav1.GroupVersionResource{Group: "auth.seedlabs.dev", Version: "v1alpha1", Resource: "welcomes"},
-		Name:      "greeting",
-		Namespace: "default",
-		Operation: op,
-	}}
-	if object != "" {
-		req.Object = runtime.RawExtension{Raw: []byte(object)}
-	}
-	if oldObject != "" {
-		req.OldObject = runtime.RawExtension{Raw: []byte(oldObject)}
-	}
-	return req
 }

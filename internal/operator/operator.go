@@ -30,6 +30,7 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/controller/deployobject"
 	"github.com/seedlabs/webhook-operator/internal/controller/memcached"
 	"github.com/seedlabs/webhook-operator/internal/controller/welcome"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -244,6 +245,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("adding the leader gate: %w", err)
 	}
 	controllers := leaderOnly{Manager: mgr, gate: gate}
+	specGuard := guard.Guard{Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource)}
 	webhooks.Setup(mgr, webhooks.Options{
 		ImagePolicy: imagePolicy, Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource),
 	})
@@ -252,8 +254,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorder(EventSource),
 		Image:         o.WelcomeImage,
-		Policy:        policy,
-		Namespaces:    namespaces,
+		Guard:         specGuard,
 		PolicyChanges: policy.subscribe(),
 	}).SetupWithManager(controllers); err != nil {
 		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
@@ -263,8 +264,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorder(EventSource),
 		Image:         o.MemcachedImage,
-		Policy:        policy,
-		Namespaces:    namespaces,
+		Guard:         specGuard,
 		PolicyChanges: policy.subscribe(),
 	}).SetupWithManager(controllers); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
@@ -273,8 +273,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Client:        mgr.GetClient(),
 		APIReader:     mgr.GetAPIReader(),
 		Recorder:      mgr.GetEventRecorder(EventSource),
-		Policy:        policy,
-		Namespaces:    namespaces,
+		Guard:         specGuard,
 		PolicyChanges: policy.subscribe(),
 	}).SetupWithManager(controllers); err != nil {
 		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)

@@ -47,7 +47,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
@@ -269,7 +269,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		Eventually(func(g Gomega) {
 			d := &appv1.DeployObject{}
 			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: "moving"}, d)).To(Succeed())
-			compliant := meta.FindStatusCondition(d.Status.Conditions, policyv1alpha1.ConditionCompliant)
+			compliant := meta.FindStatusCondition(d.Status.Conditions, conditions.Compliant)
 			g.Expect(compliant).NotTo(BeNil())
 			g.Expect(compliant.Message).To(HavePrefix("breaks deployobject.image.pinned (Warn): "))
 			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: "moving"}, &appsv1.Deployment{})).To(Succeed())

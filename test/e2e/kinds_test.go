@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -16,6 +17,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -61,7 +63,7 @@ var kinds = map[string]kind{
 			if w.Status.ServiceURL == "" {
 				return errors.New("status.serviceURL is empty")
 			}
-			return rolledOut(w, w.Status.ObservedGeneration, w.Status.ReadyReplicas, *w.Spec.Replicas, w.Status.Conditions, authv1alpha1.ConditionAvailable)
+			return rolledOut(w, w.Status.ObservedGeneration, w.Status.ReadyReplicas, *w.Spec.Replicas, w.Status.Conditions, conditions.Available)
 		},
 	},
 	"Memcached": {
@@ -79,7 +81,7 @@ var kinds = map[string]kind{
 			if len(m.Status.Nodes) != int(*m.Spec.Size) {
 				return fmt.Errorf("status.nodes %v, want %d", m.Status.Nodes, *m.Spec.Size)
 			}
-			return rolledOut(m, m.Status.ObservedGeneration, m.Status.Replicas, *m.Spec.Size, m.Status.Conditions, cachev1alpha1.ConditionAvailable)
+			return rolledOut(m, m.Status.ObservedGeneration, m.Status.Replicas, *m.Spec.Size, m.Status.Conditions, conditions.Available)
 		},
 	},
 	"DeployObject": {
@@ -94,11 +96,11 @@ var kinds = map[string]kind{
 		replicas: func(obj client.Object) int32 { return *obj.(*appv1.DeployObject).Spec.Replicas },
 		available: func(obj client.Object) error {
 			d := obj.(*appv1.DeployObject)
-			var conditions []metav1.Condition
+			var mirrored []metav1.Condition
 			for _, c := range d.Status.DeploymentConditions {
-				conditions = append(conditions, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason})
+				mirrored = append(mirrored, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason})
 			}
-			return rolledOut(d, d.Status.ObservedGeneration, d.Status.ReadyReplicas, *d.Spec.Replicas, conditions, appv1.ConditionAvailable)
+			return rolledOut(d, d.Status.ObservedGeneration, d.Status.ReadyReplicas, *d.Spec.Replicas, mirrored, string(appsv1.DeploymentAvailable))
 		},
 	},
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
@@ -287,8 +288,8 @@ var _ = Describe("DeployObject controller", func() {
 				"Reason": Equal("MinimumReplicasAvailable"), "Message": Equal(available.Message),
 			})))
 			g.Expect(got.Status.Conditions).To(ContainElements(
-				condition(appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonRolledOut, got.Generation),
-				condition(appv1.ConditionDegraded, metav1.ConditionFalse, appv1.ReasonAsExpected, got.Generation),
+				condition(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, got.Generation),
+				condition(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation),
 			))
 		}).Should(Succeed())
 	})
@@ -301,9 +302,9 @@ var _ = Describe("DeployObject controller", func() {
 		Eventually(func(g Gomega) {
 			got := &appv1.DeployObject{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), got)).To(Succeed())
-			degraded := meta.FindStatusCondition(got.Status.Conditions, appv1.ConditionDegraded)
+			degraded := meta.FindStatusCondition(got.Status.Conditions, conditions.Degraded)
 			g.Expect(degraded).To(PointTo(MatchFields(IgnoreExtras, Fields{
-				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(appv1.ReasonInvalidSpec),
+				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(conditions.ReasonInvalidSpec),
 			})))
 			g.Expect(degraded.Message).To(ContainSubstring("spec.image"))
 		}).Should(Succeed())
@@ -312,7 +313,7 @@ var _ = Describe("DeployObject controller", func() {
 			events := &eventsv1.EventList{}
 			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 			g.Expect(events.Items).To(ContainElement(MatchFields(IgnoreExtras, Fields{
-				"Reason": Equal(appv1.ReasonInvalidSpec), "Type": Equal(corev1.EventTypeWarning),
+				"Reason": Equal(conditions.ReasonInvalidSpec), "Type": Equal(corev1.EventTypeWarning),
 			})))
 		}).Should(Succeed())
 	})

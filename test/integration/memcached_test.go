@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
@@ -254,8 +255,8 @@ var _ = Describe("Memcached controller", func() {
 			g.Expect(got.Status.Replicas).To(BeEquivalentTo(2))
 			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 			g.Expect(got.Status.Conditions).To(ContainElements(
-				condition(cachev1alpha1.ConditionAvailable, metav1.ConditionTrue, cachev1alpha1.ReasonRolledOut, got.Generation),
-				condition(cachev1alpha1.ConditionDegraded, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected, got.Generation),
+				condition(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, got.Generation),
+				condition(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation),
 			))
 		}).Should(Succeed())
 
@@ -293,9 +294,9 @@ var _ = Describe("Memcached controller", func() {
 
 		Eventually(func(g Gomega) {
 			got := getMemcached(g, ctx, "legacy")
-			degraded := meta.FindStatusCondition(got.Status.Conditions, cachev1alpha1.ConditionDegraded)
+			degraded := meta.FindStatusCondition(got.Status.Conditions, conditions.Degraded)
 			g.Expect(degraded).To(PointTo(MatchFields(IgnoreExtras, Fields{
-				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(cachev1alpha1.ReasonInvalidSpec),
+				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(conditions.ReasonInvalidSpec),
 				"ObservedGeneration": Equal(got.Generation),
 			})))
 			g.Expect(degraded.Message).To(ContainSubstring("spec.size: Invalid value: 5: must be between 1 and 3"))

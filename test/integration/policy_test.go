@@ -18,6 +18,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -103,17 +104,17 @@ var _ = Describe("The AdmissionPolicy", func() {
 		Eventually(func(g Gomega) {
 			w := &authv1alpha1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stored), w)).To(Succeed())
-			compliant := meta.FindStatusCondition(w.Status.Conditions, policyv1alpha1.ConditionCompliant)
+			compliant := meta.FindStatusCondition(w.Status.Conditions, conditions.Compliant)
 			g.Expect(compliant).NotTo(BeNil())
 			g.Expect(compliant.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(compliant.Reason).To(Equal(policyv1alpha1.ReasonRulesBroken))
+			g.Expect(compliant.Reason).To(Equal(conditions.ReasonRulesBroken))
 			g.Expect(compliant.Message).To(HavePrefix("breaks welcome.email.format (Warn): "))
-			g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, authv1alpha1.ConditionDegraded)).To(BeFalse(), "a Warned rule does not hold the spec back")
+			g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, conditions.Degraded)).To(BeFalse(), "a Warned rule does not hold the spec back")
 			events := &eventsv1.EventList{}
 			g.Expect(k8s.List(ctx, events, client.InNamespace(dev))).To(Succeed())
 			var notes []string
 			for _, e := range events.Items {
-				if e.Reason == policyv1alpha1.EventReasonPolicyViolation && e.Regarding.Name == stored.Name {
+				if e.Reason == conditions.EventReasonPolicyViolation && e.Regarding.Name == stored.Name {
 					notes = append(notes, e.Note)
 				}
 			}
@@ -149,7 +150,7 @@ var _ = Describe("The AdmissionPolicy", func() {
 			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))))
 			m := &cachev1alpha1.Memcached{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(BeFalse())
+			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, conditions.Degraded)).To(BeFalse())
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("looking at every object again when the policy changes: Enforced again, the spec is held back, and what runs keeps running")
@@ -157,9 +158,9 @@ var _ = Describe("The AdmissionPolicy", func() {
 		Eventually(func(g Gomega) {
 			m := &cachev1alpha1.Memcached{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
-			c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionDegraded)
+			c := meta.FindStatusCondition(m.Status.Conditions, conditions.Degraded)
 			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(cachev1alpha1.ReasonInvalidSpec))
+			g.Expect(c.Reason).To(Equal(conditions.ReasonInvalidSpec))
 			g.Expect(c.Message).To(ContainSubstring("(rule memcached.size.range)"))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		d := &appsv1.Deployment{}
@@ -169,7 +170,7 @@ var _ = Describe("The AdmissionPolicy", func() {
 		Eventually(func(g Gomega) {
 			m := &cachev1alpha1.Memcached{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, cachev1alpha1.ConditionDegraded)).To(BeFalse())
+			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, conditions.Degraded)).To(BeFalse())
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("replacing --allowed-registries with the policy's, and restoring it when the policy goes")
@@ -188,17 +189,17 @@ var _ = Describe("The AdmissionPolicy", func() {
 		Eventually(func(g Gomega) {
 			d := &appv1.DeployObject{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(running), d)).To(Succeed())
-			compliant := meta.FindStatusCondition(d.Status.Conditions, policyv1alpha1.ConditionCompliant)
+			compliant := meta.FindStatusCondition(d.Status.Conditions, conditions.Compliant)
 			g.Expect(compliant).NotTo(BeNil())
 			g.Expect(compliant.Message).To(HavePrefix("breaks deployobject.image.registry (Enforce): "))
-			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, appv1.ConditionDegraded)).To(BeFalse(),
+			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, conditions.Degraded)).To(BeFalse(),
 				"an image admitted before the allow-list changed keeps running")
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		deletePolicy(ctx)
 		Eventually(func(g Gomega) {
 			d := &appv1.DeployObject{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(running), d)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, policyv1alpha1.ConditionCompliant)).To(BeTrue())
+			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, conditions.Compliant)).To(BeTrue())
 			g.Expect(c.Create(ctx, nginx(), client.DryRunAll)).To(Succeed())
 			refusedFor(dev, webhooks.WelcomeEmail)(g)
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())

@@ -24,8 +24,8 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	"github.com/seedlabs/webhook-operator/internal/controller/apply"
-	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )

@@ -24,7 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
@@ -229,10 +229,10 @@ var _ = Describe("Welcome controller", func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.ServiceURL).To(Equal(fmt.Sprintf("http://hello.%s.svc:8088/hello/ (node port %d)", ns, nodePort)))
 			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, authv1alpha1.ConditionAvailable)).To(
-				PointTo(MatchFields(IgnoreExtras, Fields{"Status": Equal(metav1.ConditionFalse), "Reason": Equal(authv1alpha1.ReasonReplicasUnavailable)})))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, authv1alpha1.ConditionProgressing)).To(
-				PointTo(MatchFields(IgnoreExtras, Fields{"Status": Equal(metav1.ConditionTrue), "Reason": Equal(authv1alpha1.ReasonReconciling)})))
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Available)).To(
+				PointTo(MatchFields(IgnoreExtras, Fields{"Status": Equal(metav1.ConditionFalse), "Reason": Equal(conditions.ReasonReplicasUnavailable)})))
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Progressing)).To(
+				PointTo(MatchFields(IgnoreExtras, Fields{"Status": Equal(metav1.ConditionTrue), "Reason": Equal(conditions.ReasonReconciling)})))
 		}).Should(Succeed())
 	})
 
@@ -352,10 +352,10 @@ var _ = Describe("Welcome controller", func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.ReadyReplicas).To(BeEquivalentTo(2))
 			g.Expect(got.Status.Conditions).To(ConsistOf(
-				condition(authv1alpha1.ConditionAvailable, metav1.ConditionTrue, authv1alpha1.ReasonRolledOut, got.Generation),
-				condition(authv1alpha1.ConditionProgressing, metav1.ConditionFalse, authv1alpha1.ReasonRolledOut, got.Generation),
-				condition(authv1alpha1.ConditionDegraded, metav1.ConditionFalse, authv1alpha1.ReasonAsExpected, got.Generation),
-				condition(policyv1alpha1.ConditionCompliant, metav1.ConditionTrue, policyv1alpha1.ReasonAsExpected, got.Generation),
+				condition(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, got.Generation),
+				condition(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, got.Generation),
+				condition(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation),
+				condition(conditions.Compliant, metav1.ConditionTrue, conditions.ReasonAsExpected, got.Generation),
 			))
 		}).Should(Succeed())
 
@@ -374,8 +374,8 @@ var _ = Describe("Welcome controller", func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.ReadyReplicas).To(BeEquivalentTo(1))
 			g.Expect(got.Status.Conditions).To(ContainElements(
-				condition(authv1alpha1.ConditionAvailable, metav1.ConditionFalse, authv1alpha1.ReasonReplicasUnavailable, got.Generation),
-				condition(authv1alpha1.ConditionDegraded, metav1.ConditionTrue, authv1alpha1.ReasonRolloutFailed, got.Generation),
+				condition(conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, got.Generation),
+				condition(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonRolloutFailed, got.Generation),
 			))
 		}).Should(Succeed())
 	})
@@ -395,9 +395,9 @@ var _ = Describe("Welcome controller", func() {
 		Eventually(func(g Gomega) {
 			got := &authv1alpha1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
-			degraded := meta.FindStatusCondition(got.Status.Conditions, authv1alpha1.ConditionDegraded)
+			degraded := meta.FindStatusCondition(got.Status.Conditions, conditions.Degraded)
 			g.Expect(degraded).To(PointTo(MatchFields(IgnoreExtras, Fields{
-				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(authv1alpha1.ReasonApplyFailed),
+				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(conditions.ReasonApplyFailed),
 			})))
 			g.Expect(degraded.Message).To(And(ContainSubstring("applying the Deployment"), ContainSubstring("exceeded quota")))
 		}).Should(Succeed())
@@ -405,7 +405,7 @@ var _ = Describe("Welcome controller", func() {
 			events := &eventsv1.EventList{}
 			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 			g.Expect(events.Items).To(ContainElement(MatchFields(IgnoreExtras, Fields{
-				"Reason": Equal(authv1alpha1.ReasonApplyFailed), "Type": Equal(corev1.EventTypeWarning),
+				"Reason": Equal(conditions.ReasonApplyFailed), "Type": Equal(corev1.EventTypeWarning),
 			})))
 		}).Should(Succeed())
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(w), &corev1.Service{}))).To(BeTrue(),
@@ -423,10 +423,10 @@ var _ = Describe("Welcome controller", func() {
 			got := &authv1alpha1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.Conditions).To(ContainElements(
-				condition(authv1alpha1.ConditionDegraded, metav1.ConditionTrue, authv1alpha1.ReasonInvalidSpec, got.Generation),
-				condition(authv1alpha1.ConditionProgressing, metav1.ConditionFalse, authv1alpha1.ReasonInvalidSpec, got.Generation),
+				condition(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec, got.Generation),
+				condition(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec, got.Generation),
 			))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, authv1alpha1.ConditionDegraded).Message).To(
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Degraded).Message).To(
 				ContainSubstring("spec.port: Invalid value: 70000: must be between 1 and 65535"))
 		}).Should(Succeed())
 		// The condition is written in the reconcile that refuses to apply, so nothing exists now.
@@ -437,7 +437,7 @@ var _ = Describe("Welcome controller", func() {
 			events := &eventsv1.EventList{}
 			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 			g.Expect(events.Items).To(ContainElement(MatchFields(IgnoreExtras, Fields{
-				"Reason":    Equal(authv1alpha1.ReasonInvalidSpec),
+				"Reason":    Equal(conditions.ReasonInvalidSpec),
 				"Type":      Equal(corev1.EventTypeWarning),
 				"Note":      ContainSubstring("spec.port"),
 				"Regarding": MatchFields(IgnoreExtras, Fields{"Kind": Equal("Welcome"), "Name": Equal("legacy")}),
@@ -453,7 +453,7 @@ var _ = Describe("Welcome controller", func() {
 			got := &authv1alpha1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.Conditions).To(ContainElement(
-				condition(authv1alpha1.ConditionDegraded, metav1.ConditionFalse, authv1alpha1.ReasonAsExpected, got.Generation)))
+				condition(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation)))
 		}).Should(Succeed())
 	})
 })

@@ -14,40 +14,6 @@ const DefaultReplicas int32 = 1
 // the name a resourceFieldRef in spec.env may give as its containerName.
 const ContainerName = "app"
 
-// Condition types a DeployObject reports in status.conditions.
-const (
-	// ConditionAvailable is True when every requested pod is available.
-	ConditionAvailable = "Available"
-	// ConditionProgressing is True while a rollout of the current spec is under way.
-	ConditionProgressing = "Progressing"
-	// ConditionDegraded is True when the spec cannot be rolled out or the rollout failed.
-	ConditionDegraded = "Degraded"
-)
-
-// Reasons set on DeployObject conditions.
-const (
-	// ReasonReconciling means the Deployment and Service are being brought to the spec.
-	ReasonReconciling = "Reconciling"
-	// ReasonRolledOut means the Deployment runs the current spec with every replica available.
-	ReasonRolledOut = "RolledOut"
-	// ReasonScaledToZero means spec.replicas is 0, so nothing runs and nothing is missing.
-	ReasonScaledToZero = "ScaledToZero"
-	// ReasonReplicasUnavailable means fewer replicas are available than requested.
-	ReasonReplicasUnavailable = "ReplicasUnavailable"
-	// ReasonInvalidSpec means the stored spec fails validation, so it is not rolled out.
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonApplyFailed means the Deployment or Service could not be applied.
-	ReasonApplyFailed = "ApplyFailed"
-	// ReasonNameConflict means a Deployment or Service of the object's name exists that the
-	// object does not control, so nothing is applied: the operator never takes over what it did
-	// not create.
-	ReasonNameConflict = "NameConflict"
-	// ReasonRolloutFailed means the Deployment reports that its rollout cannot progress.
-	ReasonRolloutFailed = "RolloutFailed"
-	// ReasonAsExpected means nothing is wrong.
-	ReasonAsExpected = "AsExpected"
-)
-
 // DeployObjectSpec is the desired state of a generic app: one Deployment behind one Service.
 //
 // Image rules and ranges are enforced by the validating webhook, not by this schema, so that one
@@ -108,7 +74,7 @@ type DeployObjectStatus struct {
 	// +listType=atomic
 	DeploymentConditions []appsv1.DeploymentCondition `json:"deploymentConditions,omitempty"`
 
-	// Conditions are Available, Progressing and Degraded.
+	// Conditions are Available, Progressing, Degraded and Compliant.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -131,6 +97,17 @@ type DeployObject struct {
 	// +required
 	Spec   DeployObjectSpec   `json:"spec"`
 	Status DeployObjectStatus `json:"status,omitzero"`
+}
+
+// GetConditions returns the conditions of the status.
+func (d *DeployObject) GetConditions() []metav1.Condition { return d.Status.Conditions }
+
+// SetConditions replaces the conditions of the status.
+func (d *DeployObject) SetConditions(conditions []metav1.Condition) { d.Status.Conditions = conditions }
+
+// SetObservedGeneration records the generation of the spec the status describes.
+func (d *DeployObject) SetObservedGeneration(generation int64) {
+	d.Status.ObservedGeneration = generation
 }
 
 // DeployObjectList is a list of DeployObject objects.

@@ -17,40 +17,6 @@ const (
 	DefaultServiceType = corev1.ServiceTypeNodePort
 )
 
-// Condition types a Welcome reports in status.conditions.
-const (
-	// ConditionAvailable is True when every requested web server pod is ready.
-	ConditionAvailable = "Available"
-	// ConditionProgressing is True while a rollout of the current spec is under way.
-	ConditionProgressing = "Progressing"
-	// ConditionDegraded is True when the spec cannot be rolled out or the rollout failed.
-	ConditionDegraded = "Degraded"
-)
-
-// Reasons set on Welcome conditions.
-const (
-	// ReasonReconciling means the Deployment and Service are being brought to the spec.
-	ReasonReconciling = "Reconciling"
-	// ReasonRolledOut means the Deployment runs the current spec with every replica ready.
-	ReasonRolledOut = "RolledOut"
-	// ReasonScaledToZero means spec.replicas is 0, so nothing serves and nothing is missing.
-	ReasonScaledToZero = "ScaledToZero"
-	// ReasonReplicasUnavailable means fewer replicas are ready than requested.
-	ReasonReplicasUnavailable = "ReplicasUnavailable"
-	// ReasonInvalidSpec means the stored spec fails validation, so it is not rolled out.
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonApplyFailed means the Deployment or Service could not be applied.
-	ReasonApplyFailed = "ApplyFailed"
-	// ReasonNameConflict means a Deployment or Service of the object's name exists that the
-	// object does not control, so nothing is applied: the operator never takes over what it did
-	// not create.
-	ReasonNameConflict = "NameConflict"
-	// ReasonRolloutFailed means the Deployment reports that its rollout cannot progress.
-	ReasonRolloutFailed = "RolloutFailed"
-	// ReasonAsExpected means nothing is wrong.
-	ReasonAsExpected = "AsExpected"
-)
-
 // WelcomeSpec is the desired state of a Welcome web app.
 //
 // Ranges and formats are enforced by the validating webhook, not by this schema, so that one
@@ -113,7 +79,7 @@ type WelcomeStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Available, Progressing and Degraded.
+	// Conditions are Available, Progressing, Degraded and Compliant.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -138,6 +104,15 @@ type Welcome struct {
 	Spec   WelcomeSpec   `json:"spec"`
 	Status WelcomeStatus `json:"status,omitzero"`
 }
+
+// GetConditions returns the conditions of the status.
+func (w *Welcome) GetConditions() []metav1.Condition { return w.Status.Conditions }
+
+// SetConditions replaces the conditions of the status.
+func (w *Welcome) SetConditions(conditions []metav1.Condition) { w.Status.Conditions = conditions }
+
+// SetObservedGeneration records the generation of the spec the status describes.
+func (w *Welcome) SetObservedGeneration(generation int64) { w.Status.ObservedGeneration = generation }
 
 // WelcomeList is a list of Welcome objects.
 //

@@ -22,39 +22,6 @@ const (
 	Finalizer = "cache.seedlabs.dev/finalizer"
 )
 
-// Condition types a Memcached reports in status.conditions.
-const (
-	// ConditionAvailable is True when every requested memcached instance is available.
-	ConditionAvailable = "Available"
-	// ConditionProgressing is True while the pool is being brought to spec.size.
-	ConditionProgressing = "Progressing"
-	// ConditionDegraded is True when the spec cannot be rolled out, the rollout failed, or the
-	// Memcached is being deleted.
-	ConditionDegraded = "Degraded"
-)
-
-// Reasons set on Memcached conditions.
-const (
-	// ReasonReconciling means the Deployment and Service are being brought to the spec.
-	ReasonReconciling = "Reconciling"
-	// ReasonRolledOut means exactly spec.size instances run the current spec and are available.
-	ReasonRolledOut = "RolledOut"
-	// ReasonInstancesUnavailable means fewer instances are available than requested.
-	ReasonInstancesUnavailable = "InstancesUnavailable"
-	// ReasonInvalidSpec means the stored spec fails validation, so it is not rolled out.
-	ReasonInvalidSpec = "InvalidSpec"
-	// ReasonApplyFailed means the Deployment or Service could not be applied.
-	ReasonApplyFailed = "ApplyFailed"
-	// ReasonNameConflict means a Deployment or Service of the object's name exists that the
-	// object does not control, so nothing is applied: the operator never takes over what it did
-	// not create.
-	ReasonNameConflict = "NameConflict"
-	// ReasonRolloutFailed means the Deployment reports that its rollout cannot progress.
-	ReasonRolloutFailed = "RolloutFailed"
-	// ReasonAsExpected means nothing is wrong.
-	ReasonAsExpected = "AsExpected"
-)
-
 // MemcachedSpec is the desired state of a memcached pool.
 //
 // Ranges are enforced by the validating webhook, not by this schema, so that one bad object gets
@@ -85,7 +52,7 @@ type MemcachedStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Available, Progressing and Degraded.
+	// Conditions are Available, Progressing, Degraded and Compliant.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -115,6 +82,15 @@ type Memcached struct {
 	Spec   MemcachedSpec   `json:"spec,omitempty"`
 	Status MemcachedStatus `json:"status,omitzero"`
 }
+
+// GetConditions returns the conditions of the status.
+func (m *Memcached) GetConditions() []metav1.Condition { return m.Status.Conditions }
+
+// SetConditions replaces the conditions of the status.
+func (m *Memcached) SetConditions(conditions []metav1.Condition) { m.Status.Conditions = conditions }
+
+// SetObservedGeneration records the generation of the spec the status describes.
+func (m *Memcached) SetObservedGeneration(generation int64) { m.Status.ObservedGeneration = generation }
 
 // MemcachedList is a list of Memcached objects.
 //

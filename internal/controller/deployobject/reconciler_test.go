@@ -7,6 +7,9 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,19 +21,15 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	"github.com/seedlabs/webhook-operator/internal/scheme"
+	"github.com/seedlabs/webhook-operator/test/reconciletest"
 )
 
-// These tests run Reconcile against controller-runtime's fake client: server-side apply with
-// real field management, but no API server, no admission, no defaulting, no garbage collector
-// and no Deployment controller. They pin what the reconciler applies, writes and records; the
-// envtest suite checks the same against a real API server.
+// These tests run Reconcile against controller-runtime's fake client (test/reconciletest).
 
 const (
 	testImage  = "registry.example.test/team/shop:2.4.1"
@@ -62,133 +61,30 @@ func shopSpec() appv1.DeployObjectSpec {
 	}
 }
 
-type harness struct {
-	r      *Reconciler
-	c      client.Client
-	events *events.FakeRecorder
-}
-
-func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *harness {
+func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *reconciletest.Harness {
 	t.Helper()
-	b := fake.NewClientBuilder().
-		WithScheme(scheme.New()).
-		WithObjects(objs...).
-		WithStatusSubresource(&appv1.DeployObject{})
-	if funcs == nil {
-		funcs = &interceptor.Funcs{}
-	}
-	if funcs.Apply == nil {
-		funcs.Apply = applyUnlessDryRun
-	}
-	b = b.WithInterceptorFuncs(*funcs)
-	c := b.Build()
-	rec := events.NewFakeRecorder(50)
-	return &harness{r: &Reconciler{Client: c, APIReader: c, Recorder: rec}, c: c, events: rec}
-}
-
-// applyUnlessDryRun applies as the API server does: the fake client would persist a dry run.
-func applyUnlessDryRun(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	applyOpts := &client.ApplyOptions{}
-	applyOpts.ApplyOptions(opts)
-	if len(applyOpts.DryRun) > 0 {
-		return nil
-	}
-	return c.Apply(ctx, obj, opts...)
-}
-
-func (h *harness) reconcile(t *testing.T) error {
-	t.Helper()
-	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
-	if res != (ctrl.Result{}) {
-		t.Errorf("Reconcile() result = %+v, want none: nothing here needs a timed requeue", res)
-	}
-	return err
-}
-
-func (h *harness) mustReconcile(t *testing.T) {
-	t.Helper()
-	if err := h.reconcile(t); err != nil {
-		t.Fatalf("Reconcile() = %v", err)
-	}
-}
-
-// recorded drains the events recorded so far, as "type reason note".
-func (h *harness) recorded() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
-func (h *harness) expectEvents(t *testing.T, want ...string) {
-	t.Helper()
-	if got := h.recorded(); !reflect.DeepEqual(got, want) {
-		t.Errorf("events = %q, want %q", got, want)
-	}
-}
-
-func (h *harness) deployObject(t *testing.T) *appv1.DeployObject {
-	t.Helper()
-	d := &appv1.DeployObject{}
-	if err := h.c.Get(context.Background(), key, d); err != nil {
-		t.Fatalf("getting the DeployObject: %v", err)
-	}
-	return d
-}
-
-func (h *harness) deployment(t *testing.T) *appsv1.Deployment {
-	t.Helper()
-	d := &appsv1.Deployment{}
-	if err := h.c.Get(context.Background(), key, d); err != nil {
-		t.Fatalf("getting the Deployment: %v", err)
-	}
-	return d
-}
-
-func (h *harness) service(t *testing.T) *corev1.Service {
-	t.Helper()
-	s := &corev1.Service{}
-	if err := h.c.Get(context.Background(), key, s); err != nil {
-		t.Fatalf("getting the Service: %v", err)
-	}
-	return s
+	return reconciletest.New(t, key, func(c client.Client, rec *events.FakeRecorder) reconcile.Reconciler {
+		return &Reconciler{Client: c, APIReader: c, Recorder: rec, Guard: guard.Guard{Recorder: rec}}
+	}, funcs, objs...)
 }
 
 // editSpec changes the stored spec and bumps the generation, as the API server does.
-func (h *harness) editSpec(t *testing.T, edit func(*appv1.DeployObjectSpec)) {
+func editSpec(t *testing.T, h *reconciletest.Harness, edit func(*appv1.DeployObjectSpec)) {
 	t.Helper()
-	d := h.deployObject(t)
+	d := reconciletest.Get(t, h, &appv1.DeployObject{})
 	edit(&d.Spec)
 	d.Generation++
-	if err := h.c.Update(context.Background(), d); err != nil {
+	if err := h.Client.Update(context.Background(), d); err != nil {
 		t.Fatalf("updating the DeployObject: %v", err)
 	}
 }
 
-func expectCondition(t *testing.T, d *appv1.DeployObject, conditionType string, status metav1.ConditionStatus, reason string) {
+func expectPorts(t *testing.T, h *reconciletest.Harness, wantService []corev1.ServicePort, wantContainer []corev1.ContainerPort) {
 	t.Helper()
-	c := meta.FindStatusCondition(d.Status.Conditions, conditionType)
-	if c == nil {
-		t.Errorf("condition %s is missing: %+v", conditionType, d.Status.Conditions)
-		return
-	}
-	if c.Status != status || c.Reason != reason || c.ObservedGeneration != d.Generation {
-		t.Errorf("condition %s = %s/%s at generation %d, want %s/%s at %d",
-			conditionType, c.Status, c.Reason, c.ObservedGeneration, status, reason, d.Generation)
-	}
-}
-
-func expectPorts(t *testing.T, h *harness, wantService []corev1.ServicePort, wantContainer []corev1.ContainerPort) {
-	t.Helper()
-	if got := h.service(t).Spec.Ports; !reflect.DeepEqual(got, wantService) {
+	if got := reconciletest.Get(t, h, &corev1.Service{}).Spec.Ports; !reflect.DeepEqual(got, wantService) {
 		t.Errorf("Service ports = %+v, want %+v", got, wantService)
 	}
-	if got := h.deployment(t).Spec.Template.Spec.Containers[0].Ports; !reflect.DeepEqual(got, wantContainer) {
+	if got := reconciletest.Get(t, h, &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Ports; !reflect.DeepEqual(got, wantContainer) {
 		t.Errorf("container ports = %+v, want %+v", got, wantContainer)
 	}
 }
@@ -197,30 +93,30 @@ func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, nil, newDeployObject(shopSpec()))
 
-	h.mustReconcile(t)
-	h.expectEvents(t,
+	h.MustReconcile(t)
+	h.ExpectEvents(t,
 		"Normal Created created Deployment shop running "+testImage+" with 2 replicas and Service shop on ports http 80/TCP, metrics 9090/TCP")
 
-	d := h.deployObject(t)
+	d := reconciletest.Get(t, h, &appv1.DeployObject{})
 	if d.Spec.Ports[1].Protocol != "" || d.Spec.Ports[1].TargetPort != (intstr.IntOrString{}) {
 		t.Errorf("spec.ports[1] = %+v, want the stored spec left undefaulted", d.Spec.Ports[1])
 	}
 	if d.Status.ObservedGeneration != 1 {
 		t.Errorf("status.observedGeneration = %d, want 1", d.Status.ObservedGeneration)
 	}
-	expectCondition(t, d, appv1.ConditionAvailable, metav1.ConditionFalse, appv1.ReasonReplicasUnavailable)
-	expectCondition(t, d, appv1.ConditionProgressing, metav1.ConditionTrue, appv1.ReasonReconciling)
-	expectCondition(t, d, appv1.ConditionDegraded, metav1.ConditionFalse, appv1.ReasonAsExpected)
+	reconciletest.ExpectCondition(t, d, conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable)
+	reconciletest.ExpectCondition(t, d, conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling)
+	reconciletest.ExpectCondition(t, d, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
 
 	wantOwner := []metav1.OwnerReference{{
 		APIVersion: "app.seedlabs.dev/v1", Kind: "DeployObject", Name: "shop", UID: d.UID,
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}}
-	dep := h.deployment(t)
+	dep := reconciletest.Get(t, h, &appsv1.Deployment{})
 	if !reflect.DeepEqual(dep.OwnerReferences, wantOwner) {
 		t.Errorf("Deployment owner references = %+v, want %+v", dep.OwnerReferences, wantOwner)
 	}
-	if svc := h.service(t); !reflect.DeepEqual(svc.OwnerReferences, wantOwner) || svc.Spec.Type != corev1.ServiceTypeClusterIP {
+	if svc := reconciletest.Get(t, h, &corev1.Service{}); !reflect.DeepEqual(svc.OwnerReferences, wantOwner) || svc.Spec.Type != corev1.ServiceTypeClusterIP {
 		t.Errorf("Service = %s owned by %+v, want ClusterIP owned by %+v", svc.Spec.Type, svc.OwnerReferences, wantOwner)
 	}
 	if c := dep.Spec.Template.Spec.Containers[0]; c.Image != testImage || ptr.Deref(dep.Spec.Replicas, -1) != 2 ||
@@ -238,11 +134,11 @@ func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
 		})
 
 	// A second reconcile records nothing new.
-	h.mustReconcile(t)
-	h.expectEvents(t)
+	h.MustReconcile(t)
+	h.ExpectEvents(t)
 
 	// Every edit rolls out: image, replicas, env, a port changed, one removed, one added.
-	h.editSpec(t, func(s *appv1.DeployObjectSpec) {
+	editSpec(t, h, func(s *appv1.DeployObjectSpec) {
 		s.Image = otherImage
 		s.Replicas = ptr.To[int32](0)
 		s.Env = []corev1.EnvVar{{Name: "COLOR", Value: "green"}}
@@ -251,9 +147,9 @@ func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
 			{Name: "syslog", Port: 514, Protocol: corev1.ProtocolUDP},
 		}
 	})
-	h.mustReconcile(t)
-	h.expectEvents(t)
-	dep = h.deployment(t)
+	h.MustReconcile(t)
+	h.ExpectEvents(t)
+	dep = reconciletest.Get(t, h, &appsv1.Deployment{})
 	if c := dep.Spec.Template.Spec.Containers[0]; c.Image != otherImage || ptr.Deref(dep.Spec.Replicas, -1) != 0 ||
 		!reflect.DeepEqual(c.Env, []corev1.EnvVar{{Name: "COLOR", Value: "green"}}) {
 		t.Errorf("Deployment runs %s x%d with env %+v, want %s x0 with only COLOR=green", c.Image, ptr.Deref(dep.Spec.Replicas, -1), c.Env, otherImage)
@@ -267,36 +163,36 @@ func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
 			{Name: "http", ContainerPort: 80, Protocol: corev1.ProtocolTCP},
 			{ContainerPort: 514, Protocol: corev1.ProtocolUDP},
 		})
-	d = h.deployObject(t)
+	d = reconciletest.Get(t, h, &appv1.DeployObject{})
 	if d.Status.ObservedGeneration != 2 {
 		t.Errorf("status.observedGeneration = %d, want 2", d.Status.ObservedGeneration)
 	}
-	expectCondition(t, d, appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonScaledToZero)
+	reconciletest.ExpectCondition(t, d, conditions.Available, metav1.ConditionTrue, conditions.ReasonScaledToZero)
 
 	// Someone edits fields the operator owns, by hand.
-	dep = h.deployment(t)
+	dep = reconciletest.Get(t, h, &appsv1.Deployment{})
 	dep.Spec.Replicas = ptr.To[int32](5)
 	dep.Spec.Template.Spec.Containers[0].Image = testImage
-	if err := h.c.Update(ctx, dep, client.FieldOwner("kubectl")); err != nil {
+	if err := h.Client.Update(ctx, dep, client.FieldOwner("kubectl")); err != nil {
 		t.Fatalf("editing the Deployment: %v", err)
 	}
-	svc := h.service(t)
+	svc := reconciletest.Get(t, h, &corev1.Service{})
 	svc.Spec.Ports[1].TargetPort = intstr.FromInt32(1514)
-	if err := h.c.Update(ctx, svc, client.FieldOwner("kubectl")); err != nil {
+	if err := h.Client.Update(ctx, svc, client.FieldOwner("kubectl")); err != nil {
 		t.Fatalf("editing the Service: %v", err)
 	}
-	h.mustReconcile(t)
-	h.expectEvents(t)
-	dep = h.deployment(t)
+	h.MustReconcile(t)
+	h.ExpectEvents(t)
+	dep = reconciletest.Get(t, h, &appsv1.Deployment{})
 	if img := dep.Spec.Template.Spec.Containers[0].Image; img != otherImage || ptr.Deref(dep.Spec.Replicas, -1) != 0 {
 		t.Errorf("Deployment runs %s x%d after the reconcile, want %s x0", img, ptr.Deref(dep.Spec.Replicas, -1), otherImage)
 	}
-	if got := h.service(t).Spec.Ports[1].TargetPort; got != intstr.FromInt32(514) {
+	if got := reconciletest.Get(t, h, &corev1.Service{}).Spec.Ports[1].TargetPort; got != intstr.FromInt32(514) {
 		t.Errorf("Service port syslog targets %s after the reconcile, want 514", got.String())
 	}
 
 	// The Deployment controller reports; the DeployObject mirrors it.
-	dep = h.deployment(t)
+	dep = reconciletest.Get(t, h, &appsv1.Deployment{})
 	dep.Status = appsv1.DeploymentStatus{
 		ObservedGeneration: dep.Generation,
 		Conditions: []appsv1.DeploymentCondition{
@@ -304,18 +200,18 @@ func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
 			deploymentCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", progressedMessage),
 		},
 	}
-	if err := h.c.Status().Update(ctx, dep); err != nil {
+	if err := h.Client.Status().Update(ctx, dep); err != nil {
 		t.Fatalf("updating the Deployment status: %v", err)
 	}
-	h.mustReconcile(t)
-	d = h.deployObject(t)
+	h.MustReconcile(t)
+	d = reconciletest.Get(t, h, &appv1.DeployObject{})
 	if !reflect.DeepEqual(d.Status.DeploymentConditions, dep.Status.Conditions) {
 		t.Errorf("status.deploymentConditions = %+v, want %+v", d.Status.DeploymentConditions, dep.Status.Conditions)
 	}
-	expectCondition(t, d, appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonScaledToZero)
-	expectCondition(t, d, appv1.ConditionProgressing, metav1.ConditionFalse, appv1.ReasonRolledOut)
-	expectCondition(t, d, appv1.ConditionDegraded, metav1.ConditionFalse, appv1.ReasonAsExpected)
-	h.expectEvents(t)
+	reconciletest.ExpectCondition(t, d, conditions.Available, metav1.ConditionTrue, conditions.ReasonScaledToZero)
+	reconciletest.ExpectCondition(t, d, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut)
+	reconciletest.ExpectCondition(t, d, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
+	h.ExpectEvents(t)
 }
 
 const invalidSpecEvent = `Warning InvalidSpec spec is not rolled out: [spec.image: Invalid value: "shop": has no tag or digest, ` +
@@ -328,22 +224,22 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 	spec.Replicas = ptr.To[int32](-1)
 	h := newHarness(t, nil, newDeployObject(spec))
 	for i := range 2 {
-		if err := h.reconcile(t); err != nil {
+		if err := h.ReconcileNow(t); err != nil {
 			t.Fatalf("Reconcile() #%d = %v", i+1, err)
 		}
 	}
 	// One Warning, though the controller looked twice.
-	h.expectEvents(t, invalidSpecEvent)
+	h.ExpectEvents(t, invalidSpecEvent)
 
-	d := h.deployObject(t)
-	expectCondition(t, d, appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonInvalidSpec)
-	expectCondition(t, d, appv1.ConditionProgressing, metav1.ConditionFalse, appv1.ReasonInvalidSpec)
-	expectCondition(t, d, appv1.ConditionAvailable, metav1.ConditionFalse, appv1.ReasonInvalidSpec)
+	d := reconciletest.Get(t, h, &appv1.DeployObject{})
+	reconciletest.ExpectCondition(t, d, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, d, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, d, conditions.Available, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
 	if d.Status.ObservedGeneration != d.Generation {
 		t.Errorf("status.observedGeneration = %d, want %d", d.Status.ObservedGeneration, d.Generation)
 	}
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
-		if err := h.c.Get(context.Background(), key, obj); !apierrors.IsNotFound(err) {
+		if err := h.Client.Get(context.Background(), key, obj); !apierrors.IsNotFound(err) {
 			t.Errorf("getting the %T: %v, want NotFound: nothing may be applied for an invalid spec", obj, err)
 		}
 	}
@@ -354,39 +250,39 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 func TestReconcileKeepsTheLastGoodRollout(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, nil, newDeployObject(shopSpec()))
-	h.mustReconcile(t)
-	h.recorded()
+	h.MustReconcile(t)
+	h.Recorded()
 
-	dep := h.deployment(t)
+	dep := reconciletest.Get(t, h, &appsv1.Deployment{})
 	dep.Status = appsv1.DeploymentStatus{ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
-	if err := h.c.Status().Update(ctx, dep); err != nil {
+	if err := h.Client.Status().Update(ctx, dep); err != nil {
 		t.Fatalf("updating the Deployment status: %v", err)
 	}
-	h.mustReconcile(t)
-	expectCondition(t, h.deployObject(t), appv1.ConditionAvailable, metav1.ConditionTrue, appv1.ReasonRolledOut)
+	h.MustReconcile(t)
+	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut)
 
-	h.editSpec(t, func(s *appv1.DeployObjectSpec) { s.Image = "shop"; s.Replicas = ptr.To[int32](-1) })
-	h.mustReconcile(t)
-	h.expectEvents(t, invalidSpecEvent)
-	if img := h.deployment(t).Spec.Template.Spec.Containers[0].Image; img != testImage {
+	editSpec(t, h, func(s *appv1.DeployObjectSpec) { s.Image = "shop"; s.Replicas = ptr.To[int32](-1) })
+	h.MustReconcile(t)
+	h.ExpectEvents(t, invalidSpecEvent)
+	if img := reconciletest.Get(t, h, &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image; img != testImage {
 		t.Errorf("Deployment image = %s, want %s: an invalid spec is not rolled out", img, testImage)
 	}
-	d := h.deployObject(t)
+	d := reconciletest.Get(t, h, &appv1.DeployObject{})
 	if d.Status.ReadyReplicas != 2 || d.Status.AvailableReplicas != 2 || d.Status.ObservedGeneration != 2 {
 		t.Errorf("status = %+v, want the running Deployment's 2 ready replicas at generation 2", d.Status)
 	}
-	expectCondition(t, d, appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonInvalidSpec)
-	if c := meta.FindStatusCondition(d.Status.Conditions, appv1.ConditionAvailable); c == nil || c.Reason != appv1.ReasonRolledOut {
+	reconciletest.ExpectCondition(t, d, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
+	if c := meta.FindStatusCondition(d.Status.Conditions, conditions.Available); c == nil || c.Reason != conditions.ReasonRolledOut {
 		t.Errorf("Available = %+v, want the RolledOut condition of the running pods kept", c)
 	}
 
-	h.editSpec(t, func(s *appv1.DeployObjectSpec) { s.Image = otherImage; s.Replicas = ptr.To[int32](2) })
-	h.mustReconcile(t)
-	h.expectEvents(t)
-	if img := h.deployment(t).Spec.Template.Spec.Containers[0].Image; img != otherImage {
+	editSpec(t, h, func(s *appv1.DeployObjectSpec) { s.Image = otherImage; s.Replicas = ptr.To[int32](2) })
+	h.MustReconcile(t)
+	h.ExpectEvents(t)
+	if img := reconciletest.Get(t, h, &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image; img != otherImage {
 		t.Errorf("Deployment image = %s, want %s", img, otherImage)
 	}
-	expectCondition(t, h.deployObject(t), appv1.ConditionDegraded, metav1.ConditionFalse, appv1.ReasonAsExpected)
+	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
 }
 
 func TestReconcileApplyFailure(t *testing.T) {
@@ -396,18 +292,18 @@ func TestReconcileApplyFailure(t *testing.T) {
 			if _, ok := obj.(*appsv1ac.DeploymentApplyConfiguration); ok {
 				return applyErr
 			}
-			return applyUnlessDryRun(ctx, c, obj, opts...)
+			return reconciletest.ApplyUnlessDryRun(ctx, c, obj, opts...)
 		},
 	}, newDeployObject(shopSpec()))
 
 	for i := range 2 {
-		if err := h.reconcile(t); !errors.Is(err, applyErr) {
+		if err := h.ReconcileNow(t); !errors.Is(err, applyErr) {
 			t.Errorf("Reconcile() #%d = %v, want it to return %v for the work queue", i+1, err, applyErr)
 		}
 	}
-	h.expectEvents(t, "Warning ApplyFailed applying the Deployment: "+applyErr.Error())
-	expectCondition(t, h.deployObject(t), appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonApplyFailed)
-	if err := h.c.Get(context.Background(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
+	h.ExpectEvents(t, "Warning ApplyFailed applying the Deployment: "+applyErr.Error())
+	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed)
+	if err := h.Client.Get(context.Background(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Service: %v, want NotFound: nothing is applied after a failure", err)
 	}
 }
@@ -427,30 +323,30 @@ func TestReconcileTriesANewSpecsServiceFirst(t *testing.T) {
 				return refused
 			}
 			applied = append(applied, kind)
-			return applyUnlessDryRun(ctx, c, obj, opts...)
+			return reconciletest.ApplyUnlessDryRun(ctx, c, obj, opts...)
 		},
 	}, newDeployObject(shopSpec()))
 
-	if err := h.reconcile(t); !errors.Is(err, refused) {
+	if err := h.ReconcileNow(t); !errors.Is(err, refused) {
 		t.Errorf("Reconcile() = %v, want %v", err, refused)
 	}
 	if want := []string{"dry run *v1.ServiceApplyConfiguration"}; !reflect.DeepEqual(applied, want) {
 		t.Errorf("applied %q, want only %q", applied, want)
 	}
-	expectCondition(t, h.deployObject(t), appv1.ConditionDegraded, metav1.ConditionTrue, appv1.ReasonApplyFailed)
+	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed)
 }
 
 func TestReconcileIgnoresDeletedAndDeleting(t *testing.T) {
 	h := newHarness(t, nil)
-	h.mustReconcile(t)
+	h.MustReconcile(t)
 
 	d := newDeployObject(shopSpec())
 	d.Finalizers = []string{"example.com/backup"}
 	d.DeletionTimestamp = ptr.To(metav1.Now())
 	h = newHarness(t, nil, d)
-	h.mustReconcile(t)
-	h.expectEvents(t)
-	if err := h.c.Get(context.Background(), key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
+	h.MustReconcile(t)
+	h.ExpectEvents(t)
+	if err := h.Client.Get(context.Background(), key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Deployment: %v, want NotFound: nothing is applied for an object being deleted", err)
 	}
 }
@@ -462,9 +358,9 @@ func TestReconcileAppliesARepeatedVariable(t *testing.T) {
 	spec := shopSpec()
 	spec.Env = []corev1.EnvVar{{Name: "MODE", Value: "blue"}, {Name: "LEVEL", Value: "info"}, {Name: "MODE", Value: "green"}}
 	h := newHarness(t, nil, newDeployObject(spec))
-	h.mustReconcile(t)
+	h.MustReconcile(t)
 	want := []corev1.EnvVar{{Name: "LEVEL", Value: "info"}, {Name: "MODE", Value: "green"}}
-	if got := h.deployment(t).Spec.Template.Spec.Containers[0].Env; !reflect.DeepEqual(got, want) {
+	if got := reconciletest.Get(t, h, &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Env; !reflect.DeepEqual(got, want) {
 		t.Errorf("env = %+v, want %+v", got, want)
 	}
 }
@@ -477,7 +373,7 @@ func TestReconcileTwiceWritesNothing(t *testing.T) {
 	funcs := &interceptor.Funcs{
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
 			count(fmt.Sprintf("apply %T", obj))
-			return applyUnlessDryRun(ctx, c, obj, opts...)
+			return reconciletest.ApplyUnlessDryRun(ctx, c, obj, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			count(fmt.Sprintf("patch %T", obj))
@@ -489,31 +385,31 @@ func TestReconcileTwiceWritesNothing(t *testing.T) {
 		},
 	}
 	h := newHarness(t, funcs, newDeployObject(shopSpec()))
-	h.mustReconcile(t)
+	h.MustReconcile(t)
 	if len(writes) == 0 {
 		t.Fatal("the first reconcile wrote nothing")
 	}
 	writes = nil
-	h.mustReconcile(t)
+	h.MustReconcile(t)
 	if len(writes) > 0 {
 		t.Errorf("a reconcile with nothing to change wrote %q", writes)
 	}
 
 	// A field it sets, changed by hand, is put back with one apply.
 	dep := &appsv1.Deployment{}
-	if err := h.c.Get(context.Background(), key, dep); err != nil {
+	if err := h.Client.Get(context.Background(), key, dep); err != nil {
 		t.Fatal(err)
 	}
 	dep.Spec.Replicas = ptr.To[int32](5)
-	if err := h.c.Update(context.Background(), dep); err != nil {
+	if err := h.Client.Update(context.Background(), dep); err != nil {
 		t.Fatal(err)
 	}
 	writes = nil
-	h.mustReconcile(t)
+	h.MustReconcile(t)
 	if want := []string{"apply *v1.DeploymentApplyConfiguration"}; !reflect.DeepEqual(writes, want) {
 		t.Errorf("after a hand edit: writes %q, want %q", writes, want)
 	}
-	if err := h.c.Get(context.Background(), key, dep); err != nil || *dep.Spec.Replicas != 2 {
+	if err := h.Client.Get(context.Background(), key, dep); err != nil || *dep.Spec.Replicas != 2 {
 		t.Errorf("replicas after the reconcile = %v (%v), want 2 put back", dep.Spec.Replicas, err)
 	}
 }

@@ -4,14 +4,11 @@ package memcached
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -24,14 +21,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	"github.com/seedlabs/webhook-operator/internal/controller/apply"
-	"github.com/seedlabs/webhook-operator/internal/controller/compliance"
-	"github.com/seedlabs/webhook-operator/internal/controller/drift"
-	"github.com/seedlabs/webhook-operator/internal/controller/ownership"
-	"github.com/seedlabs/webhook-operator/internal/controller/policywatch"
-	"github.com/seedlabs/webhook-operator/internal/message"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/policywatch"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -54,12 +50,8 @@ type Reconciler struct {
 	// Deployments and Services: it finds a user's object standing under a Memcached's name.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
-	// Policy is the admission policy in force: a spec is not rolled out while it breaks a rule
-	// the policy Enforces in its namespace, and is when the policy only Warns or Audits. Nil
-	// enforces every rule.
-	Policy webhooks.PolicySource
-	// Namespaces look up namespace labels for the policy's namespace overrides.
-	Namespaces webhooks.NamespaceLabels
+	// Guard holds a stored spec to the admission rules under the policy in force.
+	Guard guard.Guard
 	// PolicyChanges, when set, fires when the policy changes, and every object is looked at again.
 	PolicyChanges <-chan event.GenericEvent
 	// Image is the memcached image every Memcached runs.
@@ -75,7 +67,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile applies the Deployment and Service a Memcached asks for and records what they report.
-func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
 	m := &cachev1alpha1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -87,52 +79,44 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The garbage collector removes the owned Deployment and Service.
 		return ctrl.Result{}, nil
 	}
-
-	// A spec stored without passing admission (written before the webhook existed, or with it
-	// bypassed) is held to the same rules and never rolled out while it breaks them.
-	before := m.DeepCopy()
-	desired := m.DeepCopy()
-	webhooks.DefaultMemcached(desired)
-	errs, _ := webhooks.ValidateMemcached(nil, desired)
-	errs, err := webhooks.Enforced(ctx, r.Policy, r.Namespaces, desired.Namespace, errs)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	// The Event of an InvalidSpec says what a spec held back breaks; the audit's is for the rest.
-	if err := r.audit(ctx, m, desired, len(errs) == 0); err != nil {
-		return ctrl.Result{}, err
-	}
-	if len(errs) > 0 {
-		return ctrl.Result{}, r.refuseInvalidSpec(ctx, before, m, errs)
-	}
+	patch := status.NewPatch(r.Client, m)
+	defer func() { reterr = patch.Apply(ctx, m, reterr) }()
 
 	current, err := r.observe(ctx, m)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if len(current.Conflicts) > 0 {
-		return ctrl.Result{RequeueAfter: ownership.RecheckAfter}, r.refuseNameConflict(ctx, before, m, current)
+	setPoolStatus(m, current.DeploymentStatus().Replicas, current.pods)
+	desired, errs, err := guard.Check(ctx, r.Guard, m, webhooks.DefaultMemcached,
+		func(m *cachev1alpha1.Memcached, _ webhooks.ImagePolicy) (field.ErrorList, admission.Warnings) {
+			return webhooks.ValidateMemcached(nil, m)
+		})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if len(errs) > 0 {
+		status.InvalidSpec(r.Recorder, m, errs)
+		return ctrl.Result{}, nil
+	}
+	if conflict := current.Conflict(); conflict != "" {
+		status.NameConflict(r.Recorder, m, conflict)
+		return ctrl.Result{RequeueAfter: ownership.RecheckAfter}, nil
 	}
 
 	owner := resources.ControllerReference(cachev1alpha1.GroupVersion.String(), "Memcached", m.Name, m.UID)
 	deployment := resources.MemcachedDeployment(desired, r.Image).WithOwnerReferences(owner)
 	service := resources.MemcachedService(desired).WithOwnerReferences(owner)
-	applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
-	if err := apply.Apply(ctx, r.Client, current.Deployment, deployment, applyOpts...); err != nil {
-		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Deployment", err)
+	if err := current.Apply(ctx, r.Client, deployment, service); err != nil {
+		return ctrl.Result{}, status.ApplyFailed(r.Recorder, m, err)
 	}
 	r.recordScale(m, current.Deployment, *desired.Spec.Size)
-	if err := drift.ReplaceForeignServicePorts(ctx, r.Client, current.Service, service); err != nil {
-		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
-	}
-	if err := apply.Apply(ctx, r.Client, current.Service, service, applyOpts...); err != nil {
-		return ctrl.Result{}, r.applyFailed(ctx, before, m, current, "Service", err)
-	}
 	current.RecordCreated(r.Recorder, m, fmt.Sprintf("%s with %d memcached instances", m.Name, *desired.Spec.Size),
 		fmt.Sprintf("%s on port %d", m.Name, *desired.Spec.ContainerPort))
 
-	setRolloutStatus(m, deployment, current.pods)
-	return ctrl.Result{}, r.patchStatus(ctx, before, m)
+	rollout := status.RolloutOf(deployment)
+	setPoolStatus(m, rollout.Status.Replicas, current.pods)
+	status.SetRollout(m, rollout)
+	return ctrl.Result{}, nil
 }
 
 // observed is what exists of a Memcached's Deployment, Service and pods before anything is applied.
@@ -159,14 +143,6 @@ func (r *Reconciler) observe(ctx context.Context, m *cachev1alpha1.Memcached) (o
 	return o, nil
 }
 
-// replicas is the Deployment's status.replicas, or 0 when there is no Deployment.
-func (o observed) replicas() int32 {
-	if o.Deployment == nil {
-		return 0
-	}
-	return o.Deployment.Status.Replicas
-}
-
 // recordScale records an Event when the apply changed the Deployment's replicas, as judged from
 // the cached Deployment before the apply.
 //
@@ -180,48 +156,6 @@ func (r *Reconciler) recordScale(m *cachev1alpha1.Memcached, before *appsv1.Depl
 		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonScaled, "Scale",
 			"scaled Deployment %s from %d to %d memcached instances", m.Name, was, size)
 	}
-}
-
-// refuseInvalidSpec records that the stored spec breaks the admission rules, without applying
-// anything.
-func (r *Reconciler) refuseInvalidSpec(ctx context.Context, before, m *cachev1alpha1.Memcached, errs field.ErrorList) error {
-	current, err := r.observe(ctx, m)
-	if err != nil {
-		return err
-	}
-	setPoolStatus(m, current.replicas(), current.pods)
-	if setInvalidSpec(m, message.Violations(errs, message.ConditionLimit)) {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonInvalidSpec, "Validate",
-			"%s", message.Note("spec is not rolled out: ", errs))
-	}
-	return r.patchStatus(ctx, before, m)
-}
-
-// refuseNameConflict records that a Deployment or Service of the Memcached's name is someone
-// else's, without applying anything.
-func (r *Reconciler) refuseNameConflict(ctx context.Context, before, m *cachev1alpha1.Memcached, current observed) error {
-	setPoolStatus(m, current.replicas(), current.pods)
-	conflict := current.Conflict()
-	if setNameConflict(m, message.Truncate(conflict, message.ConditionLimit)) {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonNameConflict, "Apply",
-			"%s", message.Truncate(conflict, message.EventNoteLimit))
-	}
-	return r.patchStatus(ctx, before, m)
-}
-
-// applyFailed records that an object could not be applied and returns the error so that the
-// work queue retries with backoff.
-func (r *Reconciler) applyFailed(ctx context.Context, before, m *cachev1alpha1.Memcached, current observed, kind string, err error) error {
-	err = fmt.Errorf("applying the %s: %w", kind, err)
-	setPoolStatus(m, current.replicas(), current.pods)
-	if setApplyFailed(m, message.Truncate(err.Error(), message.ConditionLimit)) {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeWarning, cachev1alpha1.ReasonApplyFailed, "Apply", "%s",
-			message.Truncate(err.Error(), message.EventNoteLimit))
-	}
-	if statusErr := r.patchStatus(ctx, before, m); statusErr != nil && !apierrors.IsNotFound(statusErr) {
-		return errors.Join(err, statusErr)
-	}
-	return err
 }
 
 // removeFinalizer takes cachev1alpha1.Finalizer off m, where an earlier version of the operator
@@ -238,24 +172,6 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, m *cachev1alpha1.Memca
 		return fmt.Errorf("removing the finalizer of Memcached %s/%s: %w", m.Namespace, m.Name, err)
 	}
 	return nil
-}
-
-// patchStatus writes m's status when it differs from before.
-func (r *Reconciler) patchStatus(ctx context.Context, before, m *cachev1alpha1.Memcached) error {
-	if equality.Semantic.DeepEqual(before.Status, m.Status) {
-		return nil
-	}
-	if err := r.Status().Patch(ctx, m, client.MergeFrom(before)); err != nil {
-		return fmt.Errorf("updating the status of Memcached %s/%s: %w", m.Namespace, m.Name, err)
-	}
-	return nil
-}
-
-// audit reports in the Compliant condition the rules of the admission policy the spec breaks,
-// and records an Event when they change and recordEvent is set.
-func (r *Reconciler) audit(ctx context.Context, m, desired *cachev1alpha1.Memcached, recordEvent bool) error {
-	errs, warnings := webhooks.ValidateMemcached(nil, desired)
-	return compliance.Audit(ctx, r.Policy, r.Namespaces, r.Recorder, m, &m.Status.Conditions, errs, warnings, recordEvent)
 }
 
 // SetupWithManager registers the controller. A Memcached is reconciled when it is first seen and

@@ -16,21 +16,19 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 	"github.com/seedlabs/webhook-operator/internal/resources"
-	"github.com/seedlabs/webhook-operator/internal/scheme"
+	"github.com/seedlabs/webhook-operator/test/reconciletest"
 )
 
-// These tests run Reconcile against controller-runtime's fake client: no API server, no
-// admission, no garbage collector and no Deployment controller. They pin what the reconciler
-// writes and records; the envtest suite checks the same against a real API server.
+// These tests run Reconcile against controller-runtime's fake client (test/reconciletest).
 
 const testImage = "registry.example.test/memcached:1.6"
 
@@ -46,97 +44,24 @@ func newMemcached(size *int32, finalizers ...string) *cachev1alpha1.Memcached {
 	}
 }
 
-type harness struct {
-	r      *Reconciler
-	c      client.Client
-	events *events.FakeRecorder
-}
-
-func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *harness {
+func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *reconciletest.Harness {
 	t.Helper()
-	b := fake.NewClientBuilder().
-		WithScheme(scheme.New()).
-		WithObjects(objs...).
-		WithStatusSubresource(&cachev1alpha1.Memcached{})
-	if funcs != nil {
-		b = b.WithInterceptorFuncs(*funcs)
-	}
-	c := b.Build()
-	rec := events.NewFakeRecorder(50)
-	return &harness{r: &Reconciler{Client: c, APIReader: c, Recorder: rec, Image: testImage}, c: c, events: rec}
-}
-
-func (h *harness) reconcile(t *testing.T) error {
-	t.Helper()
-	res, err := h.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: key})
-	if res != (ctrl.Result{}) {
-		t.Errorf("Reconcile() result = %+v, want none: nothing here needs a timed requeue", res)
-	}
-	return err
-}
-
-// recorded drains the events recorded so far, as "type reason note".
-func (h *harness) recorded() []string {
-	var out []string
-	for {
-		select {
-		case e := <-h.events.Events:
-			out = append(out, e)
-		default:
-			return out
-		}
-	}
-}
-
-func (h *harness) expectEvents(t *testing.T, want ...string) {
-	t.Helper()
-	if got := h.recorded(); !reflect.DeepEqual(got, want) {
-		t.Errorf("events = %q, want %q", got, want)
-	}
-}
-
-func (h *harness) memcached(t *testing.T) *cachev1alpha1.Memcached {
-	t.Helper()
-	m := &cachev1alpha1.Memcached{}
-	if err := h.c.Get(context.Background(), key, m); err != nil {
-		t.Fatalf("getting the Memcached: %v", err)
-	}
-	return m
-}
-
-func (h *harness) deployment(t *testing.T) *appsv1.Deployment {
-	t.Helper()
-	d := &appsv1.Deployment{}
-	if err := h.c.Get(context.Background(), key, d); err != nil {
-		t.Fatalf("getting the Deployment: %v", err)
-	}
-	return d
-}
-
-func expectCondition(t *testing.T, m *cachev1alpha1.Memcached, conditionType string, status metav1.ConditionStatus, reason string) {
-	t.Helper()
-	c := meta.FindStatusCondition(m.Status.Conditions, conditionType)
-	if c == nil {
-		t.Errorf("condition %s is missing: %+v", conditionType, m.Status.Conditions)
-		return
-	}
-	if c.Status != status || c.Reason != reason || c.ObservedGeneration != m.Generation {
-		t.Errorf("condition %s = %s/%s at generation %d, want %s/%s at %d",
-			conditionType, c.Status, c.Reason, c.ObservedGeneration, status, reason, m.Generation)
-	}
+	return reconciletest.New(t, key, func(c client.Client, rec *events.FakeRecorder) reconcile.Reconciler {
+		return &Reconciler{Client: c, APIReader: c, Recorder: rec, Guard: guard.Guard{Recorder: rec}, Image: testImage}
+	}, funcs, objs...)
 }
 
 func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, nil, newMemcached(ptr.To[int32](2)))
 
-	if err := h.reconcile(t); err != nil {
+	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
-	h.expectEvents(t,
+	h.ExpectEvents(t,
 		"Normal Created created Deployment cache with 2 memcached instances and Service cache on port 11211")
 
-	m := h.memcached(t)
+	m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
 	if len(m.Finalizers) != 0 {
 		t.Errorf("finalizers = %q, want none: nothing needs to happen before a Memcached goes", m.Finalizers)
 	}
@@ -146,15 +71,15 @@ func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 	if m.Status.ObservedGeneration != m.Generation || m.Status.Selector != "app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached" {
 		t.Errorf("status = %+v, want observedGeneration %d and the pod selector", m.Status, m.Generation)
 	}
-	expectCondition(t, m, cachev1alpha1.ConditionAvailable, metav1.ConditionFalse, cachev1alpha1.ReasonInstancesUnavailable)
-	expectCondition(t, m, cachev1alpha1.ConditionProgressing, metav1.ConditionTrue, cachev1alpha1.ReasonReconciling)
-	expectCondition(t, m, cachev1alpha1.ConditionDegraded, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected)
+	reconciletest.ExpectCondition(t, m, conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable)
+	reconciletest.ExpectCondition(t, m, conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling)
+	reconciletest.ExpectCondition(t, m, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
 
 	wantOwner := []metav1.OwnerReference{{
 		APIVersion: "cache.seedlabs.dev/v1alpha1", Kind: "Memcached", Name: "cache", UID: m.UID,
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}}
-	d := h.deployment(t)
+	d := reconciletest.Get(t, h, &appsv1.Deployment{})
 	if ptr.Deref(d.Spec.Replicas, 0) != 2 {
 		t.Errorf("Deployment replicas = %v, want 2", d.Spec.Replicas)
 	}
@@ -165,7 +90,7 @@ func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 		t.Errorf("image = %q, want %q", img, testImage)
 	}
 	svc := &corev1.Service{}
-	if err := h.c.Get(ctx, key, svc); err != nil {
+	if err := h.Client.Get(ctx, key, svc); err != nil {
 		t.Fatalf("getting the Service: %v", err)
 	}
 	if svc.Spec.Type != corev1.ServiceTypeClusterIP || svc.Spec.Ports[0].Port != 11211 {
@@ -176,31 +101,31 @@ func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 	}
 
 	// A second reconcile records nothing new.
-	if err := h.reconcile(t); err != nil {
+	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
-	h.expectEvents(t)
+	h.ExpectEvents(t)
 
 	// Someone scales the Deployment to 5 by hand.
-	d = h.deployment(t)
+	d = reconciletest.Get(t, h, &appsv1.Deployment{})
 	d.Spec.Replicas = ptr.To[int32](5)
-	if err := h.c.Update(ctx, d, client.FieldOwner("kubectl")); err != nil {
+	if err := h.Client.Update(ctx, d, client.FieldOwner("kubectl")); err != nil {
 		t.Fatalf("scaling the Deployment: %v", err)
 	}
-	if err := h.reconcile(t); err != nil {
+	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
-	if got := ptr.Deref(h.deployment(t).Spec.Replicas, 0); got != 2 {
+	if got := ptr.Deref(reconciletest.Get(t, h, &appsv1.Deployment{}).Spec.Replicas, 0); got != 2 {
 		t.Errorf("Deployment replicas = %d after the reconcile, want 2", got)
 	}
-	h.expectEvents(t, "Normal Scaled scaled Deployment cache from 5 to 2 memcached instances")
+	h.ExpectEvents(t, "Normal Scaled scaled Deployment cache from 5 to 2 memcached instances")
 
 	// The Deployment rolls out; a failed pod and another app's pod are not members.
-	d = h.deployment(t)
+	d = reconciletest.Get(t, h, &appsv1.Deployment{})
 	d.Status = appsv1.DeploymentStatus{
 		ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
 	}
-	if err := h.c.Status().Update(ctx, d); err != nil {
+	if err := h.Client.Status().Update(ctx, d); err != nil {
 		t.Fatalf("updating the Deployment status: %v", err)
 	}
 	for _, p := range []struct {
@@ -217,44 +142,44 @@ func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 			Name: p.name, Namespace: key.Namespace,
 			Labels: map[string]string{resources.LabelName: p.app, resources.LabelInstance: key.Name, resources.LabelManagedBy: resources.ManagedBy},
 		}}
-		if err := h.c.Create(ctx, pod); err != nil {
+		if err := h.Client.Create(ctx, pod); err != nil {
 			t.Fatalf("creating pod %s: %v", p.name, err)
 		}
 		pod.Status.Phase = p.phase
-		if err := h.c.Status().Update(ctx, pod); err != nil {
+		if err := h.Client.Status().Update(ctx, pod); err != nil {
 			t.Fatalf("updating pod %s: %v", p.name, err)
 		}
 	}
-	if err := h.reconcile(t); err != nil {
+	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
-	m = h.memcached(t)
+	m = reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
 	if want := []string{"cache-7c9-aa", "cache-7c9-zz"}; !reflect.DeepEqual(m.Status.Nodes, want) {
 		t.Errorf("status.nodes = %q, want %q", m.Status.Nodes, want)
 	}
 	if m.Status.Replicas != 2 {
 		t.Errorf("status.replicas = %d, want 2", m.Status.Replicas)
 	}
-	expectCondition(t, m, cachev1alpha1.ConditionAvailable, metav1.ConditionTrue, cachev1alpha1.ReasonRolledOut)
-	expectCondition(t, m, cachev1alpha1.ConditionProgressing, metav1.ConditionFalse, cachev1alpha1.ReasonRolledOut)
-	expectCondition(t, m, cachev1alpha1.ConditionDegraded, metav1.ConditionFalse, cachev1alpha1.ReasonAsExpected)
-	h.expectEvents(t)
+	reconciletest.ExpectCondition(t, m, conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut)
+	reconciletest.ExpectCondition(t, m, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut)
+	reconciletest.ExpectCondition(t, m, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
+	h.ExpectEvents(t)
 }
 
 func TestReconcileRefusesInvalidSpec(t *testing.T) {
 	h := newHarness(t, nil, newMemcached(ptr.To[int32](5)))
 	for i := range 2 {
-		if err := h.reconcile(t); err != nil {
+		if err := h.ReconcileNow(t); err != nil {
 			t.Fatalf("Reconcile() #%d = %v", i+1, err)
 		}
 	}
 	// One Warning, though the controller looked twice.
-	h.expectEvents(t, "Warning InvalidSpec spec is not rolled out: spec.size: Invalid value: 5: must be between 1 and 3 (rule memcached.size.range)")
+	h.ExpectEvents(t, "Warning InvalidSpec spec is not rolled out: spec.size: Invalid value: 5: must be between 1 and 3 (rule memcached.size.range)")
 
-	m := h.memcached(t)
-	expectCondition(t, m, cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, cachev1alpha1.ReasonInvalidSpec)
-	expectCondition(t, m, cachev1alpha1.ConditionProgressing, metav1.ConditionFalse, cachev1alpha1.ReasonInvalidSpec)
-	if c := meta.FindStatusCondition(m.Status.Conditions, cachev1alpha1.ConditionDegraded); c != nil &&
+	m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
+	reconciletest.ExpectCondition(t, m, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, m, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
+	if c := meta.FindStatusCondition(m.Status.Conditions, conditions.Degraded); c != nil &&
 		c.Message != "spec.size: Invalid value: 5: must be between 1 and 3 (rule memcached.size.range)" {
 		t.Errorf("Degraded message = %q", c.Message)
 	}
@@ -265,7 +190,7 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 		t.Errorf("status = %+v, want no replicas, no nodes and the selector", m.Status)
 	}
 	for _, obj := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
-		if err := h.c.Get(context.Background(), key, obj); !apierrors.IsNotFound(err) {
+		if err := h.Client.Get(context.Background(), key, obj); !apierrors.IsNotFound(err) {
 			t.Errorf("getting the %T: %v, want NotFound: nothing may be applied for an invalid spec", obj, err)
 		}
 	}
@@ -282,39 +207,39 @@ func deleting(m *cachev1alpha1.Memcached) *cachev1alpha1.Memcached {
 // comes off, so the object goes.
 func TestReconcileDeletionRemovesTheFinalizer(t *testing.T) {
 	h := newHarness(t, nil, deleting(newMemcached(ptr.To[int32](2), cachev1alpha1.Finalizer)))
-	if err := h.reconcile(t); err != nil {
+	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
-	h.expectEvents(t)
-	if err := h.c.Get(context.Background(), key, &cachev1alpha1.Memcached{}); !apierrors.IsNotFound(err) {
+	h.ExpectEvents(t)
+	if err := h.Client.Get(context.Background(), key, &cachev1alpha1.Memcached{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Memcached: %v, want NotFound: the finalizer should have come off", err)
 	}
 
 	// The delete event of the object reconciles it once more.
-	if err := h.reconcile(t); err != nil {
+	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() after the object went = %v", err)
 	}
-	h.expectEvents(t)
+	h.ExpectEvents(t)
 }
 
 func TestReconcileDeletionKeepsOtherFinalizers(t *testing.T) {
 	const other = "example.com/backup"
 	h := newHarness(t, nil, deleting(newMemcached(ptr.To[int32](2), other, cachev1alpha1.Finalizer)))
-	if err := h.reconcile(t); err != nil {
+	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
-	h.expectEvents(t)
-	m := h.memcached(t)
+	h.ExpectEvents(t)
+	m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
 	if !reflect.DeepEqual(m.Finalizers, []string{other}) {
 		t.Errorf("finalizers = %q, want only %q", m.Finalizers, other)
 	}
 
 	// Another finalizer holds the object; reconciling it again changes and records nothing.
-	if err := h.reconcile(t); err != nil {
+	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
-	h.expectEvents(t)
-	if got := h.memcached(t); !reflect.DeepEqual(got.Status, m.Status) || !reflect.DeepEqual(got.Finalizers, m.Finalizers) {
+	h.ExpectEvents(t)
+	if got := reconciletest.Get(t, h, &cachev1alpha1.Memcached{}); !reflect.DeepEqual(got.Status, m.Status) || !reflect.DeepEqual(got.Finalizers, m.Finalizers) {
 		t.Errorf("the second reconcile changed the Memcached")
 	}
 }
@@ -323,13 +248,13 @@ func TestReconcileDeletionKeepsOtherFinalizers(t *testing.T) {
 // the finalizer on its first reconcile, and is rolled out as usual.
 func TestReconcileRemovesTheFinalizerOfALiveMemcached(t *testing.T) {
 	h := newHarness(t, nil, newMemcached(ptr.To[int32](2), cachev1alpha1.Finalizer))
-	if err := h.reconcile(t); err != nil {
+	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
-	if m := h.memcached(t); len(m.Finalizers) != 0 {
+	if m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{}); len(m.Finalizers) != 0 {
 		t.Errorf("finalizers = %q, want none", m.Finalizers)
 	}
-	if d := h.deployment(t); ptr.Deref(d.Spec.Replicas, 0) != 2 {
+	if d := reconciletest.Get(t, h, &appsv1.Deployment{}); ptr.Deref(d.Spec.Replicas, 0) != 2 {
 		t.Errorf("Deployment replicas = %v, want 2", d.Spec.Replicas)
 	}
 }
@@ -346,14 +271,14 @@ func TestReconcileApplyFailure(t *testing.T) {
 	}, newMemcached(ptr.To[int32](1)))
 
 	for i := range 2 {
-		if err := h.reconcile(t); !errors.Is(err, applyErr) {
+		if err := h.ReconcileNow(t); !errors.Is(err, applyErr) {
 			t.Errorf("Reconcile() #%d = %v, want it to return %v for the work queue", i+1, err, applyErr)
 		}
 	}
-	h.expectEvents(t, "Warning ApplyFailed applying the Deployment: "+applyErr.Error())
-	m := h.memcached(t)
-	expectCondition(t, m, cachev1alpha1.ConditionDegraded, metav1.ConditionTrue, cachev1alpha1.ReasonApplyFailed)
-	if err := h.c.Get(context.Background(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
+	h.ExpectEvents(t, "Warning ApplyFailed applying the Deployment: "+applyErr.Error())
+	m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
+	reconciletest.ExpectCondition(t, m, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed)
+	if err := h.Client.Get(context.Background(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Service: %v, want NotFound: nothing is applied after a failure", err)
 	}
 }

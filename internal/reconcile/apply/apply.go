@@ -14,7 +14,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/seedlabs/webhook-operator/internal/resources"
 )
+
+// Options are the options of every apply of the operator's: its one field manager, which takes
+// back fields another manager changed, and extra.
+func Options(extra ...client.ApplyOption) []client.ApplyOption {
+	return append([]client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}, extra...)
+}
 
 // AnnotationDesired holds a hash of the apply configuration an object was last applied from.
 const AnnotationDesired = "webhook-operator.seedlabs.dev/desired-hash"

@@ -16,10 +16,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	"github.com/seedlabs/webhook-operator/internal/message"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 )
 
 // ReasonCreated is the reason of the Event recorded when a custom resource's Deployment or Service
@@ -89,6 +92,15 @@ type Children struct {
 	Conflicts []string
 }
 
+// DeploymentStatus is the status of the resource's own Deployment, or the zero status when it
+// controls none: what runs before anything is applied.
+func (c Children) DeploymentStatus() appsv1.DeploymentStatus {
+	if c.Deployment == nil {
+		return appsv1.DeploymentStatus{}
+	}
+	return c.Deployment.Status
+}
+
 // Conflict joins the conflicts into one message, "" when there are none.
 func (c Children) Conflict() string { return strings.Join(c.Conflicts, "; ") }
 
@@ -108,6 +120,23 @@ func (c Children) RecordCreated(events recorder.EventRecorder, obj runtime.Objec
 		events.Eventf(obj, nil, corev1.EventTypeNormal, ReasonCreated, "Create", "%s",
 			message.Truncate("created "+strings.Join(created, " and "), message.EventNoteLimit))
 	}
+}
+
+// Apply server-side applies the desired Deployment and Service over c's: those that do not exist
+// are created, and only those (a user's object that took the name meanwhile is refused, not taken
+// over). Service ports changed by hand are replaced first, so the apply leaves no foreign port
+// behind. Each configuration afterwards holds the object as stored. The error names what failed.
+func (c Children) Apply(ctx context.Context, cl client.Client, deployment *appsv1ac.DeploymentApplyConfiguration, service *corev1ac.ServiceApplyConfiguration) error {
+	if err := apply.Apply(ctx, cl, c.Deployment, deployment, apply.Options()...); err != nil {
+		return fmt.Errorf("applying the Deployment: %w", err)
+	}
+	if err := apply.ReplaceForeignServicePorts(ctx, cl, c.Service, service); err != nil {
+		return fmt.Errorf("applying the Service: %w", err)
+	}
+	if err := apply.Apply(ctx, cl, c.Service, service, apply.Options()...); err != nil {
+		return fmt.Errorf("applying the Service: %w", err)
+	}
+	return nil
 }
 
 // ObserveChildren reads the Deployment and Service at key, as Observe does, for the custom

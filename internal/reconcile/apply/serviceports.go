@@ -1,6 +1,4 @@
-// Package drift puts back the drift that server-side apply alone cannot: entries of a list that
-// another field manager added under keys the operator does not apply.
-package drift
+package apply
 
 import (
 	"context"
@@ -16,6 +14,9 @@ import (
 
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
+
+// The drift that server-side apply alone cannot put back: entries of a list that another field
+// manager added under keys the operator does not apply.
 
 // portKey is how the Service API keys spec.ports: port and protocol.
 type portKey struct {

@@ -1,0 +1,124 @@
+package status
+
+import (
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/message"
+)
+
+// Rollout is what a Deployment reports about bringing up its desired replicas.
+type Rollout struct {
+	// Desired is the Deployment's spec.replicas.
+	Desired int32
+	// Generation is the Deployment's metadata.generation.
+	Generation int64
+	// Status is the Deployment's status as the Deployment controller last wrote it.
+	Status appsv1.DeploymentStatus
+}
+
+// RolloutOf reads a Deployment's rollout from the object the API server returned on apply:
+// spec.replicas unset means 1, as the API server defaults it.
+func RolloutOf(dep *appsv1ac.DeploymentApplyConfiguration) Rollout {
+	r := Rollout{Desired: 1, Generation: ptr.Deref(dep.Generation, 0)}
+	if dep.Spec != nil {
+		r.Desired = ptr.Deref(dep.Spec.Replicas, 1)
+	}
+	st := dep.Status
+	if st == nil {
+		return r
+	}
+	r.Status = appsv1.DeploymentStatus{
+		ObservedGeneration:  ptr.Deref(st.ObservedGeneration, 0),
+		Replicas:            ptr.Deref(st.Replicas, 0),
+		UpdatedReplicas:     ptr.Deref(st.UpdatedReplicas, 0),
+		ReadyReplicas:       ptr.Deref(st.ReadyReplicas, 0),
+		AvailableReplicas:   ptr.Deref(st.AvailableReplicas, 0),
+		UnavailableReplicas: ptr.Deref(st.UnavailableReplicas, 0),
+	}
+	for _, c := range st.Conditions {
+		r.Status.Conditions = append(r.Status.Conditions, appsv1.DeploymentCondition{
+			Type:               ptr.Deref(c.Type, ""),
+			Status:             ptr.Deref(c.Status, ""),
+			LastUpdateTime:     ptr.Deref(c.LastUpdateTime, metav1.Time{}),
+			LastTransitionTime: ptr.Deref(c.LastTransitionTime, metav1.Time{}),
+			Reason:             ptr.Deref(c.Reason, ""),
+			Message:            ptr.Deref(c.Message, ""),
+		})
+	}
+	return r
+}
+
+// Current reports whether the Deployment controller has seen the Deployment's latest spec, so
+// that its status and conditions describe that spec.
+func (r Rollout) Current() bool {
+	return r.Status.ObservedGeneration >= r.Generation
+}
+
+// Failure returns why the Deployment says its rollout cannot progress (Progressing False, or
+// ReplicaFailure True), or "" when it does not. A failure reported for an older generation of the
+// Deployment says nothing about its current template, so it does not count.
+func (r Rollout) Failure() string {
+	if !r.Current() {
+		return ""
+	}
+	failure := ""
+	for _, c := range r.Status.Conditions {
+		stalled := c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse
+		replicaFailure := c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue
+		if stalled || replicaFailure {
+			failure = fmt.Sprintf("%s: %s", c.Reason, c.Message)
+		}
+	}
+	return message.Truncate(failure, message.ConditionLimit)
+}
+
+// Complete reports whether exactly the desired replicas run the current spec and are available,
+// and no replica of an older spec is left.
+func (r Rollout) Complete() bool {
+	st := r.Status
+	return r.Current() && st.UpdatedReplicas == r.Desired && st.Replicas == r.Desired && st.AvailableReplicas == r.Desired
+}
+
+// SetRollout records that obj's generation is applied, and sets Available, Progressing and
+// Degraded from the rollout of its Deployment.
+func SetRollout(obj Object, r Rollout) {
+	obj.SetObservedGeneration(obj.GetGeneration())
+	available := r.Status.AvailableReplicas
+	switch {
+	case r.Desired == 0:
+		Set(obj, conditions.Available, metav1.ConditionTrue, conditions.ReasonScaledToZero, "no replica is requested")
+	case available < r.Desired:
+		Set(obj, conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable,
+			fmt.Sprintf("%d of %d replicas available", available, r.Desired))
+	case r.Complete():
+		Set(obj, conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut,
+			fmt.Sprintf("%d of %d replicas available", available, r.Desired))
+	default:
+		// Every requested replica is available, but the Deployment is still being brought to
+		// the spec: pods of an older spec are being replaced, or it is scaling down.
+		Set(obj, conditions.Available, metav1.ConditionTrue, conditions.ReasonReconciling,
+			fmt.Sprintf("%d replicas available, %d requested", available, r.Desired))
+	}
+
+	if failure := r.Failure(); failure != "" {
+		Set(obj, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolloutFailed, failure)
+		Set(obj, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonRolloutFailed, failure)
+		return
+	}
+	if r.Complete() {
+		Set(obj, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut,
+			fmt.Sprintf("the Deployment runs the current spec with %d replicas", r.Desired))
+	} else {
+		Set(obj, conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling,
+			fmt.Sprintf("rolling out %d replicas: %d running, %d updated, %d available",
+				r.Desired, r.Status.Replicas, r.Status.UpdatedReplicas, available))
+	}
+	Set(obj, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, "")
+}

@@ -1,0 +1,277 @@
+package status
+
+import (
+	"context"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
+)
+
+const (
+	messageNotRolledOut  = "the spec is not rolled out until it is fixed"
+	messageNothingRolled = "nothing was rolled out"
+	messageNoConflict    = "nothing is applied until the name conflict is resolved"
+)
+
+// recorded drains the events recorded so far, as "type reason note".
+func recorded(rec *events.FakeRecorder) []string {
+	var out []string
+	for {
+		select {
+		case e := <-rec.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func expectEvents(t *testing.T, rec *events.FakeRecorder, want ...string) {
+	t.Helper()
+	if got := recorded(rec); !reflect.DeepEqual(got, want) {
+		t.Errorf("events = %q, want %q", got, want)
+	}
+}
+
+func TestInvalidSpec(t *testing.T) {
+	const gen = 4
+	imageErr := field.Invalid(field.NewPath("spec", "image"), "shop", "has no tag or digest")
+	replicasErr := field.Invalid(field.NewPath("spec", "replicas"), -1, "must be 0 or more")
+	imageMsg := `spec.image: Invalid value: "shop": has no tag or digest`
+	bothMsg := "[" + imageMsg + ", spec.replicas: Invalid value: -1: must be 0 or more]"
+	invalid := func(message string) []metav1.Condition {
+		return []metav1.Condition{
+			cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonInvalidSpec, messageNothingRolled, gen),
+			cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec, messageNotRolledOut, gen),
+			cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec, message, gen),
+		}
+	}
+	servingOld := cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, "2 of 2 replicas available", 1)
+
+	tests := []struct {
+		name  string
+		prior []metav1.Condition
+		errs  field.ErrorList
+		want  []metav1.Condition
+		event string
+	}{
+		{name: "first time", errs: field.ErrorList{imageErr}, want: invalid(imageMsg),
+			event: "Warning InvalidSpec spec is not rolled out: " + imageMsg},
+		{name: "same violations again: no Event", prior: invalid(imageMsg), errs: field.ErrorList{imageErr}, want: invalid(imageMsg)},
+		{name: "other violations", prior: invalid(imageMsg), errs: field.ErrorList{imageErr, replicasErr}, want: invalid(bothMsg),
+			event: "Warning InvalidSpec spec is not rolled out: " + bothMsg},
+		{
+			name: "the Available condition of an earlier rollout is kept: those pods still serve",
+			prior: []metav1.Condition{
+				servingOld,
+				cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 2 replicas", 1),
+				cond(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, "", 1),
+			},
+			errs: field.ErrorList{imageErr},
+			want: []metav1.Condition{
+				servingOld,
+				cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec, messageNotRolledOut, gen),
+				cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec, imageMsg, gen),
+			},
+			event: "Warning InvalidSpec spec is not rolled out: " + imageMsg,
+		},
+		{
+			name:  "after an apply failure",
+			prior: []metav1.Condition{cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed, imageMsg, gen)},
+			errs:  field.ErrorList{imageErr},
+			want:  invalid(imageMsg),
+			event: "Warning InvalidSpec spec is not rolled out: " + imageMsg,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := deployObjectAt(gen, tt.prior...)
+			rec := events.NewFakeRecorder(10)
+			InvalidSpec(rec, d, tt.errs)
+			assertConditions(t, d.Status.Conditions, tt.want)
+			if d.Status.ObservedGeneration != gen {
+				t.Errorf("status.observedGeneration = %d, want %d", d.Status.ObservedGeneration, gen)
+			}
+			var want []string
+			if tt.event != "" {
+				want = []string{tt.event}
+			}
+			expectEvents(t, rec, want...)
+		})
+	}
+}
+
+func TestInvalidSpecFitsTheLimits(t *testing.T) {
+	var errs field.ErrorList
+	for range 400 {
+		errs = append(errs, field.Invalid(field.NewPath("spec", "env").Index(len(errs)).Child("name"), strings.Repeat("n", 300), "must be a C identifier"))
+	}
+	d := deployObjectAt(2)
+	rec := events.NewFakeRecorder(10)
+	InvalidSpec(rec, d, errs)
+	for _, c := range d.Status.Conditions {
+		if len(c.Message) > 32768 {
+			t.Errorf("condition %s message is %d bytes, over the API's 32768", c.Type, len(c.Message))
+		}
+	}
+	for _, e := range recorded(rec) {
+		if note := strings.TrimPrefix(e, "Warning InvalidSpec "); len(note) > 1024 {
+			t.Errorf("Event note is %d bytes, over the API's 1024", len(note))
+		}
+	}
+}
+
+func TestNameConflict(t *testing.T) {
+	const (
+		gen      = 2
+		conflict = "Service shop already exists and is not this DeployObject's: it has no controller"
+	)
+	want := []metav1.Condition{
+		cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonNameConflict, messageNothingRolled, gen),
+		cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonNameConflict, messageNoConflict, gen),
+		cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonNameConflict, conflict, gen),
+	}
+	d := deployObjectAt(gen)
+	rec := events.NewFakeRecorder(10)
+	NameConflict(rec, d, conflict)
+	assertConditions(t, d.Status.Conditions, want)
+	expectEvents(t, rec, "Warning NameConflict "+conflict)
+	if d.Status.ObservedGeneration != gen {
+		t.Errorf("status.observedGeneration = %d, want %d", d.Status.ObservedGeneration, gen)
+	}
+
+	NameConflict(rec, d, conflict)
+	assertConditions(t, d.Status.Conditions, want)
+	expectEvents(t, rec)
+}
+
+func TestApplyFailed(t *testing.T) {
+	const gen = 3
+	err := errors.New(`applying the Service: services "shop" is forbidden: exceeded quota: services`)
+	available := cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replicas available", 2)
+	progressing := cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replicas", 2)
+	failed := cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed, err.Error(), gen)
+
+	tests := []struct {
+		name  string
+		prior []metav1.Condition
+		want  []metav1.Condition
+		news  bool
+	}{
+		{
+			name:  "first failure leaves the other conditions alone",
+			prior: []metav1.Condition{available, progressing, cond(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, "", 2)},
+			want:  []metav1.Condition{available, progressing, failed},
+			news:  true,
+		},
+		{name: "no conditions yet", want: []metav1.Condition{failed}, news: true},
+		{name: "same failure again: no Event", prior: []metav1.Condition{available, progressing, failed}, want: []metav1.Condition{available, progressing, failed}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := deployObjectAt(gen, tt.prior...)
+			rec := events.NewFakeRecorder(10)
+			if got := ApplyFailed(rec, d, err); !errors.Is(got, err) {
+				t.Errorf("ApplyFailed() = %v, want the apply's error for the work queue", got)
+			}
+			assertConditions(t, d.Status.Conditions, tt.want)
+			if d.Status.ObservedGeneration != 1 {
+				t.Errorf("status.observedGeneration = %d, want 1 (unchanged): the generation is not applied", d.Status.ObservedGeneration)
+			}
+			var want []string
+			if tt.news {
+				want = []string{"Warning ApplyFailed " + err.Error()}
+			}
+			expectEvents(t, rec, want...)
+		})
+	}
+}
+
+func TestPatch(t *testing.T) {
+	ctx := context.Background()
+	reconcileErr := errors.New("applying the Deployment: boom")
+	tests := []struct {
+		name string
+		// change edits the object as a reconcile would.
+		change func(*appv1.DeployObject)
+		// patchErr, when set, is what the API server answers the status patch.
+		patchErr     error
+		reconcileErr error
+		wantPatches  int
+		wantErr      []error
+		wantStored   int32
+	}{
+		{name: "nothing changed: no request", change: func(*appv1.DeployObject) {}},
+		{name: "nothing changed, the reconcile's error is returned", change: func(*appv1.DeployObject) {},
+			reconcileErr: reconcileErr, wantErr: []error{reconcileErr}},
+		{name: "a change is patched", change: func(d *appv1.DeployObject) { d.Status.ReadyReplicas = 2 },
+			wantPatches: 1, wantStored: 2},
+		{name: "a change is patched when the reconcile failed too", change: func(d *appv1.DeployObject) { d.Status.ReadyReplicas = 2 },
+			reconcileErr: reconcileErr, wantPatches: 1, wantStored: 2, wantErr: []error{reconcileErr}},
+		{name: "an object deleted meanwhile is no error", change: func(d *appv1.DeployObject) { d.Status.ReadyReplicas = 2 },
+			patchErr: apierrors.NewNotFound(schema.GroupResource{Group: "app.seedlabs.dev", Resource: "deployobjects"}, "shop"), wantPatches: 1},
+		{name: "a failed patch joins the reconcile's error", change: func(d *appv1.DeployObject) { d.Status.ReadyReplicas = 2 },
+			patchErr: errTimeout, reconcileErr: reconcileErr, wantPatches: 1, wantErr: []error{reconcileErr, errTimeout}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			patches := 0
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).
+				WithObjects(deployObjectAt(1)).WithStatusSubresource(&appv1.DeployObject{}).
+				WithInterceptorFuncs(interceptor.Funcs{
+					SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+						patches++
+						if tt.patchErr != nil {
+							return tt.patchErr
+						}
+						return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+					},
+				}).Build()
+			d := &appv1.DeployObject{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "shop"}, d); err != nil {
+				t.Fatal(err)
+			}
+			p := NewPatch(c, d)
+			tt.change(d)
+			err := p.Apply(ctx, d, tt.reconcileErr)
+
+			if patches != tt.wantPatches {
+				t.Errorf("status patches = %d, want %d", patches, tt.wantPatches)
+			}
+			if len(tt.wantErr) == 0 && err != nil {
+				t.Errorf("Apply() = %v, want nil", err)
+			}
+			for _, want := range tt.wantErr {
+				if !errors.Is(err, want) {
+					t.Errorf("Apply() = %v, want it to hold %v", err, want)
+				}
+			}
+			if tt.patchErr != nil && tt.reconcileErr != nil && !strings.Contains(err.Error(), "updating the status of DeployObject demo/shop") {
+				t.Errorf("Apply() = %q, want it to name the object whose status failed", err)
+			}
+			stored := &appv1.DeployObject{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "shop"}, stored); err != nil {
+				t.Fatal(err)
+			}
+			if stored.Status.ReadyReplicas != tt.wantStored {
+				t.Errorf("stored status.readyReplicas = %d, want %d", stored.Status.ReadyReplicas, tt.wantStored)
+			}
+		})
+	}
+}
+
+var errTimeout = apierrors.NewTimeoutError("request did not complete", 1)
