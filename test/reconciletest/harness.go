@@ -24,7 +24,6 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
@@ -45,20 +44,27 @@ func New(t *testing.T, key types.NamespacedName, reconciler func(c client.Client
 	funcs *interceptor.Funcs, objs ...client.Object,
 ) *Harness {
 	t.Helper()
+	c := NewClient(t, funcs, objs...)
+	rec := events.NewFakeRecorder(50)
+	return &Harness{Client: c, Events: rec, Reconciler: reconciler(c, rec), Key: key}
+}
+
+// NewClient is the fake client of New, for the tests of a helper that reads or writes objects
+// without reconciling.
+func NewClient(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) client.WithWatch {
+	t.Helper()
 	if funcs == nil {
 		funcs = &interceptor.Funcs{}
 	}
 	if funcs.Apply == nil {
 		funcs.Apply = ApplyUnlessDryRun
 	}
-	c := fake.NewClientBuilder().
+	return fake.NewClientBuilder().
 		WithScheme(scheme.New()).
 		WithObjects(objs...).
 		WithStatusSubresource(&authv1alpha1.Welcome{}, &cachev1alpha1.Memcached{}, &appv1.DeployObject{}).
 		WithInterceptorFuncs(*funcs).
 		Build()
-	rec := events.NewFakeRecorder(50)
-	return &Harness{Client: c, Events: rec, Reconciler: reconciler(c, rec), Key: key}
 }
 
 // ApplyUnlessDryRun applies as the API server does: the fake client would persist a dry run.
@@ -126,9 +132,15 @@ func Get[T client.Object](t *testing.T, h *Harness, obj T) T {
 	return obj
 }
 
+// Object is a custom resource with status conditions.
+type Object interface {
+	GetGeneration() int64
+	GetConditions() []metav1.Condition
+}
+
 // ExpectCondition fails t unless obj has the condition with status and reason, set for obj's
 // generation.
-func ExpectCondition(t *testing.T, obj status.Object, conditionType string, status metav1.ConditionStatus, reason string) {
+func ExpectCondition(t *testing.T, obj Object, conditionType string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
 	c := meta.FindStatusCondition(obj.GetConditions(), conditionType)
 	if c == nil {

@@ -1,6 +1,8 @@
 package apply
 
 import (
+	"github.com/seedlabs/webhook-operator/test/reconciletest"
+
 	"context"
 	"encoding/json"
 	"testing"
@@ -11,7 +13,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 )
 
@@ -57,7 +58,7 @@ func TestSubset(t *testing.T) {
 // storing anything.
 func countingClient(t *testing.T, applies *int) client.Client {
 	t.Helper()
-	return interceptor.NewClient(fake.NewClientBuilder().Build(), interceptor.Funcs{
+	return reconciletest.NewClient(t, &interceptor.Funcs{
 		Apply: func(_ context.Context, _ client.WithWatch, obj runtime.ApplyConfiguration, _ ...client.ApplyOption) error {
 			*applies++
 			return nil

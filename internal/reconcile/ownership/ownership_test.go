@@ -10,9 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/seedlabs/webhook-operator/internal/scheme"
+	"github.com/seedlabs/webhook-operator/test/reconciletest"
 )
 
 const owner = "4b1f0e36-0c44-4f53-a7a5-4a9b0d8e2f11"
@@ -28,11 +27,8 @@ func service(controller string) *corev1.Service {
 	return s
 }
 
-func reader(objs ...client.Object) client.Reader {
-	return fake.NewClientBuilder().WithScheme(scheme.New()).WithObjects(objs...).Build()
-}
-
 func TestObserve(t *testing.T) {
+	reader := func(objs ...client.Object) client.Reader { return reconciletest.NewClient(t, nil, objs...) }
 	key := client.ObjectKey{Namespace: "ns", Name: "shop"}
 	tests := []struct {
 		name         string

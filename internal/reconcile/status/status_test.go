@@ -13,12 +13,11 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	"github.com/seedlabs/webhook-operator/internal/scheme"
+	"github.com/seedlabs/webhook-operator/test/reconciletest"
 )
 
 const (
@@ -230,17 +229,15 @@ func TestPatch(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			patches := 0
-			c := fake.NewClientBuilder().WithScheme(scheme.New()).
-				WithObjects(deployObjectAt(1)).WithStatusSubresource(&appv1.DeployObject{}).
-				WithInterceptorFuncs(interceptor.Funcs{
-					SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-						patches++
-						if tt.patchErr != nil {
-							return tt.patchErr
-						}
-						return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-					},
-				}).Build()
+			c := reconciletest.NewClient(t, &interceptor.Funcs{
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					patches++
+					if tt.patchErr != nil {
+						return tt.patchErr
+					}
+					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				},
+			}, deployObjectAt(1))
 			d := &appv1.DeployObject{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: "demo", Name: "shop"}, d); err != nil {
 				t.Fatal(err)
