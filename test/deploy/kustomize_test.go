@@ -19,6 +19,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -33,7 +34,6 @@ import (
 
 // What config/default names things.
 const (
-	namespace  = fixtures.Namespace
 	namePrefix = fixtures.NamePrefix
 
 	deploymentName     = fixtures.ManagerDeployment
@@ -77,6 +77,7 @@ var defaultInventory = []string{
 	"ClusterRole webhook-operator-manager-role",
 	"ClusterRole webhook-operator-metrics-auth-role",
 	"ClusterRole webhook-operator-metrics-reader",
+	"ClusterRole webhook-operator-policy-admissionpolicy-viewer-role",
 	"ClusterRoleBinding webhook-operator-manager-rolebinding",
 	"ClusterRoleBinding webhook-operator-metrics-auth-rolebinding",
 	"CustomResourceDefinition admissionpolicies.policy.seedlabs.dev",
@@ -132,14 +133,39 @@ func getManager(t *testing.T, m manifests) managerDeployment {
 
 func TestConfigDefault(t *testing.T) {
 	root := moduleRoot(t)
-	m := kustomizeBuild(t, filepath.Join(root, "config", "default"))
+	checkInstall(t, root, kustomizeBuild(t, filepath.Join(root, "config", "default")), fixtures.Namespace)
+}
 
+// TestOverlayIntoAnotherNamespace installs into a namespace of the user's choosing with an
+// overlay of config/default, written in a copy of config/ as docs/install.md says: the namespace,
+// and config/wiring among the transformers, so that the certificates, the CA injection and the
+// webhooks' namespaceSelector follow it.
+func TestOverlayIntoAnotherNamespace(t *testing.T) {
+	const namespace = "team-ops"
+	config := filepath.Join(t.TempDir(), "config")
+	if err := os.CopyFS(config, os.DirFS(filepath.Join(moduleRoot(t), "config"))); err != nil {
+		t.Fatal(err)
+	}
+	overlay := filepath.Join(config, namespace)
+	if err := os.Mkdir(overlay, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kustomization := "namespace: " + namespace + "\nresources:\n- ../default\ntransformers:\n- ../wiring\n"
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkInstall(t, moduleRoot(t), kustomizeBuild(t, overlay), namespace)
+}
+
+// checkInstall holds what config/default installs, into namespace, to what the operator needs.
+func checkInstall(t *testing.T, root string, m manifests, namespace string) {
+	t.Helper()
 	t.Run("holds exactly the operator's objects", func(t *testing.T) {
-		checkInventory(t, m, defaultInventory)
+		checkInventory(t, m, inNamespace(defaultInventory, namespace))
 	})
 
 	t.Run("prefixes every name and puts every namespaced object in the operator's namespace", func(t *testing.T) {
-		checkNamesAndNamespaces(t, m)
+		checkNamesAndNamespaces(t, m, namespace)
 	})
 
 	t.Run("runs the manager under the restricted Pod Security Standard", func(t *testing.T) {
@@ -200,12 +226,16 @@ func TestConfigDefault(t *testing.T) {
 
 	t.Run("registers every generated webhook, kept away from kube-system and the operator's namespace", func(t *testing.T) {
 		generated := readManifests(t, filepath.Join(root, "config", "webhook", "manifests.yaml"))
-		checkWebhooks(t, m, generated, "MutatingWebhookConfiguration", "mutating-webhook-configuration")
-		checkWebhooks(t, m, generated, "ValidatingWebhookConfiguration", "validating-webhook-configuration")
+		checkWebhooks(t, m, generated, namespace, "MutatingWebhookConfiguration", "mutating-webhook-configuration")
+		checkWebhooks(t, m, generated, namespace, "ValidatingWebhookConfiguration", "validating-webhook-configuration")
 	})
 
 	t.Run("grants the manager its generated role, leader election and metrics authorization, and nothing else", func(t *testing.T) {
-		checkRBAC(t, m, readManifests(t, filepath.Join(root, "config", "rbac", "role.yaml")))
+		checkRBAC(t, m, readManifests(t, filepath.Join(root, "config", "rbac", "role.yaml")), namespace)
+	})
+
+	t.Run("lets the built-in edit and admin roles use every kind, and view read them and the AdmissionPolicy", func(t *testing.T) {
+		checkUserRoles(t, m)
 	})
 
 	t.Run("installs the four CRDs, without CA injection as none has a conversion webhook", func(t *testing.T) {
@@ -266,7 +296,7 @@ func TestConfigDefaultWithOptionalOverlays(t *testing.T) {
 
 	m := kustomizeBuild(t, filepath.Join(config, "default"))
 	checkInventory(t, m, slices.Sorted(slices.Values(slices.Concat(defaultInventory, optionalInventory))))
-	checkNamesAndNamespaces(t, m)
+	checkNamesAndNamespaces(t, m, fixtures.Namespace)
 	mgr := getManager(t, m)
 	metricsPort := addressPort(t, "metrics-bind-address", mgr.opts.MetricsAddr)
 
@@ -283,7 +313,7 @@ func TestConfigDefaultWithOptionalOverlays(t *testing.T) {
 			"path":   "/metrics",
 			// The manager authenticates the scraper's token and authorizes it for /metrics.
 			"bearerTokenFile":          "/var/run/secrets/kubernetes.io/serviceaccount/token",
-			"tlsConfig.serverName":     serviceDNSNames(metricsService, namespace)[0],
+			"tlsConfig.serverName":     serviceDNSNames(metricsService, fixtures.Namespace)[0],
 			"tlsConfig.ca.secret.name": nestedString(t, m.get(t, "Certificate", metricsCertificate), "spec", "secretName"),
 			"tlsConfig.ca.secret.key":  "ca.crt",
 		} {
@@ -334,6 +364,16 @@ func TestConfigDefaultWithOptionalOverlays(t *testing.T) {
 	})
 }
 
+// inNamespace is an inventory of config/default with the operator's namespace renamed.
+func inNamespace(inventory []string, namespace string) []string {
+	out := make([]string, len(inventory))
+	for i, item := range inventory {
+		out[i] = strings.ReplaceAll(item, fixtures.Namespace, namespace)
+	}
+	slices.Sort(out)
+	return out
+}
+
 func checkInventory(t *testing.T, m manifests, want []string) {
 	t.Helper()
 	var got []string
@@ -346,7 +386,7 @@ func checkInventory(t *testing.T, m manifests, want []string) {
 	}
 }
 
-func checkNamesAndNamespaces(t *testing.T, m manifests) {
+func checkNamesAndNamespaces(t *testing.T, m manifests, namespace string) {
 	t.Helper()
 	for _, o := range m {
 		kind := o.GetKind()
@@ -362,8 +402,10 @@ func checkNamesAndNamespaces(t *testing.T, m manifests) {
 		default:
 			t.Errorf("%s: unknown kind; add it to clusterScoped or namespaced", o.key())
 		}
-		// A CRD's name is <plural>.<group>; the prefix would break it.
-		if kind != "CustomResourceDefinition" && !strings.HasPrefix(o.GetName(), namePrefix) {
+		// A CRD's name is <plural>.<group>; the prefix would break it. The Namespace is named by
+		// whoever installs into another one.
+		named := kind == "Namespace" && namespace != fixtures.Namespace
+		if kind != "CustomResourceDefinition" && !named && !strings.HasPrefix(o.GetName(), namePrefix) {
 			t.Errorf("%s: name lacks the prefix %q", o.key(), namePrefix)
 		}
 	}
@@ -542,7 +584,7 @@ func checkIssuerRef(t *testing.T, cert object, issuer string) {
 // checkWebhooks holds a webhook configuration to the one controller-gen generated from the
 // same markers the manager registers its handlers from: every webhook, path and rule as
 // generated, only the Service reference and the namespaceSelector added by kustomize.
-func checkWebhooks(t *testing.T, m manifests, generated manifests, kind, name string) {
+func checkWebhooks(t *testing.T, m manifests, generated manifests, namespace, kind, name string) {
 	t.Helper()
 	built := m.get(t, kind, namePrefix+name)
 
@@ -623,7 +665,7 @@ var specChanged = admissionregistrationv1.MatchCondition{
 	Expression: "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec",
 }
 
-func checkRBAC(t *testing.T, m manifests, generatedRole manifests) {
+func checkRBAC(t *testing.T, m manifests, generatedRole manifests, namespace string) {
 	t.Helper()
 	mgr := getManager(t, m)
 	sa := mgr.pod.ServiceAccountName
@@ -664,6 +706,61 @@ func checkRBAC(t *testing.T, m manifests, generatedRole manifests) {
 	// The leader election's event recorder still writes core/v1 Events.
 	if !allows(leaderElection.Rules, "", "events", "", "create") || !allows(leaderElection.Rules, "", "events", "", "patch") {
 		t.Errorf("Role %s does not allow creating and patching Events", leaderElectionRole)
+	}
+}
+
+// checkUserRoles holds the roles for users to the CRDs: the ClusterRoles aggregated into the
+// built-in edit role (and so admin) may do everything with each namespaced kind, those aggregated
+// into view may only read every kind, and nothing aggregated may change the cluster's
+// AdmissionPolicy, which is the cluster admin's.
+func checkUserRoles(t *testing.T, m manifests) {
+	t.Helper()
+	var edit, view []rbacv1.PolicyRule
+	for _, o := range m.ofKind("ClusterRole") {
+		role := decode[rbacv1.ClusterRole](t, o)
+		l := role.Labels
+		if l["rbac.authorization.k8s.io/aggregate-to-edit"] == "true" {
+			if l["rbac.authorization.k8s.io/aggregate-to-admin"] != "true" {
+				t.Errorf("ClusterRole %s aggregates into edit but not admin", role.Name)
+			}
+			edit = append(edit, role.Rules...)
+		}
+		if l["rbac.authorization.k8s.io/aggregate-to-view"] == "true" {
+			view = append(view, role.Rules...)
+		}
+	}
+	read := []string{"get", "list", "watch"}
+	write := []string{"create", "update", "patch", "delete"}
+	for _, o := range m.ofKind("CustomResourceDefinition") {
+		crd := decode[apiextensionsv1.CustomResourceDefinition](t, o)
+		group, plural := crd.Spec.Group, crd.Spec.Names.Plural
+		for _, verb := range read {
+			if !allows(view, group, plural, "", verb) {
+				t.Errorf("view cannot %s %s.%s", verb, plural, group)
+			}
+		}
+		for _, verb := range write {
+			if allows(view, group, plural, "", verb) {
+				t.Errorf("view may %s %s.%s; it only reads", verb, plural, group)
+			}
+		}
+		if crd.Spec.Scope == apiextensionsv1.ClusterScoped {
+			for _, verb := range write {
+				if allows(edit, group, plural, "", verb) {
+					t.Errorf("edit may %s the cluster-scoped %s.%s, which is the cluster admin's", verb, plural, group)
+				}
+			}
+			continue
+		}
+		for _, verb := range slices.Concat(read, write) {
+			if !allows(edit, group, plural, "", verb) {
+				t.Errorf("edit cannot %s %s.%s", verb, plural, group)
+			}
+		}
+		if crd.Spec.Versions[0].Subresources != nil && crd.Spec.Versions[0].Subresources.Scale != nil &&
+			!allows(edit, group, plural+"/scale", "", "update") {
+			t.Errorf("edit cannot scale %s.%s", plural, group)
+		}
 	}
 }
 

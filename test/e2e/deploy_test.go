@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -48,6 +49,7 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
@@ -191,6 +193,43 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 			Expect(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: s.obj.GetName()}, stored)).To(Succeed())
 			Expect(equality.Semantic.DeepEqual(s.kind.spec(stored), s.kind.spec(s.obj))).To(BeTrue(),
 				"%s: stored spec\n%+v\nwant the defaulted spec\n%+v", filepath.Base(path), s.kind.spec(stored), s.kind.spec(s.obj))
+		}
+	}, SpecTimeout(2*time.Minute))
+
+	It("lets whoever may edit a namespace use every kind in it, and whoever may view it only read them, through the built-in roles", func(ctx SpecContext) {
+		const ns = "e2e-rbac"
+		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+		})
+		as := func(user, role string) client.Client {
+			Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
+				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
+				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
+			})).To(Succeed())
+			config := rest.CopyConfig(kube.Config)
+			config.Impersonate = rest.ImpersonationConfig{UserName: user}
+			c, err := client.New(config, client.Options{Scheme: scheme.New()})
+			Expect(err).NotTo(HaveOccurred())
+			return c
+		}
+		editor, viewer := as("e2e-editor", "edit"), as("e2e-viewer", "view")
+
+		for _, path := range sampleFiles("") {
+			s, err := readSample(path)
+			Expect(err).NotTo(HaveOccurred())
+			obj := s.obj.DeepCopyObject().(client.Object)
+			obj.SetNamespace(ns)
+			// kube-controller-manager aggregates the roles into edit and view a moment after they
+			// are created.
+			Eventually(func(ctx context.Context) error { return editor.Create(ctx, obj.DeepCopyObject().(client.Object)) }).
+				WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "the editor creates %s", filepath.Base(path))
+
+			Expect(viewer.Get(ctx, client.ObjectKeyFromObject(obj), s.kind.newObject())).To(Succeed(), "the viewer reads %s", filepath.Base(path))
+			other := obj.DeepCopyObject().(client.Object)
+			other.SetName(obj.GetName() + "-viewer")
+			Expect(apierrors.IsForbidden(viewer.Create(ctx, other))).To(BeTrue(), "the viewer creates %s", filepath.Base(path))
 		}
 	}, SpecTimeout(2*time.Minute))
 
