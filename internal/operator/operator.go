@@ -101,6 +101,9 @@ type Options struct {
 	// MaxConcurrentReconciles is how many objects of each kind are reconciled at once.
 	MaxConcurrentReconciles int
 
+	// Certs, when Certs.Secret is set, have the manager keep its own webhook serving certificate.
+	Certs CertOptions
+
 	// SkipControllerNameValidation allows more than one Manager in a process, as tests need.
 	SkipControllerNameValidation bool
 }
@@ -136,6 +139,23 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			"so bind it to loopback only. 0 turns it off.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles,
 		"How many objects of each kind are reconciled at once.")
+	fs.StringVar(&o.Certs.Secret, "cert-secret", "",
+		"namespace/name of a Secret in which the manager keeps its own CA and webhook serving certificate, renewing them and "+
+			"injecting the CA into the webhook configurations, for clusters without cert-manager; mount it at --webhook-cert-dir. "+
+			"Empty leaves the certificate to cert-manager.")
+	fs.Func("cert-dns-names", "With --cert-secret: comma-separated DNS names of the serving certificate, the webhook Service's.",
+		func(value string) error {
+			for _, n := range strings.Split(value, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					o.Certs.DNSNames = append(o.Certs.DNSNames, n)
+				}
+			}
+			return nil
+		})
+	fs.StringVar(&o.Certs.MutatingWebhookConfiguration, "cert-mutating-webhook-configuration", "",
+		"With --cert-secret: the MutatingWebhookConfiguration the CA is injected into.")
+	fs.StringVar(&o.Certs.ValidatingWebhookConfiguration, "cert-validating-webhook-configuration", "",
+		"With --cert-secret: the ValidatingWebhookConfiguration the CA is injected into.")
 	fs.Func("allowed-registries",
 		"Comma-separated registries a DeployObject's image may come from, such as docker.io,registry.local:5000; "+
 			"unset allows any. May be repeated.",
@@ -178,6 +198,10 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		CertDir: o.WebhookCertDir,
 		TLSOpts: o.tlsOptions(),
 	})
+	certsReady := make(chan struct{})
+	if o.Certs.Secret != "" {
+		webhookServer = gatedServer{Server: webhookServer, ready: certsReady}
+	}
 
 	metricsOptions := metricsserver.Options{
 		BindAddress:   o.MetricsAddr,
@@ -218,6 +242,12 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
+	}
+
+	if o.Certs.Secret != "" {
+		if err := addCertRotator(mgr, o.Certs, o.WebhookCertDir, certsReady); err != nil {
+			return nil, fmt.Errorf("managing the webhook certificate: %w", err)
+		}
 	}
 
 	// The AdmissionPolicy named cluster, when it exists, decides what admission does about each
