@@ -59,7 +59,7 @@ var (
 	}
 	namespaced = map[string]bool{
 		"ServiceAccount": true, "Role": true, "RoleBinding": true, "Service": true, "Deployment": true,
-		"Certificate": true, "Issuer": true, "ServiceMonitor": true, "NetworkPolicy": true, "PodDisruptionBudget": true,
+		"Certificate": true, "Issuer": true, "Secret": true, "ServiceMonitor": true, "NetworkPolicy": true, "PodDisruptionBudget": true,
 	}
 )
 
@@ -807,11 +807,12 @@ func checkHighAvailability(t *testing.T, m manifests) {
 		t.Errorf("the readiness probe %+v takes the replica out no sooner than the shutdown delay %v", probe, mgr.opts.ShutdownDelay)
 	}
 
+	serving := secretMountedAt(t, mgr.pod, mgr.manager, mgr.opts.WebhookCertDir)
 	for _, v := range mgr.pod.Volumes {
 		if v.Secret == nil {
 			continue
 		}
-		essential := v.Secret.SecretName == fixtures.ServingSecret
+		essential := v.Secret.SecretName == serving
 		if optional := ptr.Deref(v.Secret.Optional, false); optional == essential {
 			t.Errorf("volume %s of Secret %s: optional=%t; only the webhook's serving certificate is needed to start",
 				v.Name, v.Secret.SecretName, optional)
