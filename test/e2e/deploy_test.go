@@ -452,7 +452,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		for _, manager := range managers {
 			ips = append(ips, manager.Status.PodIP)
 		}
-		load := startAdmissionLoad(ctx, ips)
+		load := startAdmissionLoad(ctx, samplesNamespace, ips)
 		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
 
 		start := time.Now()
@@ -908,7 +908,7 @@ func (l *admissionLoad) fail(format string, args ...any) {
 	l.failures = append(l.failures, fmt.Sprintf(format, args...))
 }
 
-func startAdmissionLoad(ctx context.Context, podIPs []string) *admissionLoad {
+func startAdmissionLoad(ctx context.Context, namespace string, podIPs []string) *admissionLoad {
 	ctx, cancel := context.WithCancel(ctx)
 	load := &admissionLoad{}
 	done := make(chan struct{})
@@ -917,7 +917,7 @@ func startAdmissionLoad(ctx context.Context, podIPs []string) *admissionLoad {
 		defer close(done)
 		for i := 0; ctx.Err() == nil; i++ {
 			valid := &authv1alpha1.Welcome{
-				ObjectMeta: metav1.ObjectMeta{Namespace: samplesNamespace, Name: "load-" + strconv.Itoa(i)},
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "load-" + strconv.Itoa(i)},
 				Spec:       authv1alpha1.WelcomeSpec{Name: "Load"},
 			}
 			err := k8s.Create(ctx, valid, client.DryRunAll)
@@ -934,7 +934,7 @@ func startAdmissionLoad(ctx context.Context, podIPs []string) *admissionLoad {
 			}
 
 			invalid := &authv1alpha1.Welcome{
-				ObjectMeta: metav1.ObjectMeta{Namespace: samplesNamespace, Name: "load-invalid-" + strconv.Itoa(i)},
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "load-invalid-" + strconv.Itoa(i)},
 				Spec:       authv1alpha1.WelcomeSpec{Name: "Load", Replicas: ptr.To[int32](-1)},
 			}
 			err = k8s.Create(ctx, invalid, client.DryRunAll)
