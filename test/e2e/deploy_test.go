@@ -199,9 +199,24 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	It("lets whoever may edit a namespace use every kind in it, and whoever may view it only read them, through the built-in roles", func(ctx SpecContext) {
 		const ns = "e2e-rbac"
 		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
+		var created []client.Object
+		// The objects go first, and their Deployments and Services with them, then the namespace: a
+		// namespace deleted under live objects refuses the controllers' writes to it.
 		DeferCleanup(func(ctx SpecContext) {
+			for _, obj := range created {
+				Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
+			}
+			Eventually(func(g Gomega, ctx context.Context) {
+				for _, obj := range created {
+					g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object)))).To(BeTrue())
+				}
+				for _, list := range []client.ObjectList{&appsv1.DeploymentList{}, &corev1.ServiceList{}} {
+					g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+					g.Expect(meta.LenList(list)).To(BeZero())
+				}
+			}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
-		})
+		}, NodeTimeout(2*time.Minute))
 		as := func(user, role string) client.Client {
 			Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
@@ -225,6 +240,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 			// are created.
 			Eventually(func(ctx context.Context) error { return editor.Create(ctx, obj.DeepCopyObject().(client.Object)) }).
 				WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "the editor creates %s", filepath.Base(path))
+			created = append(created, obj)
 
 			Expect(viewer.Get(ctx, client.ObjectKeyFromObject(obj), s.kind.newObject())).To(Succeed(), "the viewer reads %s", filepath.Base(path))
 			other := obj.DeepCopyObject().(client.Object)
