@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -116,4 +117,14 @@ var _ = Describe("The operator installed without cert-manager (make deploy DEPLO
 		AddReportEntry("self-signed: admission requests answered during the renewal", load.answered.Load())
 		Expect(caBundles(ctx)).To(HaveEach(Equal(after.Data["ca.crt"])))
 	}, SpecTimeout(5*time.Minute))
+
+	It("has never been refused by RBAC: the Role and ClusterRole of config/self-signed hold what keeping the certificate takes", func() {
+		var refused []string
+		for _, line := range strings.Split(rec.logs(), "\n") {
+			if strings.Contains(strings.ToLower(line), "forbidden") {
+				refused = append(refused, line)
+			}
+		}
+		Expect(refused).To(BeEmpty(), "a manager was refused by RBAC")
+	})
 })
