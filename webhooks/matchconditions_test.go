@@ -2,10 +2,15 @@ package webhooks
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"math"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
+
+	utiljson "k8s.io/apimachinery/pkg/util/json"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	autoscalingv1 "k8s.io/api/autoscaling/v1"
@@ -78,7 +83,7 @@ func validatingMatcher(tb testing.TB, name string, gvk schema.GroupVersionKind, 
 // refuses the request with an error that is not a field error.
 func (m *webhookMatcher) calls(tb testing.TB, op admission.Operation, subresource string, obj, old runtime.Object) bool {
 	tb.Helper()
-	var versioned [2]runtime.Object
+	var versioned [2]*unstructured.Unstructured
 	for i, o := range []runtime.Object{obj, old} {
 		if o == nil || reflect.ValueOf(o).IsNil() {
 			continue
@@ -89,9 +94,32 @@ func (m *webhookMatcher) calls(tb testing.TB, op admission.Operation, subresourc
 		}
 		versioned[i] = &unstructured.Unstructured{Object: u}
 	}
+	return m.match(tb, op, subresource, versioned[0], versioned[1])
+}
+
+// callsJSON is calls for an object as kube-apiserver decodes it from the JSON a client sent,
+// with integers as int64, whatever their size, rather than as a typed object.
+func (m *webhookMatcher) callsJSON(tb testing.TB, op admission.Operation, obj string) bool {
+	tb.Helper()
+	u := &unstructured.Unstructured{}
+	if err := utiljson.Unmarshal([]byte(obj), &u.Object); err != nil {
+		tb.Fatal(err)
+	}
+	return m.match(tb, op, "", u, nil)
+}
+
+func (m *webhookMatcher) match(tb testing.TB, op admission.Operation, subresource string, obj, old *unstructured.Unstructured) bool {
+	tb.Helper()
+	var versioned [2]runtime.Object
+	if obj != nil {
+		versioned[0] = obj
+	}
+	if old != nil {
+		versioned[1] = old
+	}
 	name := ""
-	if accessor, ok := obj.(interface{ GetName() string }); ok {
-		name = accessor.GetName()
+	if obj != nil {
+		name = obj.GetName()
 	}
 	attrs := admission.NewAttributesRecord(versioned[0], versioned[1], m.gvk, "default", name, m.gvr, subresource, op,
 		nil, false, &user.DefaultInfo{Name: "kubernetes-admin"})
@@ -293,6 +321,64 @@ func TestMemcachedScaleMayBeRefused(t *testing.T) {
 				t.Errorf("a scale from %d to %d: called %v", old, replicas, calls)
 			}
 		}
+	}
+}
+
+// TestMayBeRefusedOnRawJSONNumbers evaluates the conditions on objects as kube-apiserver decodes
+// them from a client's JSON, not as typed objects: at and beyond int32's bounds every number
+// evaluates without error, and within them (all the schema admits, as
+// test/deploy's TestInt32FieldsAreBoundedWhereAWebhookMayBeSkipped holds) the condition decides as
+// it does for the typed object, calling the webhook whenever it refuses or warns.
+func TestMayBeRefusedOnRawJSONNumbers(t *testing.T) {
+	numbers := []int64{math.MinInt32 - 1, math.MinInt32, -1, 0, 1, 3, 4, 8088, 11211, 65535, 65536, math.MaxInt32, math.MaxInt32 + 1, 1<<53 + 1}
+	welcomes := validatingMatcher(t, "vwelcome.auth.seedlabs.dev", welcomeGVK, "welcomes")
+	memcacheds := validatingMatcher(t, "vmemcached.cache.seedlabs.dev", memcachedGVK, "memcacheds")
+	policies := imagePolicies(t)
+	checked := 0
+	for _, c := range []struct {
+		m      *webhookMatcher
+		fields []string
+		object string
+	}{
+		{welcomes, []string{"replicas", "port", "userID"},
+			`{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"hello","namespace":"default"},` +
+				`"spec":{"name":"Ada","replicas":2,"port":8088,"serviceType":"NodePort","%s":%d}}`},
+		{memcacheds, []string{"size", "containerPort"},
+			`{"apiVersion":"cache.seedlabs.dev/v1alpha1","kind":"Memcached","metadata":{"name":"cache","namespace":"default"},` +
+				`"spec":{"size":1,"containerPort":11211,"%s":%d}}`},
+	} {
+		for _, field := range c.fields {
+			for _, n := range numbers {
+				raw := fmt.Sprintf(c.object, field, n)
+				calls := c.m.callsJSON(t, admission.Create, raw)
+				if n < math.MinInt32 || n > math.MaxInt32 {
+					continue // evaluated without error; the schema refuses it
+				}
+				checked++
+				var typed runtime.Object
+				if c.m == welcomes {
+					w := &authv1alpha1.Welcome{}
+					if err := json.Unmarshal([]byte(raw), w); err != nil {
+						t.Fatal(err)
+					}
+					requireWelcomeCall(t, c.m, policies, w, nil)
+					typed = w
+				} else {
+					mc := &cachev1alpha1.Memcached{}
+					if err := json.Unmarshal([]byte(raw), mc); err != nil {
+						t.Fatal(err)
+					}
+					requireMemcachedCall(t, c.m, mc, nil)
+					typed = mc
+				}
+				if want := c.m.calls(t, admission.Create, "", typed, nil); calls != want {
+					t.Errorf("%s: called %v from the JSON, %v from the typed object", raw, calls, want)
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no number within int32 was checked")
 	}
 }
 

@@ -22,6 +22,8 @@ type DeployObjectSpec struct {
 	// Replicas is the number of pods. Defaults to 1.
 	// +optional
 	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Image is the container image, with an explicit tag or digest.

@@ -28,6 +28,8 @@ type WelcomeSpec struct {
 
 	// UserID is the numeric ID of the user, 1-65535.
 	// +optional
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	UserID *int32 `json:"userID,omitempty"`
 
 	// Groups are the names of the groups the user belongs to, each unique and non-empty.
@@ -47,11 +49,15 @@ type WelcomeSpec struct {
 	// Replicas is the number of web server pods. Defaults to 1; 0 is allowed and stops the app.
 	// +optional
 	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// Port is the port the web server listens on and the Service exposes, 1-65535. Defaults to 8088.
 	// +optional
 	// +kubebuilder:default=8088
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	Port *int32 `json:"port,omitempty"`
 
 	// Image overrides the web server image the operator is configured with.

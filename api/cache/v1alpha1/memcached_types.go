@@ -30,11 +30,15 @@ type MemcachedSpec struct {
 	// Size is the number of memcached instances, 1-3. Defaults to 1.
 	// +optional
 	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	Size *int32 `json:"size,omitempty"`
 
 	// ContainerPort is the port memcached listens on and the Service exposes, 1-65535. Defaults to 11211.
 	// +optional
 	// +kubebuilder:default=11211
+	// +kubebuilder:validation:Minimum=-2147483648
+	// +kubebuilder:validation:Maximum=2147483647
 	ContainerPort *int32 `json:"containerPort,omitempty"`
 }
 
