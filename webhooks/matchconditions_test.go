@@ -342,14 +342,24 @@ func TestMayBeRefusedOnRawJSONNumbers(t *testing.T) {
 	}{
 		{welcomes, []string{"replicas", "port", "userID"},
 			`{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"hello","namespace":"default"},` +
-				`"spec":{"name":"Ada","replicas":2,"port":8088,"serviceType":"NodePort","%s":%d}}`},
+				`"spec":{"name":"Ada","serviceType":"NodePort",%s}}`},
 		{memcacheds, []string{"size", "containerPort"},
 			`{"apiVersion":"cache.seedlabs.dev/v1alpha1","kind":"Memcached","metadata":{"name":"cache","namespace":"default"},` +
-				`"spec":{"size":1,"containerPort":11211,"%s":%d}}`},
+				`"spec":{%s}}`},
 	} {
+		// Each field takes every number while the others keep a valid value, each written once.
+		valid := map[string]int64{"replicas": 2, "port": 8088, "userID": 1000, "size": 1, "containerPort": 11211}
 		for _, field := range c.fields {
 			for _, n := range numbers {
-				raw := fmt.Sprintf(c.object, field, n)
+				var fields []string
+				for _, f := range c.fields {
+					v := valid[f]
+					if f == field {
+						v = n
+					}
+					fields = append(fields, fmt.Sprintf("%q:%d", f, v))
+				}
+				raw := fmt.Sprintf(c.object, strings.Join(fields, ","))
 				calls := c.m.callsJSON(t, admission.Create, raw)
 				if n < math.MinInt32 || n > math.MaxInt32 {
 					continue // evaluated without error; the schema refuses it

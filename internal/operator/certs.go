@@ -1,10 +1,17 @@
 package operator
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
@@ -68,20 +75,70 @@ func addCertRotator(mgr ctrl.Manager, c CertOptions, certDir string, ready chan 
 	})
 }
 
-// gatedServer starts the webhook server only once ready is closed: before the certificate is in
-// its directory the server could not start, and before its CA is injected the API server would
-// not trust it. Until then the webhook readiness check fails.
+// gatedServer starts the webhook server only once ready is closed and trusted passes: before the
+// certificate is in its directory the server could not start, and before its CA is in the webhook
+// configurations the API server would not trust it. Until then the webhook readiness check fails.
 type gatedServer struct {
 	webhook.Server
 	ready <-chan struct{}
+	// trusted checks that the API server trusts the certificate: cert-controller counts a
+	// configuration it cannot find as injected.
+	trusted func(context.Context) error
 }
 
 // Start implements manager.Runnable.
-func (s gatedServer) Start(ctx context.Context) error {
+func (s *gatedServer) Start(ctx context.Context) error {
 	select {
 	case <-s.ready:
-		return s.Server.Start(ctx)
 	case <-ctx.Done():
+		return nil
+	}
+	log := ctrl.LoggerFrom(ctx).WithName("webhook-certificate")
+	if err := wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
+		err := s.trusted(ctx)
+		if err != nil {
+			log.Info("the webhook server waits for its CA in the webhook configurations", "reason", err.Error())
+		}
+		return err == nil, nil
+	}); err != nil {
+		return nil // stopped before the CA was injected
+	}
+	return s.Server.Start(ctx)
+}
+
+// caInjected checks, reading past the cache, that every webhook of both configurations carries
+// the CA of the certificate Secret as its caBundle.
+func caInjected(reader client.Reader, c CertOptions) func(context.Context) error {
+	return func(ctx context.Context) error {
+		key, err := c.secretKey()
+		if err != nil {
+			return err
+		}
+		secret := &corev1.Secret{}
+		if err := reader.Get(ctx, key, secret); err != nil {
+			return fmt.Errorf("reading the certificate Secret %s: %w", key, err)
+		}
+		ca := secret.Data["ca.crt"]
+		var bundles [][]byte
+		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: c.MutatingWebhookConfiguration}, mutating); err != nil {
+			return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", c.MutatingWebhookConfiguration, err)
+		}
+		for _, w := range mutating.Webhooks {
+			bundles = append(bundles, w.ClientConfig.CABundle)
+		}
+		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if err := reader.Get(ctx, client.ObjectKey{Name: c.ValidatingWebhookConfiguration}, validating); err != nil {
+			return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", c.ValidatingWebhookConfiguration, err)
+		}
+		for _, w := range validating.Webhooks {
+			bundles = append(bundles, w.ClientConfig.CABundle)
+		}
+		for _, b := range bundles {
+			if len(ca) == 0 || !bytes.Equal(b, ca) {
+				return errors.New("a webhook's caBundle is not the CA of the certificate Secret yet")
+			}
+		}
 		return nil
 	}
 }

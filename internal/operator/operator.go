@@ -199,8 +199,10 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		TLSOpts: o.tlsOptions(),
 	})
 	certsReady := make(chan struct{})
+	var certGate *gatedServer
 	if o.Certs.Secret != "" {
-		webhookServer = gatedServer{Server: webhookServer, ready: certsReady}
+		certGate = &gatedServer{Server: webhookServer, ready: certsReady}
+		webhookServer = certGate
 	}
 
 	metricsOptions := metricsserver.Options{
@@ -248,6 +250,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		if err := addCertRotator(mgr, o.Certs, o.WebhookCertDir, certsReady); err != nil {
 			return nil, fmt.Errorf("managing the webhook certificate: %w", err)
 		}
+		certGate.trusted = caInjected(mgr.GetAPIReader(), o.Certs)
 	}
 
 	// The AdmissionPolicy named cluster, when it exists, decides what admission does about each

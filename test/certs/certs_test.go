@@ -155,9 +155,9 @@ func caBundles(ctx context.Context) ([][]byte, error) {
 	return bundles, nil
 }
 
-// ready is the answer of the manager's /readyz.
+// ready is the answer of the manager's webhook readiness check.
 func ready(ctx context.Context) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probeAddress+"/readyz", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probeAddress+"/readyz/webhook", nil)
 	if err != nil {
 		return 0, err
 	}

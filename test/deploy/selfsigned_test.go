@@ -78,25 +78,40 @@ func TestConfigSelfSigned(t *testing.T) {
 			}
 		}
 		secret := strings.TrimPrefix(certs.Secret, ns+"/")
-		for _, verb := range []string{"get", "list", "watch", "update"} {
+		// cert-controller's informers list and watch without a name; it reads and writes by name.
+		for _, verb := range []string{"list", "watch"} {
+			if !allows(namespaced, "", "secrets", "", verb) {
+				t.Errorf("the manager cannot %s the Secrets of its namespace, which cert-controller's informer does", verb)
+			}
+		}
+		for _, verb := range []string{"get", "update"} {
 			if !allows(namespaced, "", "secrets", secret, verb) {
 				t.Errorf("the manager cannot %s its Secret %s", verb, secret)
 			}
 		}
-		if allows(namespaced, "", "secrets", "another-secret", "update") {
-			t.Error("the manager may update any Secret of its namespace; want only its own")
+		for _, verb := range []string{"create", "update", "patch", "delete"} {
+			if allows(namespaced, "", "secrets", "another-secret", verb) {
+				t.Errorf("the manager may %s any Secret of its namespace; want only an update of its own", verb)
+			}
 		}
 		for resource, name := range map[string]string{
 			"mutatingwebhookconfigurations":   certs.MutatingWebhookConfiguration,
 			"validatingwebhookconfigurations": certs.ValidatingWebhookConfiguration,
 		} {
-			for _, verb := range []string{"get", "list", "watch", "update"} {
+			for _, verb := range []string{"list", "watch"} {
+				if !allows(cluster, "admissionregistration.k8s.io", resource, "", verb) {
+					t.Errorf("the manager cannot %s %s, which cert-controller's informer does", verb, resource)
+				}
+			}
+			for _, verb := range []string{"get", "update"} {
 				if !allows(cluster, "admissionregistration.k8s.io", resource, name, verb) {
 					t.Errorf("the manager cannot %s %s %s", verb, resource, name)
 				}
 			}
-			if allows(cluster, "admissionregistration.k8s.io", resource, "someone-elses-webhooks", "update") {
-				t.Errorf("the manager may update every one of the cluster's %s; want only its own", resource)
+			for _, verb := range []string{"create", "update", "patch", "delete"} {
+				if allows(cluster, "admissionregistration.k8s.io", resource, "someone-elses-webhooks", verb) {
+					t.Errorf("the manager may %s every one of the cluster's %s; want only an update of its own", verb, resource)
+				}
 			}
 		}
 	})

@@ -196,7 +196,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		}
 	}, SpecTimeout(2*time.Minute))
 
-	It("lets whoever may edit a namespace use every kind in it, and whoever may view it only read them, through the built-in roles", func(ctx SpecContext) {
+	It("lets whoever may edit a namespace create every kind in it, and whoever may view it read them but not create them, through the built-in roles", func(ctx SpecContext) {
 		const ns = "e2e-rbac"
 		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Succeed())
 		var created []client.Object

@@ -106,10 +106,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	owner := resources.ControllerReference(cachev1alpha1.GroupVersion.String(), "Memcached", m.Name, m.UID)
 	deployment := resources.MemcachedDeployment(desired, r.Image).WithOwnerReferences(owner)
 	service := resources.MemcachedService(desired).WithOwnerReferences(owner)
-	if err := current.Apply(ctx, r.Client, deployment, service); err != nil {
+	if err := current.ApplyDeployment(ctx, r.Client, deployment); err != nil {
 		return ctrl.Result{}, status.ApplyFailed(r.Recorder, m, err)
 	}
+	// Recorded at once: once the cache sees the new replicas, the change is no longer visible.
 	r.recordScale(m, current.Deployment, *desired.Spec.Size)
+	if err := current.ApplyService(ctx, r.Client, service); err != nil {
+		return ctrl.Result{}, status.ApplyFailed(r.Recorder, m, err)
+	}
 	current.RecordCreated(r.Recorder, m, fmt.Sprintf("%s with %d memcached instances", m.Name, *desired.Spec.Size),
 		fmt.Sprintf("%s on port %d", m.Name, *desired.Spec.ContainerPort))
 

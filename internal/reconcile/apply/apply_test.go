@@ -1,8 +1,6 @@
 package apply
 
 import (
-	"github.com/seedlabs/webhook-operator/test/reconciletest"
-
 	"context"
 	"encoding/json"
 	"testing"
@@ -14,6 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/seedlabs/webhook-operator/test/reconciletest"
 )
 
 func decode(t *testing.T, s string) any {

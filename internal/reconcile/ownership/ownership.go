@@ -122,14 +122,28 @@ func (c Children) RecordCreated(events recorder.EventRecorder, obj runtime.Objec
 	}
 }
 
-// Apply server-side applies the desired Deployment and Service over c's: those that do not exist
-// are created, and only those (a user's object that took the name meanwhile is refused, not taken
-// over). Service ports changed by hand are replaced first, so the apply leaves no foreign port
-// behind. Each configuration afterwards holds the object as stored. The error names what failed.
+// Apply server-side applies the desired Deployment and then the desired Service over c's, as
+// ApplyDeployment and ApplyService do. The error names what failed.
 func (c Children) Apply(ctx context.Context, cl client.Client, deployment *appsv1ac.DeploymentApplyConfiguration, service *corev1ac.ServiceApplyConfiguration) error {
+	if err := c.ApplyDeployment(ctx, cl, deployment); err != nil {
+		return err
+	}
+	return c.ApplyService(ctx, cl, service)
+}
+
+// ApplyDeployment server-side applies the desired Deployment over c's: it is created when c has
+// none, and only then (a user's object that took the name meanwhile is refused, not taken over).
+// The configuration afterwards holds the object as stored.
+func (c Children) ApplyDeployment(ctx context.Context, cl client.Client, deployment *appsv1ac.DeploymentApplyConfiguration) error {
 	if err := apply.Apply(ctx, cl, c.Deployment, deployment, apply.Options()...); err != nil {
 		return fmt.Errorf("applying the Deployment: %w", err)
 	}
+	return nil
+}
+
+// ApplyService server-side applies the desired Service over c's, as ApplyDeployment does, after
+// replacing ports changed by hand, so that the apply leaves no foreign port behind.
+func (c Children) ApplyService(ctx context.Context, cl client.Client, service *corev1ac.ServiceApplyConfiguration) error {
 	if err := apply.ReplaceForeignServicePorts(ctx, cl, c.Service, service); err != nil {
 		return fmt.Errorf("applying the Service: %w", err)
 	}

@@ -223,6 +223,8 @@ func TestPatch(t *testing.T) {
 			reconcileErr: reconcileErr, wantPatches: 1, wantStored: 2, wantErr: []error{reconcileErr}},
 		{name: "an object deleted meanwhile is no error", change: func(d *appv1.DeployObject) { d.Status.ReadyReplicas = 2 },
 			patchErr: apierrors.NewNotFound(schema.GroupResource{Group: "app.seedlabs.dev", Resource: "deployobjects"}, "shop"), wantPatches: 1},
+		{name: "a failed patch is an error of a reconcile that succeeded", change: func(d *appv1.DeployObject) { d.Status.ReadyReplicas = 2 },
+			patchErr: errTimeout, wantPatches: 1, wantErr: []error{errTimeout}},
 		{name: "a failed patch joins the reconcile's error", change: func(d *appv1.DeployObject) { d.Status.ReadyReplicas = 2 },
 			patchErr: errTimeout, reconcileErr: reconcileErr, wantPatches: 1, wantErr: []error{reconcileErr, errTimeout}},
 	}
