@@ -7,8 +7,10 @@ COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
 # The images of the manager and of the Welcome operand: what images and docker-build build, and
 # what deploy runs.
-IMG         ?= ghcr.io/seedlabs/webhook-operator:$(VERSION)
-WELCOME_IMG ?= ghcr.io/seedlabs/welcome-web:$(VERSION)
+IMG_REPO         ?= ghcr.io/seedlabs/webhook-operator
+WELCOME_IMG_REPO ?= ghcr.io/seedlabs/welcome-web
+IMG              ?= $(IMG_REPO):$(VERSION)
+WELCOME_IMG      ?= $(WELCOME_IMG_REPO):$(VERSION)
 
 GOOS   ?= $(shell go env GOOS)
 GOARCH ?= $(shell go env GOARCH)
@@ -20,10 +22,22 @@ LOCALBIN ?= $(CURDIR)/bin
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 KUSTOMIZE_VERSION        ?= v5.8.2
 GOLANGCI_LINT_VERSION    ?= v2.15.0
+# helm is built by test/tools/helm, whose go.mod requires this version (test/deploy holds them equal).
+HELM_VERSION             ?= v4.3.1
+# promtool is built by test/tools/prometheus, whose go.mod requires this version of
+# github.com/prometheus/prometheus (test/deploy holds them equal): Prometheus v3.Y.Z is the Go
+# module v0.3YY.Z.
+PROMETHEUS_VERSION       ?= v0.316.0
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE      ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+HELM           ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+PROMTOOL       ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
+
+# The Helm chart. Its templates read what controller-gen generates and the static objects of
+# config/ from $(CHART_DIR)/files, which make manifests copies there.
+CHART_DIR = dist/chart
 
 ## The control plane for envtest, run-local and test-e2e, built from source by the tools modules in test/tools.
 ## KUBE_VERSION must match the k8s.io/kubernetes version in test/tools/kube/go.mod.
@@ -32,6 +46,14 @@ KUBE_MINOR        = $(word 2,$(subst ., ,$(KUBE_VERSION)))
 KUBEBUILDER_ASSETS ?= $(LOCALBIN)/k8s/$(patsubst v%,%,$(KUBE_VERSION))-$(GOOS)-$(GOARCH)
 KUBE_VERSION_PKGS  = k8s.io/component-base/version k8s.io/client-go/pkg/version
 KUBE_LDFLAGS       = -s -w $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(KUBE_MINOR) -X $(p).gitTreeState=clean)
+
+## The oldest Kubernetes minor the operator supports (docs/kubernetes-versions.md): make test runs the
+## envtest suite's admission specs against its kube-apiserver too. KUBE_OLDEST_VERSION must match the
+## k8s.io/kubernetes version in test/tools/kube-oldest/go.mod; etcd is KUBE_VERSION's.
+KUBE_OLDEST_VERSION ?= v1.35.4
+KUBE_OLDEST_ASSETS  ?= $(LOCALBIN)/k8s/$(patsubst v%,%,$(KUBE_OLDEST_VERSION))-$(GOOS)-$(GOARCH)
+KUBE_OLDEST_LDFLAGS  = -s -w $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion=$(KUBE_OLDEST_VERSION) -X $(p).gitMajor=1 \
+                       -X $(p).gitMinor=$(word 2,$(subst ., ,$(KUBE_OLDEST_VERSION))) -X $(p).gitTreeState=clean)
 
 # go test flags; envtest suites take about a minute.
 GO_TEST_FLAGS ?= -race -timeout 15m
@@ -58,6 +80,14 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs, RBAC and webhook configurations i
 		output:crd:artifacts:config=config/crd/bases \
 		output:rbac:artifacts:config=config/rbac \
 		output:webhook:artifacts:config=config/webhook
+	rm -rf $(CHART_DIR)/files && mkdir -p $(addprefix $(CHART_DIR)/files/,crds rbac prometheus grafana network-policy)
+	cp config/crd/bases/*.yaml $(CHART_DIR)/files/crds/
+	cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/rbac/metrics_auth_role.yaml \
+		config/rbac/metrics_reader_role.yaml config/rbac/*_editor_role.yaml config/rbac/*_viewer_role.yaml $(CHART_DIR)/files/rbac/
+	cp config/webhook/manifests.yaml $(CHART_DIR)/files/webhooks.yaml
+	cp config/prometheus/monitor.yaml config/prometheus/rules.yaml $(CHART_DIR)/files/prometheus/
+	cp config/grafana/webhook-operator.json $(CHART_DIR)/files/grafana/
+	cp config/network-policy/allow-*.yaml $(CHART_DIR)/files/network-policy/
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate DeepCopy methods.
@@ -73,14 +103,14 @@ vet: ## Run go vet.
 
 .PHONY: verify
 verify: manifests generate ## Fail when generated files are out of date.
-	@if [ -n "$$(git status --porcelain -- api config)" ]; then \
+	@if [ -n "$$(git status --porcelain -- api config $(CHART_DIR))" ]; then \
 		echo "Generated files are out of date; run 'make manifests generate' and commit:"; \
-		git status --porcelain -- api config; git --no-pager diff --stat -- api config; exit 1; \
+		git status --porcelain -- api config $(CHART_DIR); git --no-pager diff --stat -- api config $(CHART_DIR); exit 1; \
 	fi
 
 .PHONY: test
-test: manifests generate fmt vet controlplane $(KUSTOMIZE) ## Run unit and envtest suites against the control plane built from source.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" go test $(GO_TEST_FLAGS) ./...
+test: manifests generate fmt vet controlplane $(KUSTOMIZE) $(HELM) $(PROMTOOL) test-oldest-kube ## Run unit and envtest suites, and the admission specs on the oldest supported kube-apiserver too.
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" HELM="$(HELM)" PROMTOOL="$(PROMTOOL)" go test $(GO_TEST_FLAGS) ./...
 
 # The fuzz targets of the admission webhooks' HTTP handlers (each kind's, the scale subresource's,
 # the AdmissionPolicy's, and any body to any of them), and of the matchConditions that skip the
@@ -88,6 +118,13 @@ test: manifests generate fmt vet controlplane $(KUSTOMIZE) ## Run unit and envte
 FUZZ_TARGETS ?= FuzzWelcomeAdmission FuzzMemcachedAdmission FuzzDeployObjectAdmission FuzzMemcachedScaleAdmission \
                 FuzzDeployObjectSpec FuzzAdmissionPolicyAdmission FuzzAdmissionReviewBody FuzzWelcomeMayBeRefused FuzzMemcachedMayBeRefused
 FUZZTIME     ?= 5m
+
+# test-oldest-kube runs the specs labelled admission (the CRDs' schemas, the webhook configurations
+# and their matchConditions, the webhooks through the API server, and the contract that whatever
+# they admit the controllers can apply) against the oldest supported kube-apiserver.
+.PHONY: test-oldest-kube
+test-oldest-kube: manifests $(addprefix $(KUBE_OLDEST_ASSETS)/,etcd kube-apiserver) ## Run the envtest suite's admission specs against the oldest supported kube-apiserver (KUBE_OLDEST_VERSION).
+	KUBEBUILDER_ASSETS="$(KUBE_OLDEST_ASSETS)" go test $(GO_TEST_FLAGS) ./test/integration/ -ginkgo.label-filter=admission
 
 .PHONY: docs
 docs: ## Regenerate the rule table of docs/rules.md from kubectl webhook-operator rules -o json.
@@ -221,6 +258,62 @@ build-installer: manifests generate $(KUSTOMIZE) ## Write dist/install.yaml, eve
 	mkdir -p dist
 	$(kustomize_default) > dist/install.yaml
 
+# installer prints what deploy applies, for release.
+.PHONY: installer
+installer: $(KUSTOMIZE)
+	@$(kustomize_default)
+
+##@ Release
+
+# make release VERSION=vX.Y.Z writes into RELEASE_DIR:
+#   images/webhook-operator, images/welcome-web   the images, as OCI image layouts (push them with crane or skopeo)
+#   install.yaml, install-self-signed.yaml        what deploy applies, with cert-manager or without, images by digest
+#   webhook-operator-X.Y.Z.tgz                    the Helm chart, images by digest
+#   kubectl-webhook_operator_OS_ARCH.tar.gz       the kubectl plugin for PLUGIN_PLATFORMS, with the LICENSE
+#   webhook-operator.krew.yaml                    the plugin's krew manifest
+#   checksums.txt                                 sha256 of each file above
+# It tags nothing and pushes nothing; docs/release.md says what follows.
+RELEASE_DIR      ?= dist/release
+PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
+RELEASE_URL      ?= https://github.com/seedlabs/webhook-operator/releases/download/$(VERSION)
+# layout_digest is the digest of the image index in the OCI layout $(1).
+layout_digest = $$(grep -o '"digest": *"sha256:[0-9a-f]*"' $(1)/index.json | head -1 | grep -o 'sha256:[0-9a-f]*')
+
+.PHONY: release
+release: $(KUSTOMIZE) $(HELM) ## Build the release VERSION=vX.Y.Z into RELEASE_DIR: images, install.yaml by digest, the chart, the kubectl plugin, krew manifest, checksums.
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "VERSION=$(VERSION) is not a version vX.Y.Z[-pre]"; exit 1; }
+	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
+	$(MAKE) --no-print-directory images VERSION=$(VERSION) IMAGES_DIR=$(abspath $(RELEASE_DIR))/images
+	rm -rf $(addprefix $(RELEASE_DIR)/images/,$(subst /,-,$(PLATFORMS)))
+	img=$(IMG_REPO)@$(call layout_digest,$(RELEASE_DIR)/images/webhook-operator) && \
+	welcome=$(WELCOME_IMG_REPO)@$(call layout_digest,$(RELEASE_DIR)/images/welcome-web) && \
+	$(MAKE) -s --no-print-directory installer IMG=$$img WELCOME_IMG=$$welcome > $(RELEASE_DIR)/install.yaml && \
+	$(MAKE) -s --no-print-directory installer IMG=$$img WELCOME_IMG=$$welcome DEPLOY_CONFIG=self-signed > $(RELEASE_DIR)/install-self-signed.yaml && \
+	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -r $(CHART_DIR) "$$tmp/chart" && \
+	sed -i -e 's/^version: .*/version: $(patsubst v%,%,$(VERSION))/' -e 's/^appVersion: .*/appVersion: $(VERSION)/' "$$tmp/chart/Chart.yaml" && \
+	sed -i -e 's|^  digest: ""|  digest: "'"$${img#*@}"'"|' -e 's|^  welcomeImage: ""|  welcomeImage: "'"$$welcome"'"|' "$$tmp/chart/values.yaml" && \
+	$(HELM) package "$$tmp/chart" --destination $(RELEASE_DIR) >/dev/null
+	for platform in $(PLUGIN_PLATFORMS); do \
+		os=$${platform%%/*} arch=$${platform#*/} dir=$$(mktemp -d) && \
+		GOOS=$$os GOARCH=$$arch $(GO_BUILD) -o $$dir/kubectl-webhook_operator ./cmd/kubectl-webhook_operator && cp LICENSE $$dir/ && \
+		tar -C $$dir --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - kubectl-webhook_operator LICENSE | \
+			gzip -n > $(RELEASE_DIR)/kubectl-webhook_operator_$${os}_$${arch}.tar.gz && rm -rf $$dir || exit 1; \
+	done
+	{ printf '%s\n' 'apiVersion: krew.googlecontainertools.github.com/v1alpha2' 'kind: Plugin' 'metadata:' '  name: webhook-operator' 'spec:' \
+		'  version: $(VERSION)' '  homepage: https://github.com/seedlabs/webhook-operator' \
+		"  shortDescription: Lint manifests with webhook-operator's admission rules, offline" \
+		'  description: |' "    Runs webhook-operator's admission over Welcome, Memcached and DeployObject manifests" \
+		'    without a cluster: every object is defaulted and validated by the rules the operator'"'"'s' \
+		'    webhooks serve, under an AdmissionPolicy if given, so CI can refuse what the cluster would.' '  platforms:'; \
+	  for platform in $(PLUGIN_PLATFORMS); do \
+		os=$${platform%%/*} arch=$${platform#*/} archive=kubectl-webhook_operator_$${platform%%/*}_$${platform#*/}.tar.gz; \
+		printf '%s\n' '  - selector:' '      matchLabels:' "        os: $$os" "        arch: $$arch" \
+			"    uri: $(RELEASE_URL)/$$archive" "    sha256: $$(sha256sum $(RELEASE_DIR)/$$archive | cut -d' ' -f1)" \
+			'    bin: kubectl-webhook_operator' '    files:' '    - from: kubectl-webhook_operator' '      to: .' '    - from: LICENSE' '      to: .'; \
+	  done; } > $(RELEASE_DIR)/webhook-operator.krew.yaml
+	cd $(RELEASE_DIR) && sha256sum *.yaml *.tgz *.tar.gz > checksums.txt
+	@echo "release $(VERSION) in $(RELEASE_DIR)"
+
 ##@ End-to-end test
 
 # The end-to-end cluster has one real node. containerd, its runc shim, ctr, crictl and the CNI
@@ -252,6 +345,13 @@ E2E_BIN        ?= $(LOCALBIN)/e2e
 CERT_MANAGER   ?= $(E2E_BIN)/cert-manager
 CERT_MANAGER_CRDS ?= $(E2E_BIN)/cert-manager-crds
 E2E_ARTIFACTS  ?= $(E2E_BIN)/artifacts
+# More flags for the suite, such as E2E_FLAGS=-ginkgo.focus=Helm to run the specs whose text says Helm.
+E2E_FLAGS      ?=
+# The version the upgrade spec starts from: a fixed earlier commit of this repository, taken out of
+# git and built and deployed with its own Makefile and config/.
+E2E_PREVIOUS_COMMIT ?= bc67252167b2b68661e15ca3b05f711ddb97c655
+E2E_PREVIOUS_DIR     = $(E2E_BIN)/previous/$(E2E_PREVIOUS_COMMIT)
+E2E_PREVIOUS_IMG     = e2e.local/webhook-operator:previous
 # The images of the end-to-end test's own pods, as OCI layouts: the pod sandbox, cert-manager, a
 # memcached from Debian's package (the operator's default is a public image, which cannot be
 # pulled), and e2e-echo in two versions, for DeployObjects.
@@ -264,13 +364,27 @@ E2E_MEMCACHED_PACKAGES = memcached libevent-2.1-7 libsasl2-2 libssl3 libc6
 module_dir = $$(cd test/tools/e2e && go mod download $(1) && go list -m -f '{{.Dir}}' $(1))
 
 .PHONY: test-e2e
-test-e2e: build images e2e-images controlplane node $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) $(CERT_MANAGER_CRDS) $(KUSTOMIZE) ## As root: make deploy onto a cluster with a real node (kubelet, containerd, runc) and cert-manager, and test it.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_KUBECTL_PLUGIN="$(LOCALBIN)/kubectl-webhook_operator" \
+test-e2e: build images e2e-images e2e-previous controlplane node $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) $(CERT_MANAGER_CRDS) $(KUSTOMIZE) $(HELM) ## As root: make deploy onto a cluster with a real node (kubelet, containerd, runc) and cert-manager, and test it.
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_HELM="$(HELM)" E2E_KUBECTL_PLUGIN="$(LOCALBIN)/kubectl-webhook_operator" \
 	E2E_IMG="$(IMG)" E2E_WELCOME_IMG="$(WELCOME_IMG)" E2E_MEMCACHED_IMG="$(E2E_MEMCACHED_IMG)" E2E_ECHO_IMG="$(E2E_ECHO_IMG)" \
 	E2E_CERT_MANAGER_IMG="$(E2E_CERT_MANAGER_IMG)" E2E_CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" \
-	E2E_IMAGES="$(IMAGES_DIR)/webhook-operator $(IMAGES_DIR)/welcome-web $(wildcard $(E2E_IMAGES_DIR)/*)" \
+	E2E_IMAGES="$(IMAGES_DIR)/webhook-operator $(IMAGES_DIR)/welcome-web $(wildcard $(E2E_IMAGES_DIR)/*) $(E2E_PREVIOUS_DIR)/images/webhook-operator" \
+	E2E_PREVIOUS_TREE="$(E2E_PREVIOUS_DIR)/tree" E2E_PREVIOUS_IMG="$(E2E_PREVIOUS_IMG)" E2E_PREVIOUS_COMMIT="$(E2E_PREVIOUS_COMMIT)" \
+	E2E_CONTROLLER_GEN="$(CONTROLLER_GEN)" \
 	E2E_NODE_BIN="$(NODE_BIN)" E2E_RUNC="$(RUNC)" E2E_VERSION="$(VERSION)" E2E_COMMIT="$(COMMIT)" \
-	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 45m -v ./test/e2e/ -ginkgo.v
+	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 45m -v ./test/e2e/ -ginkgo.v $(E2E_FLAGS)
+
+# e2e-previous takes the previous version's tree out of git (fetching the commit if the clone
+# lacks it) and builds its manager's image with its own Makefile.
+.PHONY: e2e-previous
+e2e-previous: $(E2E_PREVIOUS_DIR)/images/webhook-operator/index.json ## Build the image of the version the upgrade spec starts from (E2E_PREVIOUS_COMMIT).
+
+$(E2E_PREVIOUS_DIR)/images/webhook-operator/index.json:
+	git cat-file -e $(E2E_PREVIOUS_COMMIT)^{commit} 2>/dev/null || git fetch --quiet origin $(E2E_PREVIOUS_COMMIT)
+	rm -rf $(E2E_PREVIOUS_DIR) && mkdir -p $(E2E_PREVIOUS_DIR)/tree
+	git archive $(E2E_PREVIOUS_COMMIT) | tar -x -C $(E2E_PREVIOUS_DIR)/tree
+	$(MAKE) --no-print-directory -C $(E2E_PREVIOUS_DIR)/tree images VERSION=v0.0.0-previous COMMIT=$(E2E_PREVIOUS_COMMIT) \
+		IMG=$(E2E_PREVIOUS_IMG) WELCOME_IMG=e2e.local/welcome-web:previous PLATFORMS=$(GOOS)/$(GOARCH) IMAGES_DIR=$(E2E_PREVIOUS_DIR)/images
 
 .PHONY: node
 node: node-packages $(addprefix $(NODE_BIN)/,$(NODE_TOOLS)) $(addprefix $(KUBEBUILDER_ASSETS)/,kubelet kube-proxy) ## Build and install what the end-to-end test's node runs.
@@ -319,16 +433,49 @@ e2e-images: $(CERT_MANAGER) $(E2E_BIN)/memcached-rootfs ## Build the images of t
 			--platform $(GOOS)/$(GOARCH)=$(E2E_BIN)/e2e-echo --out $(E2E_IMAGES_DIR)/echo-$$v || exit 1; \
 	done
 
-##@ Control plane (built from the Go module proxy, never downloaded)
+##@ Control plane (downloaded by setup-envtest where it can, else built from the Go module proxy)
+
+# etcd, kube-apiserver and kubectl come from setup-envtest, as kubebuilder projects get them, when
+# it can download them (within seconds); where it cannot (no internet, or no release of
+# KUBE_VERSION), it fails at once and they are built from source, as is every other binary: setup-
+# envtest has no kube-controller-manager, kubelet or kube-proxy. ENVTEST_DOWNLOAD=false always
+# builds. Either way they land in KUBEBUILDER_ASSETS, and the log says which way each came.
+SETUP_ENVTEST_VERSION ?= v0.25.1
+SETUP_ENVTEST         ?= $(LOCALBIN)/setup-envtest-$(SETUP_ENVTEST_VERSION)
+ENVTEST_DOWNLOAD      ?= true
+ENVTEST_DOWNLOAD_DIR  ?= $(LOCALBIN)/envtest
+# ENVTEST_INDEX, when set, is the index of envtest releases setup-envtest reads instead of its own.
+ENVTEST_INDEX         ?=
+# envtest_download copies $(1) of setup-envtest's Kubernetes $(2) into the target, or fails.
+envtest_download = [ "$(ENVTEST_DOWNLOAD)" = true ] && \
+	dir=$$(timeout 120 $(SETUP_ENVTEST) use $(patsubst v%,%,$(2)) --bin-dir $(ENVTEST_DOWNLOAD_DIR) $(if $(ENVTEST_INDEX),--index $(ENVTEST_INDEX)) -p path 2>/dev/null) && \
+	mkdir -p $(@D) && cp "$$dir/$(1)" $@ && echo "$(1) $(2): downloaded by setup-envtest"
+envtest_fallback = { [ "$(ENVTEST_DOWNLOAD)" != true ] || echo "$(1) $(2): setup-envtest cannot download it; building it from the Go module proxy"; }
 
 .PHONY: controlplane
-controlplane: $(addprefix $(KUBEBUILDER_ASSETS)/,etcd kube-apiserver kube-controller-manager) ## Build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
+controlplane: $(addprefix $(KUBEBUILDER_ASSETS)/,etcd kube-apiserver kube-controller-manager) ## Download or build etcd, kube-apiserver and kube-controller-manager into bin/k8s.
 
-$(KUBEBUILDER_ASSETS)/etcd: test/tools/etcd/go.mod test/tools/etcd/main.go
-	cd test/tools/etcd && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ .
+$(KUBEBUILDER_ASSETS)/etcd: test/tools/etcd/go.mod test/tools/etcd/main.go | $(SETUP_ENVTEST)
+	$(call envtest_download,etcd,$(KUBE_VERSION)) || { $(call envtest_fallback,etcd,$(KUBE_VERSION)) && \
+		cd test/tools/etcd && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ .; }
 
-$(addprefix $(KUBEBUILDER_ASSETS)/,kube-apiserver kube-controller-manager kube-scheduler kubectl kubelet kube-proxy): $(KUBEBUILDER_ASSETS)/%: test/tools/kube/go.mod test/tools/kube/cmd/%/main.go
+$(addprefix $(KUBEBUILDER_ASSETS)/,kube-apiserver kubectl): $(KUBEBUILDER_ASSETS)/%: test/tools/kube/go.mod test/tools/kube/cmd/%/main.go | $(SETUP_ENVTEST)
+	$(call envtest_download,$*,$(KUBE_VERSION)) || { $(call envtest_fallback,$*,$(KUBE_VERSION)) && \
+		cd test/tools/kube && CGO_ENABLED=0 go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@ ./cmd/$*; }
+
+$(addprefix $(KUBEBUILDER_ASSETS)/,kube-controller-manager kube-scheduler kubelet kube-proxy): $(KUBEBUILDER_ASSETS)/%: test/tools/kube/go.mod test/tools/kube/cmd/%/main.go
 	cd test/tools/kube && CGO_ENABLED=0 go build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $@ ./cmd/$*
+
+$(KUBE_OLDEST_ASSETS)/kube-apiserver: test/tools/kube-oldest/go.mod test/tools/kube-oldest/cmd/kube-apiserver/main.go | $(SETUP_ENVTEST)
+	$(call envtest_download,kube-apiserver,$(KUBE_OLDEST_VERSION)) || { $(call envtest_fallback,kube-apiserver,$(KUBE_OLDEST_VERSION)) && \
+		cd test/tools/kube-oldest && CGO_ENABLED=0 go build -trimpath -ldflags "$(KUBE_OLDEST_LDFLAGS)" -o $@ ./cmd/kube-apiserver; }
+
+$(KUBE_OLDEST_ASSETS)/etcd: $(KUBEBUILDER_ASSETS)/etcd
+	mkdir -p $(@D) && cp $< $@
+
+$(SETUP_ENVTEST):
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-runtime/tools/setup-envtest@$(SETUP_ENVTEST_VERSION)
+	mv $(LOCALBIN)/setup-envtest $@
 
 ##@ Tools
 
@@ -341,7 +488,19 @@ $(KUSTOMIZE):
 	mv $(LOCALBIN)/kustomize $@
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) ## Install the pinned tools into bin/.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(HELM) $(PROMTOOL) ## Install the pinned tools into bin/.
+
+# Only promtool's rule commands are used (make test checks and unit-tests config/prometheus's
+# alerts): remove_all_sd leaves out the cloud service discoveries, a quarter of the build time.
+# --version reports the Prometheus release, 3.Y.Z.
+$(PROMTOOL): test/tools/prometheus/go.mod
+	cd test/tools/prometheus && CGO_ENABLED=0 go build -tags remove_all_sd -trimpath \
+		-ldflags "-s -w -X github.com/prometheus/common/version.Version=$(patsubst 3.0%,3.%,$(patsubst v0.3%,3.%,$(PROMETHEUS_VERSION)))" \
+		-o $@ github.com/prometheus/prometheus/cmd/promtool
+
+$(HELM): test/tools/helm/go.mod
+	cd test/tools/helm && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" \
+		-o $@ helm.sh/helm/v4/cmd/helm
 
 $(GOLANGCI_LINT):
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -19,9 +20,11 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/apiserver/pkg/admission"
 	celplugin "k8s.io/apiserver/pkg/admission/plugin/cel"
 	"k8s.io/apiserver/pkg/admission/plugin/webhook"
+	"k8s.io/apiserver/pkg/admission/plugin/webhook/matchconditions"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/cel/environment"
 	"k8s.io/utils/ptr"
@@ -133,6 +136,95 @@ func (m *webhookMatcher) match(tb testing.TB, op admission.Operation, subresourc
 		tb.Fatalf("the matchCondition %q of %s does not evaluate: %v", result.FailedConditionName, m.accessor.GetName(), result.Error)
 	}
 	return result.Matches
+}
+
+// oldestSupportedKube is the oldest Kubernetes minor the operator supports
+// (docs/kubernetes-versions.md): the one whose kube-apiserver test/tools/kube-oldest builds, for
+// make test-oldest-kube to run the envtest suite's admission specs against.
+func oldestSupportedKube(tb testing.TB) *version.Version {
+	tb.Helper()
+	data, err := os.ReadFile("../test/tools/kube-oldest/go.mod")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*(?:require\s+)?k8s\.io/kubernetes\s+(\S+)`).FindSubmatch(data)
+	if m == nil {
+		tb.Fatal("test/tools/kube-oldest/go.mod requires no k8s.io/kubernetes")
+	}
+	v, err := version.ParseGeneric(string(m[1]))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return version.MajorMinor(v.Major(), v.Minor())
+}
+
+// matchConditions are the matchConditions of every webhook in config/webhook/manifests.yaml, by
+// webhook name.
+func matchConditions(tb testing.TB) map[string][]admissionregistrationv1.MatchCondition {
+	tb.Helper()
+	data, err := os.ReadFile("../config/webhook/manifests.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string][]admissionregistrationv1.MatchCondition{}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var config struct {
+			Webhooks []struct {
+				Name            string                                   `json:"name"`
+				MatchConditions []admissionregistrationv1.MatchCondition `json:"matchConditions"`
+			} `json:"webhooks"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &config); err != nil {
+			tb.Fatal(err)
+		}
+		for _, w := range config.Webhooks {
+			out[w.Name] = w.MatchConditions
+		}
+	}
+	return out
+}
+
+// compileAsNewCondition compiles expression as a kube-apiserver of version server validates the
+// matchCondition of a webhook configuration it is sent: in the CEL environment of its
+// compatibility version (the minor before it) for new expressions.
+func compileAsNewCondition(expression string, server *version.Version) error {
+	compiler := celplugin.NewCompiler(environment.MustBaseEnvSet(server.SubtractMinor(1)))
+	result := compiler.CompileCELExpression(&matchconditions.MatchCondition{Expression: expression},
+		celplugin.OptionalVariableDeclarations{HasAuthorizer: true}, environment.NewExpressions)
+	if result.Error != nil {
+		return result.Error
+	}
+	return nil
+}
+
+// TestMatchConditionsCompileOnTheOldestSupportedKube fails when a matchCondition uses a CEL
+// function that the oldest supported kube-apiserver does not offer: it would refuse the webhook
+// configuration, and so the install. The tests above evaluate the conditions with this module's
+// k8s.io/apiserver, of a newer minor; the envtest suite's admission specs evaluate them with that
+// kube-apiserver itself.
+func TestMatchConditionsCompileOnTheOldestSupportedKube(t *testing.T) {
+	oldest := oldestSupportedKube(t)
+	// The test can fail: list.includes came with the lists library of 1.37, so the first
+	// kube-apiserver to accept it in a new expression is 1.38, whose compatibility version is 1.37.
+	if err := compileAsNewCondition("[1, 2].includes(1)", oldest); err == nil {
+		t.Fatalf("a function newer than %s compiles in its environment; the test checks nothing", oldest)
+	}
+	if err := compileAsNewCondition("[1, 2].includes(1)", version.MajorMinor(1, 38)); err != nil {
+		t.Fatalf("list.includes does not compile for 1.38: %v", err)
+	}
+	checked := 0
+	for name, conditions := range matchConditions(t) {
+		for _, c := range conditions {
+			checked++
+			if err := compileAsNewCondition(c.Expression, oldest); err != nil {
+				t.Errorf("the matchCondition %q of %s does not compile on Kubernetes %s: %v", c.Name, name, oldest, err)
+			}
+		}
+	}
+	if checked == 0 {
+		t.Fatal("no matchCondition in config/webhook/manifests.yaml")
+	}
+	t.Logf("%d matchConditions compile on Kubernetes %s", checked, oldest)
 }
 
 var (

@@ -20,6 +20,7 @@ import (
 
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/lint"
+	"github.com/seedlabs/webhook-operator/internal/version"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -33,6 +34,7 @@ const (
 const usage = `Run webhook-operator's admission over manifests, offline.
 
 Usage:
+  kubectl webhook-operator version                  print the version and commit the plugin was built from
   kubectl webhook-operator rules [-o text|json]     list the rules an AdmissionPolicy can name
   kubectl webhook-operator lint -f FILENAME [-f FILENAME ...] [-R] [-o text|json]
       [--policy=FILE [--namespace-labels=KEY=VALUE,...] | --allowed-registries=LIST]
@@ -59,13 +61,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "rules" {
 		return listRules(args[1:], stdout, stderr)
 	}
+	if len(args) == 1 && (args[0] == "version" || args[0] == "--version") {
+		_, _ = fmt.Fprintln(stdout, version.String("kubectl-webhook_operator"))
+		return exitValid
+	}
 	if len(args) == 0 || args[0] != "lint" {
 		_, _ = fmt.Fprint(stderr, usage)
 		_, _ = fmt.Fprintln(stderr, "  (see lint --help)")
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			return exitValid
 		}
-		_, _ = fmt.Fprintln(stderr, `error: unknown command; the commands are "lint" and "rules"`)
+		_, _ = fmt.Fprintln(stderr, `error: unknown command; the commands are "lint", "rules" and "version"`)
 		return exitUsage
 	}
 	fs := pflag.NewFlagSet("lint", pflag.ContinueOnError)

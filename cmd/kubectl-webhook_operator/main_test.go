@@ -270,3 +270,17 @@ func TestRules(t *testing.T) {
 		t.Errorf("rules as text: exit %d, %s", code, stdout)
 	}
 }
+
+// TestVersion: kubectl webhook-operator version prints what the build stamped (go test stamps
+// nothing: dev, unknown); make release checks the stamped release binaries.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		code, stdout, _ := lintRun(t, "", arg)
+		if want := "kubectl-webhook_operator dev (commit unknown)\n"; code != exitValid || stdout != want {
+			t.Errorf("%s: exit %d, %q; want %q", arg, code, stdout, want)
+		}
+	}
+	if code, _, _ := lintRun(t, "", "version", "extra"); code != exitUsage {
+		t.Errorf("version extra: exit %d, want %d", code, exitUsage)
+	}
+}

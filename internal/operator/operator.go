@@ -193,11 +193,13 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	}
 
 	webhookServer := webhook.NewServer(webhook.Options{
-		Host:    o.WebhookHost,
-		Port:    o.WebhookPort,
-		CertDir: o.WebhookCertDir,
-		TLSOpts: o.tlsOptions(),
+		Host:     o.WebhookHost,
+		Port:     o.WebhookPort,
+		CertDir:  o.WebhookCertDir,
+		CertName: webhookCertName,
+		TLSOpts:  o.tlsOptions(),
 	})
+	servingCertificateExpiry.watch(filepath.Join(o.WebhookCertDir, webhookCertName))
 	certsReady := make(chan struct{})
 	var certGate *gatedServer
 	if o.Certs.Secret != "" {

@@ -59,7 +59,7 @@ var (
 	}
 	namespaced = map[string]bool{
 		"ServiceAccount": true, "Role": true, "RoleBinding": true, "Service": true, "Deployment": true,
-		"Certificate": true, "Issuer": true, "Secret": true, "ServiceMonitor": true, "NetworkPolicy": true, "PodDisruptionBudget": true,
+		"Certificate": true, "Issuer": true, "Secret": true, "ServiceMonitor": true, "PrometheusRule": true, "NetworkPolicy": true, "PodDisruptionBudget": true,
 	}
 )
 
@@ -102,6 +102,7 @@ var defaultInventory = []string{
 var optionalInventory = []string{
 	"NetworkPolicy webhook-operator-system/webhook-operator-allow-metrics-traffic",
 	"NetworkPolicy webhook-operator-system/webhook-operator-allow-webhook-traffic",
+	"PrometheusRule webhook-operator-system/webhook-operator-controller-manager-alerts",
 	"ServiceMonitor webhook-operator-system/webhook-operator-controller-manager-metrics-monitor",
 }
 
@@ -142,6 +143,13 @@ func TestConfigDefault(t *testing.T) {
 // webhooks' namespaceSelector follow it.
 func TestOverlayIntoAnotherNamespace(t *testing.T) {
 	const namespace = "team-ops"
+	checkInstall(t, moduleRoot(t), buildIntoNamespace(t, namespace), namespace)
+}
+
+// buildIntoNamespace builds config/default into namespace, through an overlay written as
+// docs/install.md says.
+func buildIntoNamespace(t *testing.T, namespace string) manifests {
+	t.Helper()
 	config := filepath.Join(t.TempDir(), "config")
 	if err := os.CopyFS(config, os.DirFS(filepath.Join(moduleRoot(t), "config"))); err != nil {
 		t.Fatal(err)
@@ -154,7 +162,7 @@ func TestOverlayIntoAnotherNamespace(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	checkInstall(t, moduleRoot(t), kustomizeBuild(t, overlay), namespace)
+	return kustomizeBuild(t, overlay)
 }
 
 // checkInstall holds what config/default installs, into namespace, to what the operator needs.
@@ -261,7 +269,7 @@ func TestOptionalOverlaysBuildAlone(t *testing.T) {
 	root := moduleRoot(t)
 	for dir, want := range map[string][]string{
 		"network-policy": {"NetworkPolicy system/allow-metrics-traffic", "NetworkPolicy system/allow-webhook-traffic"},
-		"prometheus":     {"ServiceMonitor system/controller-manager-metrics-monitor"},
+		"prometheus":     {"PrometheusRule system/controller-manager-alerts", "ServiceMonitor system/controller-manager-metrics-monitor"},
 		"grafana":        {"ConfigMap webhook-operator-system/webhook-operator-grafana-dashboard"},
 	} {
 		t.Run(dir, func(t *testing.T) {
@@ -273,28 +281,7 @@ func TestOptionalOverlaysBuildAlone(t *testing.T) {
 // TestConfigDefaultWithOptionalOverlays enables config/prometheus and config/network-policy
 // in a copy of config/, as a user would by uncommenting them in config/default.
 func TestConfigDefaultWithOptionalOverlays(t *testing.T) {
-	config := filepath.Join(t.TempDir(), "config")
-	if err := os.CopyFS(config, os.DirFS(filepath.Join(moduleRoot(t), "config"))); err != nil {
-		t.Fatal(err)
-	}
-	kustomization := filepath.Join(config, "default", "kustomization.yaml")
-	data, err := os.ReadFile(kustomization)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
-	for _, overlay := range []string{"../prometheus", "../network-policy"} {
-		disabled := "\n#- " + overlay + "\n"
-		if !strings.Contains(text, disabled) {
-			t.Fatalf("config/default/kustomization.yaml has no %q line to uncomment", strings.TrimSpace(disabled))
-		}
-		text = strings.Replace(text, disabled, "\n- "+overlay+"\n", 1)
-	}
-	if err := os.WriteFile(kustomization, []byte(text), 0o600); err != nil {
-		t.Fatal(err)
-	}
-
-	m := kustomizeBuild(t, filepath.Join(config, "default"))
+	m := buildWithOptionalOverlays(t)
 	checkInventory(t, m, slices.Sorted(slices.Values(slices.Concat(defaultInventory, optionalInventory))))
 	checkNamesAndNamespaces(t, m, fixtures.Namespace)
 	mgr := getManager(t, m)
@@ -362,6 +349,34 @@ func TestConfigDefaultWithOptionalOverlays(t *testing.T) {
 			}
 		}
 	})
+}
+
+// buildWithOptionalOverlays builds config/default with config/prometheus and
+// config/network-policy enabled, in a copy of config/, as a user would by uncommenting them.
+func buildWithOptionalOverlays(t *testing.T) manifests {
+	t.Helper()
+	config := filepath.Join(t.TempDir(), "config")
+	if err := os.CopyFS(config, os.DirFS(filepath.Join(moduleRoot(t), "config"))); err != nil {
+		t.Fatal(err)
+	}
+	kustomization := filepath.Join(config, "default", "kustomization.yaml")
+	data, err := os.ReadFile(kustomization)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, overlay := range []string{"../prometheus", "../network-policy"} {
+		disabled := "\n#- " + overlay + "\n"
+		if !strings.Contains(text, disabled) {
+			t.Fatalf("config/default/kustomization.yaml has no %q line to uncomment", strings.TrimSpace(disabled))
+		}
+		text = strings.Replace(text, disabled, "\n- "+overlay+"\n", 1)
+	}
+	if err := os.WriteFile(kustomization, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	return kustomizeBuild(t, filepath.Join(config, "default"))
 }
 
 // inNamespace is an inventory of config/default with the operator's namespace renamed.

@@ -78,7 +78,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	})
 
 	BeforeAll(func(ctx SpecContext) {
-		rec = recordPods("managers-deploy", fixtures.Namespace, fixtures.ManagerContainer)
+		rec = recordManagers("managers-deploy")
 		start := time.Now()
 		out, err := makeTarget(ctx, "deploy")
 		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)

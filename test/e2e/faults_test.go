@@ -81,7 +81,7 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 	var rec *podRecorder
 
 	BeforeAll(func(ctx SpecContext) {
-		rec = recordPods("managers-faults", fixtures.Namespace, fixtures.ManagerContainer)
+		rec = recordManagers("managers-faults")
 		start := time.Now()
 		out, err := makeTarget(ctx, "deploy")
 		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)

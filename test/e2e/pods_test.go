@@ -23,6 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
 // containerEnd is how one run of a container ended, as containerd reported it on the node.
@@ -63,9 +65,10 @@ type podRecorder struct {
 	wg       sync.WaitGroup
 }
 
-// recordPods starts a podRecorder of the named container in namespace's pods, logging under
-// logs/<name>; the spec's end stops it.
-func recordPods(name, namespace, container string) *podRecorder {
+// recordManagers starts a podRecorder of the manager container in the operator's namespace,
+// logging under logs/<name>; the spec's end stops it.
+func recordManagers(name string) *podRecorder {
+	namespace, container := fixtures.Namespace, fixtures.ManagerContainer
 	clientset, err := kubernetes.NewForConfig(kube.Config)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	r := &podRecorder{

@@ -38,7 +38,7 @@ var _ = Describe("The operator installed without cert-manager (make deploy DEPLO
 		DeferCleanup(func(ctx SpecContext) {
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))).To(Succeed())
 		})
-		rec = recordPods("managers-self-signed", fixtures.Namespace, fixtures.ManagerContainer)
+		rec = recordManagers("managers-self-signed")
 		start := time.Now()
 		out, err := makeTarget(ctx, "deploy", "DEPLOY_CONFIG=self-signed")
 		Expect(err).NotTo(HaveOccurred(), "make deploy DEPLOY_CONFIG=self-signed:\n%s", out)

@@ -54,6 +54,7 @@ type settings struct {
 	root      string // the repository, where `make deploy` runs
 	assets    string // etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and kubectl
 	kustomize string
+	helm      string
 	plugin    string // the kubectl plugin kubectl-webhook_operator
 	image     string // the manager's image, which `make images` built and `make deploy IMG=` sets
 	welcome   string // the welcome-web image `make images` built
@@ -63,8 +64,16 @@ type settings struct {
 	version   string // what make stamped into the binaries
 	commit    string
 	artifacts string // logs and cluster state, kept after the run
+	previous  previousVersion
 	binaries  cluster.Binaries
 	cluster   cluster.Options
+}
+
+// previousVersion is the version the upgrade spec starts from: a tree of an earlier commit, with
+// its Makefile and config/, and the image of its manager.
+type previousVersion struct {
+	tree, image, commit string
+	controllerGen       string // the pinned controller-gen, which that tree's make deploy runs too
 }
 
 func readSettings() settings {
@@ -79,6 +88,7 @@ func readSettings() settings {
 		root:      root,
 		assets:    get("KUBEBUILDER_ASSETS"),
 		kustomize: get("KUSTOMIZE"),
+		helm:      get("E2E_HELM"),
 		plugin:    get("E2E_KUBECTL_PLUGIN"),
 		image:     get("E2E_IMG"),
 		welcome:   get("E2E_WELCOME_IMG"),
@@ -88,6 +98,12 @@ func readSettings() settings {
 		version:   get("E2E_VERSION"),
 		commit:    get("E2E_COMMIT"),
 		artifacts: get("E2E_ARTIFACTS"),
+	}
+	s.previous = previousVersion{
+		tree:          get("E2E_PREVIOUS_TREE"),
+		image:         get("E2E_PREVIOUS_IMG"),
+		commit:        get("E2E_PREVIOUS_COMMIT"),
+		controllerGen: get("E2E_CONTROLLER_GEN"),
 	}
 	nodeBin := get("E2E_NODE_BIN")
 	s.binaries = cluster.Binaries{

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	"sigs.k8s.io/yaml"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/test/testenv"
@@ -47,8 +48,26 @@ func counterValue(name string, labels map[string]string) float64 {
 // dashboardMetric is a metric name in a PromQL expression of ours or controller-runtime's.
 var dashboardMetric = regexp.MustCompile(`\b(?:webhook_operator|controller_runtime)_[a-z_]+\b`)
 
+// selectedMetric is the metric name of a vector selector with label matchers, name{...}, as every
+// selector of the alerts is written.
+var selectedMetric = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{`)
+
+// managerMetric is a metric name the manager serves itself: ours, controller-runtime's, and
+// controller-runtime's certwatcher's.
+var managerMetric = regexp.MustCompile(`^(?:webhook_operator|controller_runtime|certwatcher)_`)
+
+// notServedByTheManager are the metrics the alerts read from others, which the manager does not
+// serve: Prometheus's own up of the scrape, kube-state-metrics' readiness of the Deployment, and
+// kube-apiserver's record of its calls to the webhooks.
+var notServedByTheManager = map[string]bool{
+	"up":                                    true,
+	"kube_deployment_status_replicas_ready": true,
+	"apiserver_admission_webhook_rejection_count": true,
+	"apiserver_admission_webhook_request_total":   true,
+}
+
 var _ = Describe("The admission metrics", func() {
-	It("count each refusal by rule and decision, and hold every metric the Grafana dashboard reads", Serial, func(ctx SpecContext) {
+	It("count each refusal by rule and decision, and hold every metric the Grafana dashboard and the alerts read", Serial, func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		denied := map[string]string{"kind": "Welcome", "rule": "welcome.port.range", "action": "denied"}
 		warned := map[string]string{"kind": "Welcome", "rule": "welcome.password.plaintext", "action": "warned"}
@@ -106,6 +125,41 @@ var _ = Describe("The admission metrics", func() {
 			}
 		}
 		AddReportEntry("dashboard queries checked against the served metrics", read)
+
+		By("reading the alerts' expressions")
+		data, err = os.ReadFile(filepath.Join(root, "config", "prometheus", "rules.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var rule struct {
+			Spec struct {
+				Groups []struct {
+					Rules []struct {
+						Alert string `json:"alert"`
+						Expr  string `json:"expr"`
+					} `json:"rules"`
+				} `json:"groups"`
+			} `json:"spec"`
+		}
+		Expect(yaml.Unmarshal(data, &rule)).To(Succeed())
+		Expect(rule.Spec.Groups).NotTo(BeEmpty())
+		read = 0
+		for _, g := range rule.Spec.Groups {
+			for _, r := range g.Rules {
+				matches := selectedMetric.FindAllStringSubmatch(r.Expr, -1)
+				Expect(matches).NotTo(BeEmpty(), "alert %s reads no metric: %s", r.Alert, r.Expr)
+				for _, m := range matches {
+					name := m[1]
+					if notServedByTheManager[name] {
+						continue
+					}
+					Expect(name).To(MatchRegexp(managerMetric.String()),
+						"alert %s reads %s, neither the manager's nor one of notServedByTheManager", r.Alert, name)
+					family := strings.TrimSuffix(name, "_bucket")
+					Expect(served).To(HaveKey(family), "alert %s reads %s, which the manager does not serve", r.Alert, name)
+					read++
+				}
+			}
+		}
+		AddReportEntry("alert expressions' metrics checked against the served metrics", read)
 	})
 })
 

@@ -32,7 +32,7 @@ func newDeployObject(namespace, name, image string, ports ...corev1.ServicePort)
 
 func httpPort(port int32) corev1.ServicePort { return corev1.ServicePort{Name: "http", Port: port} }
 
-var _ = Describe("DeployObject admission", func() {
+var _ = Describe("DeployObject admission", admission, func() {
 	var ns string
 	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
 

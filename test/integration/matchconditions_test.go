@@ -2,6 +2,9 @@ package integration
 
 import (
 	"fmt"
+	"maps"
+	"math"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/version"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -90,7 +94,7 @@ func labelValue(m *dto.Metric, name string) string {
 	return ""
 }
 
-var _ = Describe("The webhook configurations' matchConditions", func() {
+var _ = Describe("The webhook configurations' matchConditions", admission, func() {
 	const (
 		mutate   = "/mutate-auth-seedlabs-dev-v1alpha1-welcome"
 		validate = "/validate-auth-seedlabs-dev-v1alpha1-welcome"
@@ -315,7 +319,67 @@ var _ = Describe("The webhook configurations' matchConditions", func() {
 		Expect(causes(err)).To(ConsistOf("spec.ports[0].port", "spec.ports[0].targetPort"))
 		Expect(webhookCalls(path)).To(Equal(before+1), "a null port lacks a default: the mutating webhook must be called once")
 	})
+
+	// A kube-apiserver before 1.36 does not enforce a schema's int32 format, and a number beyond
+	// int32 is no violation to a may-be-refused condition on any version: only the int32 range
+	// that the schema states as its own minimum and maximum (test/deploy) keeps such an object
+	// from being stored past a skipped validating webhook, where the controller could not decode it.
+	// From 1.36 the API server refuses the format as well, in a second cause.
+	It("refuse by the schema, before any webhook, a number beyond int32 in every field a may-be-refused condition reads", Serial, func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		for _, c := range []struct {
+			apiVersion, kind string
+			// spec is complete and valid, so that neither lacks-a-default nor may-be-refused calls a webhook.
+			spec map[string]any
+			// scaleReplicas is the field the scale subresource reads, which the API server holds
+			// to a non-negative int32 on every version, in a cause of its own.
+			scaleReplicas string
+		}{
+			{"auth.seedlabs.dev/v1alpha1", "Welcome",
+				map[string]any{"name": "Ada", "replicas": int64(2), "port": int64(8088), "userID": int64(1000), "serviceType": "NodePort"}, ""},
+			{"cache.seedlabs.dev/v1alpha1", "Memcached", map[string]any{"size": int64(1), "containerPort": int64(11211)}, "size"},
+		} {
+			for _, field := range slices.Sorted(maps.Keys(c.spec)) {
+				if _, number := c.spec[field].(int64); !number {
+					continue
+				}
+				for _, n := range []int64{math.MinInt32 - 1, math.MaxInt32 + 1} {
+					spec := maps.Clone(c.spec)
+					spec[field] = n
+					obj := &unstructured.Unstructured{Object: map[string]any{
+						"apiVersion": c.apiVersion, "kind": c.kind,
+						"metadata": map[string]any{"name": "beyond-int32", "namespace": ns},
+						"spec":     spec,
+					}}
+					what := fmt.Sprintf("%s spec.%s %d", c.kind, field, n)
+					before := allWebhookCalls()
+					err := k8s.Create(ctx, obj)
+					Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want 422 Invalid, got %v", what, err)
+					bound := fmt.Sprintf("spec.%s: Invalid value: %d: spec.%s in body should be less than or equal to %d", field, n, field, math.MaxInt32)
+					if n < 0 {
+						bound = fmt.Sprintf("spec.%s: Invalid value: %d: spec.%s in body should be greater than or equal to %d", field, n, field, math.MinInt32)
+					}
+					Expect(err.Error()).To(ContainSubstring(bound), "%s", what)
+					want := []string{"spec." + field}
+					if field == c.scaleReplicas {
+						want = append(want, ".spec."+field)
+					}
+					if env.ServerVersion.AtLeast(int32FormatEnforced) {
+						want = append(want, "<nil>") // the format's own cause names no field
+						Expect(err.Error()).To(ContainSubstring("Checked value must be of type integer with format int32 in spec."+field), "%s", what)
+					}
+					Expect(causes(err)).To(ConsistOf(want), "%s: %v", what, err)
+					Expect(allWebhookCalls()).To(Equal(before), "%s reached a webhook", what)
+					Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj.DeepCopy()))).To(BeTrue(), "%s was stored", what)
+				}
+			}
+		}
+	})
 })
+
+// int32FormatEnforced is the first kube-apiserver version that refuses a number beyond a CRD
+// schema's int32 format.
+var int32FormatEnforced = version.MajorMinor(1, 36)
 
 // deployObjectJSON is a DeployObject of image nginx:1.27 and one replica with the one port given,
 // as JSON the Go types could not write.

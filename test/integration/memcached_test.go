@@ -48,7 +48,7 @@ func scaleMemcached(ctx SpecContext, m *cachev1alpha1.Memcached, replicas int32)
 	return k8s.SubResource("scale").Update(ctx, m, client.WithSubResourceBody(scale))
 }
 
-var _ = Describe("Memcached admission", func() {
+var _ = Describe("Memcached admission", admission, func() {
 	var ns string
 	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
 

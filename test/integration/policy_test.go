@@ -47,7 +47,7 @@ func deletePolicy(ctx SpecContext) {
 	ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed())
 }
 
-var _ = Describe("The AdmissionPolicy", func() {
+var _ = Describe("The AdmissionPolicy", admission, func() {
 	It("is refused with every reason when the operator could not apply it", func(ctx SpecContext) {
 		p := &policyv1alpha1.AdmissionPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "mine"},

@@ -112,7 +112,7 @@ var _ = Describe("Names that cannot name a Service", func() {
 	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
 
 	for _, k := range safetyKinds {
-		It("are refused for a "+k.kind+" with a field error on metadata.name, and nothing is stored", func(ctx SpecContext) {
+		It("are refused for a "+k.kind+" with a field error on metadata.name, and nothing is stored", admission, func(ctx SpecContext) {
 			for _, name := range []string{"hello.world", "x" + strings.Repeat("y", 63), "1shop"} {
 				obj := k.newObject(ns, name)
 				err := k8s.Create(ctx, obj)
@@ -140,7 +140,7 @@ var _ = Describe("Names that cannot name a Service", func() {
 	}
 })
 
-var _ = Describe("DeployObject admission of what the Pod and Service APIs refuse", func() {
+var _ = Describe("DeployObject admission of what the Pod and Service APIs refuse", admission, func() {
 	It("refuses every violation of env, resources and appProtocol in one 422, and stores nothing", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		d := newDeployObject(ns, "bad", "docker.io/library/nginx:1.27", corev1.ServicePort{

@@ -40,7 +40,7 @@ func applyAsKubectl(ctx SpecContext, u *unstructured.Unstructured) error {
 	return k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner("kubectl"))
 }
 
-var _ = Describe("Samples in config/samples", func() {
+var _ = Describe("Samples in config/samples", admission, func() {
 	It("are accepted when valid", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		for _, path := range sampleFiles("") {

@@ -25,6 +25,13 @@ var (
 	k8s client.Client
 )
 
+// admission labels the specs of what the API server does with an object before it is stored, and
+// whether the controllers can apply what it admits: the CRDs' schemas, the webhook configurations
+// and their matchConditions, the webhooks' answers through the API server, and the admission
+// contract. make test-oldest-kube runs them (-ginkgo.label-filter=admission) against the oldest
+// supported kube-apiserver as well (docs/kubernetes-versions.md).
+var admission = Label("admission")
+
 func TestIntegration(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(20 * time.Second)

@@ -43,7 +43,7 @@ func causes(err error) []string {
 	return fields
 }
 
-var _ = Describe("Welcome admission", func() {
+var _ = Describe("Welcome admission", admission, func() {
 	var ns string
 	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
 

@@ -15,6 +15,8 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/version"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,6 +47,9 @@ type Env struct {
 	MetricsAddress string
 	// WebhookAddress is where the Manager's webhook server listens.
 	WebhookAddress string
+	// ServerVersion is the kube-apiserver's version, as it reports it: the suites run against the
+	// oldest supported version too (docs/kubernetes-versions.md).
+	ServerVersion *version.Version
 
 	environment *envtest.Environment
 	stopManager context.CancelFunc
@@ -75,6 +80,9 @@ func Start() (*Env, error) {
 		return nil, errors.Join(fmt.Errorf("starting envtest: %w", err), environment.Stop())
 	}
 	e := &Env{Config: cfg, environment: environment}
+	if e.ServerVersion, err = serverVersion(cfg); err != nil {
+		return nil, errors.Join(err, environment.Stop())
+	}
 	if err := e.startManager(); err != nil {
 		return nil, errors.Join(err, environment.Stop())
 	}
@@ -135,6 +143,23 @@ func (e *Env) startManager() error {
 		}
 	}
 	return nil
+}
+
+// serverVersion asks the API server of cfg for its version.
+func serverVersion(cfg *rest.Config) (*version.Version, error) {
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating a discovery client: %w", err)
+	}
+	info, err := dc.ServerVersion()
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's version: %w", err)
+	}
+	v, err := version.ParseGeneric(info.GitVersion)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the API server's version %q: %w", info.GitVersion, err)
+	}
+	return v, nil
 }
 
 // freeLocalAddress returns a loopback address with a port nothing listens on now.

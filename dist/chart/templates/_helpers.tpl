@@ -1,0 +1,93 @@
+{{/*
+The prefix of every object's name, as config/default's namePrefix.
+*/}}
+{{- define "webhook-operator.prefix" -}}webhook-operator-{{- end }}
+
+{{/*
+The namespace of every namespaced object.
+*/}}
+{{- define "webhook-operator.namespace" -}}
+{{- default .Release.Namespace .Values.namespaceOverride }}
+{{- end }}
+
+{{/*
+The labels of every object: config/default's, Helm's, then commonLabels.
+*/}}
+{{- define "webhook-operator.labels" -}}
+app.kubernetes.io/name: webhook-operator
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The labels that select the manager's pods.
+*/}}
+{{- define "webhook-operator.selectorLabels" -}}
+app.kubernetes.io/name: webhook-operator
+control-plane: controller-manager
+{{- end }}
+
+{{/*
+metadata.labels and metadata.annotations of an object; extra labels in .labels (a dict).
+*/}}
+{{- define "webhook-operator.metadata" -}}
+labels:
+  {{- include "webhook-operator.labels" .root | nindent 2 }}
+  {{- with .labels }}
+  {{- toYaml . | nindent 2 }}
+  {{- end }}
+{{- with .root.Values.commonAnnotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end }}
+
+{{/*
+The manager's image reference: by digest when one is set, else by tag (appVersion by default).
+*/}}
+{{- define "webhook-operator.image" -}}
+{{- if .Values.image.digest -}}
+{{ .Values.image.repository }}@{{ .Values.image.digest }}
+{{- else -}}
+{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- end }}
+{{- end }}
+
+{{/*
+The Secrets of the webhook and metrics serving certificates, per certificate mode.
+*/}}
+{{- define "webhook-operator.webhookCertSecret" -}}
+{{- if eq .Values.certificates.mode "self-signed" -}}
+{{ include "webhook-operator.prefix" . }}webhook-server-cert
+{{- else -}}
+webhook-server-cert
+{{- end }}
+{{- end }}
+
+{{/*
+An object of config/ copied into files/ by make manifests (.path), as the release renders it:
+the name prefixed (when .prefix), in the release's namespace when it has one (config/ names it
+"system"), with the chart's labels and the common annotations (and .annotations) beside its own.
+*/}}
+{{- define "webhook-operator.fromFile" -}}
+{{- $root := .root -}}
+{{- $obj := .object -}}
+{{- if not $obj }}{{ $obj = $root.Files.Get .path | fromYaml }}{{ end -}}
+{{- $meta := $obj.metadata -}}
+{{- if .prefix }}
+{{- $_ := set $meta "name" (printf "%s%s" (include "webhook-operator.prefix" $root) $meta.name) }}
+{{- end }}
+{{- if $meta.namespace }}
+{{- $_ := set $meta "namespace" (include "webhook-operator.namespace" $root) }}
+{{- end }}
+{{- $_ := set $meta "labels" (merge (dict) (include "webhook-operator.labels" $root | fromYaml) ($meta.labels | default dict)) }}
+{{- with merge (dict) ($root.Values.commonAnnotations | default dict) ($meta.annotations | default dict) (.annotations | default dict) }}
+{{- $_ := set $meta "annotations" . }}
+{{- end }}
+{{- toYaml $obj }}
+{{- end }}

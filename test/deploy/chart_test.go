@@ -1,0 +1,426 @@
+package deploy
+
+import (
+	"bytes"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
+)
+
+// The labels the chart gives every object, beside config/'s own, and the annotation that keeps
+// the CRDs at helm uninstall: the only differences to a kustomize build the chart may show.
+var chartLabels = []string{"app.kubernetes.io/name", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance",
+	"app.kubernetes.io/version", "helm.sh/chart"}
+
+const keepAnnotation = "helm.sh/resource-policy"
+
+// helmTemplate renders dist/chart as the release webhook-operator into namespace, with the
+// manager's image of a kustomize build (config/manager's controller:latest) and values set.
+func helmTemplate(t *testing.T, namespace string, set ...string) manifests {
+	t.Helper()
+	out, err := runHelmTemplate(t, namespace, set...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return parseManifests(t, "helm template", out)
+}
+
+// runHelmTemplate runs $HELM template; the error holds what helm printed.
+func runHelmTemplate(t *testing.T, namespace string, set ...string) ([]byte, error) {
+	t.Helper()
+	args := []string{"template", "webhook-operator", filepath.Join(moduleRoot(t), "dist", "chart"), "--namespace", namespace,
+		"--set", "image.repository=controller,image.tag=latest"}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	return runHelm(t, args...)
+}
+
+func runHelm(t *testing.T, args ...string) ([]byte, error) {
+	t.Helper()
+	helm := os.Getenv("HELM")
+	if helm == "" {
+		t.Fatal("HELM is not set: run this test through 'make test', which builds the pinned helm " +
+			"(or set HELM=bin/helm-<version> yourself)")
+	}
+	var stderr bytes.Buffer
+	cmd := exec.CommandContext(t.Context(), helm, args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, &helmError{args: args, err: err, stderr: stderr.String()}
+	}
+	return out, nil
+}
+
+type helmError struct {
+	args   []string
+	err    error
+	stderr string
+}
+
+func (e *helmError) Error() string {
+	return "helm " + strings.Join(e.args, " ") + ": " + e.err.Error() + "\n" + e.stderr
+}
+
+// TestChartRendersWhatKustomizeBuilds holds the chart, with its default values, to what kustomize
+// builds from config/ for each install the chart offers. The chart adds its labels and the CRDs'
+// keep annotation, and leaves the Namespace to helm install --create-namespace; nothing else may
+// differ.
+func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
+	root := moduleRoot(t)
+	for _, tc := range []struct {
+		name      string
+		kustomize func(t *testing.T) manifests
+		namespace string
+		set       []string
+	}{{
+		name:      "cert-manager mode",
+		kustomize: func(t *testing.T) manifests { return kustomizeBuild(t, filepath.Join(root, "config", "default")) },
+		namespace: fixtures.Namespace,
+	}, {
+		name:      "self-signed mode",
+		kustomize: func(t *testing.T) manifests { return kustomizeBuild(t, filepath.Join(root, "config", "self-signed")) },
+		namespace: fixtures.Namespace,
+		set:       []string{"certificates.mode=self-signed"},
+	}, {
+		name:      "another namespace",
+		kustomize: func(t *testing.T) manifests { return buildIntoNamespace(t, "team-ops") },
+		namespace: "team-ops",
+	}, {
+		name:      "the ServiceMonitor, the alerts and the NetworkPolicies",
+		kustomize: buildWithOptionalOverlays,
+		namespace: fixtures.Namespace,
+		set:       []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "networkPolicy.enabled=true"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			built := tc.kustomize(t)
+			rendered := helmTemplate(t, tc.namespace, tc.set...)
+			checkSameObjects(t, withoutKind(built, "Namespace"), rendered)
+			checkChartLabels(t, rendered)
+		})
+	}
+
+	t.Run("the Grafana dashboard", func(t *testing.T) {
+		dashboard := kustomizeBuild(t, filepath.Join(root, "config", "grafana"))
+		rendered := helmTemplate(t, fixtures.Namespace, "grafanaDashboard.enabled=true").ofKind("ConfigMap")
+		checkSameObjects(t, dashboard, rendered)
+	})
+}
+
+// TestChartIsLintClean runs helm lint --strict with the default values and with every optional
+// object enabled in self-signed mode.
+func TestChartIsLintClean(t *testing.T) {
+	chart := filepath.Join(moduleRoot(t), "dist", "chart")
+	for _, set := range [][]string{nil, {"--set", "certificates.mode=self-signed,serviceMonitor.enabled=true,prometheusRule.enabled=true," +
+		"grafanaDashboard.enabled=true,networkPolicy.enabled=true"}} {
+		out, err := runHelm(t, append([]string{"lint", "--strict", chart}, set...)...)
+		if err != nil {
+			t.Errorf("%v\n%s", err, out)
+		}
+	}
+}
+
+// TestChartValues renders the chart with each value set and checks that it changes what it says,
+// and only on the objects it names.
+func TestChartValues(t *testing.T) {
+	t.Run("image by tag and by digest, pull secrets and pull policy", func(t *testing.T) {
+		digest := "sha256:" + strings.Repeat("ab", 32)
+		mgr := getManager(t, helmTemplate(t, fixtures.Namespace, "image.repository=registry.example/wo", "image.tag=v9.9.9"))
+		if mgr.manager.Image != "registry.example/wo:v9.9.9" {
+			t.Errorf("image %q, want registry.example/wo:v9.9.9", mgr.manager.Image)
+		}
+		mgr = getManager(t, helmTemplate(t, fixtures.Namespace, "image.repository=registry.example/wo", "image.tag=v9.9.9",
+			"image.digest="+digest, "image.pullPolicy=Always", "imagePullSecrets[0].name=regcred"))
+		if want := "registry.example/wo@" + digest; mgr.manager.Image != want {
+			t.Errorf("image %q, want %q: a digest wins over the tag", mgr.manager.Image, want)
+		}
+		if mgr.manager.ImagePullPolicy != corev1.PullAlways {
+			t.Errorf("imagePullPolicy %q, want Always", mgr.manager.ImagePullPolicy)
+		}
+		if diff := cmp.Diff([]corev1.LocalObjectReference{{Name: "regcred"}}, mgr.pod.ImagePullSecrets); diff != "" {
+			t.Errorf("imagePullSecrets (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("the operands' images", func(t *testing.T) {
+		mgr := getManager(t, helmTemplate(t, fixtures.Namespace, "operands.welcomeImage=registry.example/welcome:v2",
+			"operands.memcachedImage=registry.example/memcached:1"))
+		want := map[string]string{operator.EnvWelcomeImage: "registry.example/welcome:v2", operator.EnvMemcachedImage: "registry.example/memcached:1"}
+		for _, env := range mgr.manager.Env {
+			if w, ok := want[env.Name]; ok && env.Value == w {
+				delete(want, env.Name)
+			}
+		}
+		if len(want) != 0 {
+			t.Errorf("the manager's environment %+v lacks %v", mgr.manager.Env, want)
+		}
+	})
+
+	t.Run("replicas, resources, priority class and scheduling", func(t *testing.T) {
+		m := helmTemplate(t, fixtures.Namespace, "replicaCount=3", "resources.limits.memory=1Gi", "priorityClassName=system-cluster-critical",
+			"nodeSelector.kubernetes\\.io/os=linux", "tolerations[0].operator=Exists",
+			"topologySpreadConstraints[0].maxSkew=1", "topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+			"topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule", "podLabels.team=ops", "podAnnotations.note=x")
+		mgr := getManager(t, m)
+		if *mgr.Spec.Replicas != 3 {
+			t.Errorf("replicas %d, want 3", *mgr.Spec.Replicas)
+		}
+		if got := mgr.manager.Resources.Limits[corev1.ResourceMemory]; !got.Equal(resource.MustParse("1Gi")) {
+			t.Errorf("memory limit %s, want 1Gi", got.String())
+		}
+		if mgr.pod.PriorityClassName != "system-cluster-critical" {
+			t.Errorf("priorityClassName %q", mgr.pod.PriorityClassName)
+		}
+		if mgr.pod.NodeSelector["kubernetes.io/os"] != "linux" || len(mgr.pod.Tolerations) != 1 {
+			t.Errorf("nodeSelector %v, tolerations %v", mgr.pod.NodeSelector, mgr.pod.Tolerations)
+		}
+		spread := mgr.pod.TopologySpreadConstraints
+		if len(spread) != 1 || spread[0].TopologyKey != "topology.kubernetes.io/zone" || spread[0].WhenUnsatisfiable != "DoNotSchedule" ||
+			spread[0].LabelSelector == nil || !selects(spread[0].LabelSelector.MatchLabels, mgr.Spec.Template.Labels) {
+			t.Errorf("topologySpreadConstraints %+v; want the zone constraint, selecting the manager's pods", spread)
+		}
+		if mgr.Spec.Template.Labels["team"] != "ops" || mgr.Spec.Template.Annotations["note"] != "x" {
+			t.Errorf("pod labels %v, annotations %v", mgr.Spec.Template.Labels, mgr.Spec.Template.Annotations)
+		}
+		if !selects(mgr.Spec.Selector.MatchLabels, mgr.Spec.Template.Labels) || mgr.Spec.Selector.MatchLabels["team"] != "" {
+			t.Errorf("selector %v must select the pods by the chart's labels alone", mgr.Spec.Selector.MatchLabels)
+		}
+	})
+
+	t.Run("the PodDisruptionBudget", func(t *testing.T) {
+		if pdbs := helmTemplate(t, fixtures.Namespace, "podDisruptionBudget.enabled=false").ofKind("PodDisruptionBudget"); len(pdbs) != 0 {
+			t.Errorf("podDisruptionBudget.enabled=false renders %d PodDisruptionBudgets", len(pdbs))
+		}
+		m := helmTemplate(t, fixtures.Namespace, "podDisruptionBudget.minAvailable=50%")
+		if got := nestedString(t, m.get(t, "PodDisruptionBudget", deploymentName), "spec", "minAvailable"); got != "50%" {
+			t.Errorf("minAvailable %q, want 50%%", got)
+		}
+	})
+
+	t.Run("allowed registries and extra flags reach the manager as flags it accepts", func(t *testing.T) {
+		mgr := getManager(t, helmTemplate(t, fixtures.Namespace, "allowedRegistries={ghcr.io,registry.corp.example}",
+			"extraArgs={--max-concurrent-reconciles=7}"))
+		if diff := cmp.Diff([]string{"ghcr.io", "registry.corp.example"}, mgr.opts.AllowedRegistries); diff != "" {
+			t.Errorf("--allowed-registries (-want +got):\n%s", diff)
+		}
+		if mgr.opts.MaxConcurrentReconciles != 7 {
+			t.Errorf("--max-concurrent-reconciles %d, want 7", mgr.opts.MaxConcurrentReconciles)
+		}
+	})
+
+	t.Run("every webhook's timeout and failure policy", func(t *testing.T) {
+		m := helmTemplate(t, fixtures.Namespace, "webhook.timeoutSeconds=5", "webhook.failurePolicy=Ignore")
+		check := func(key, name string, timeout *int32, policy *admissionregistrationv1.FailurePolicyType) {
+			if *timeout != 5 || *policy != admissionregistrationv1.Ignore {
+				t.Errorf("%s: webhook %s timeoutSeconds %d, failurePolicy %s", key, name, *timeout, *policy)
+			}
+		}
+		mutating := get[admissionregistrationv1.MutatingWebhookConfiguration](t, m, "MutatingWebhookConfiguration", namePrefix+"mutating-webhook-configuration")
+		for _, w := range mutating.Webhooks {
+			check(mutating.Name, w.Name, w.TimeoutSeconds, w.FailurePolicy)
+		}
+		validating := get[admissionregistrationv1.ValidatingWebhookConfiguration](t, m, "ValidatingWebhookConfiguration", namePrefix+"validating-webhook-configuration")
+		for _, w := range validating.Webhooks {
+			check(validating.Name, w.Name, w.TimeoutSeconds, w.FailurePolicy)
+		}
+		if len(mutating.Webhooks) == 0 || len(validating.Webhooks) == 0 {
+			t.Error("no webhooks rendered")
+		}
+	})
+
+	t.Run("common labels and annotations on every object", func(t *testing.T) {
+		m := helmTemplate(t, fixtures.Namespace, "commonLabels.team=ops", "commonAnnotations.owner=platform",
+			"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true", "networkPolicy.enabled=true")
+		for _, o := range m {
+			if o.GetLabels()["team"] != "ops" || o.GetAnnotations()["owner"] != "platform" {
+				t.Errorf("%s: labels %v, annotations %v", o.key(), o.GetLabels(), o.GetAnnotations())
+			}
+		}
+	})
+
+	t.Run("a namespace other than the release's", func(t *testing.T) {
+		checkSameObjects(t, withoutKind(buildIntoNamespace(t, "team-ops"), "Namespace"),
+			helmTemplate(t, fixtures.Namespace, "namespaceOverride=team-ops"))
+
+		// The alerts select the manager's series by namespace.
+		rule := helmTemplate(t, fixtures.Namespace, "namespaceOverride=team-ops", "prometheusRule.enabled=true").ofKind("PrometheusRule")
+		if len(rule) != 1 {
+			t.Fatalf("%d PrometheusRules rendered", len(rule))
+		}
+		if text := string(rule[0].raw); strings.Contains(text, fixtures.Namespace) || !strings.Contains(text, `namespace="team-ops"`) {
+			t.Errorf("the alerts do not select the manager's namespace team-ops:\n%s", text)
+		}
+	})
+
+	t.Run("the CRDs: kept at uninstall by default, or not, or not installed", func(t *testing.T) {
+		for _, tc := range []struct {
+			set        string
+			crds, keep bool
+		}{{"crds.keep=true", true, true}, {"crds.keep=false", true, false}, {"crds.install=false", false, false}} {
+			crds := helmTemplate(t, fixtures.Namespace, tc.set).ofKind("CustomResourceDefinition")
+			if got := len(crds) == 4; got != tc.crds {
+				t.Errorf("%s: %d CRDs rendered", tc.set, len(crds))
+			}
+			for _, crd := range crds {
+				if got := crd.GetAnnotations()[keepAnnotation] == "keep"; got != tc.keep {
+					t.Errorf("%s: %s has annotations %v", tc.set, crd.key(), crd.GetAnnotations())
+				}
+			}
+		}
+	})
+}
+
+// TestChartRefusesBadValues: a value of the wrong type or out of range fails helm install before
+// anything is applied, and the error names every one.
+func TestChartRefusesBadValues(t *testing.T) {
+	_, err := runHelmTemplate(t, fixtures.Namespace, "certificates.mode=vault", "webhook.failurePolicy=Never", "webhook.timeoutSeconds=31",
+		"replicaCount=0", "image.digest=latest", "allowedRegistries={a,b c}", "extraArgs={leader-elect}", "bogus=1")
+	if err == nil {
+		t.Fatal("helm template accepted every bad value")
+	}
+	for _, want := range []string{"/certificates/mode", "/webhook/failurePolicy", "/webhook/timeoutSeconds", "/replicaCount",
+		"/image/digest", "/allowedRegistries/1", "/extraArgs/0", "'bogus' not allowed"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the error does not name %s:\n%v", want, err)
+		}
+	}
+}
+
+// withoutKind drops the objects of one kind.
+func withoutKind(m manifests, kind string) manifests {
+	return slices.DeleteFunc(slices.Clone(m), func(o object) bool { return o.GetKind() == kind })
+}
+
+// checkSameObjects holds two renderings to the same objects, once the chart's labels and keep
+// annotation are set aside and lists of named items are put in name order (kustomize's patches
+// may reorder a Pod's volumes).
+func checkSameObjects(t *testing.T, want, got manifests) {
+	t.Helper()
+	index := func(m manifests) map[string]map[string]any {
+		out := map[string]map[string]any{}
+		for _, o := range m {
+			u := o.DeepCopy()
+			for _, l := range chartLabels {
+				unstructured.RemoveNestedField(u.Object, "metadata", "labels", l)
+			}
+			unstructured.RemoveNestedField(u.Object, "metadata", "annotations", keepAnnotation)
+			for _, field := range []string{"labels", "annotations"} {
+				if m, _, _ := unstructured.NestedMap(u.Object, "metadata", field); len(m) == 0 {
+					unstructured.RemoveNestedField(u.Object, "metadata", field)
+				}
+			}
+			out[o.key()] = sortNamedLists(u.Object).(map[string]any)
+		}
+		return out
+	}
+	w, g := index(want), index(got)
+	if diff := cmp.Diff(slices.Sorted(maps.Keys(w)), slices.Sorted(maps.Keys(g))); diff != "" {
+		t.Errorf("objects (-kustomize +helm):\n%s", diff)
+	}
+	for key, o := range w {
+		if g[key] == nil {
+			continue
+		}
+		if diff := cmp.Diff(o, g[key]); diff != "" {
+			t.Errorf("%s (-kustomize +helm):\n%s", key, diff)
+		}
+	}
+}
+
+// sortNamedLists orders every list whose items are all maps with a string name by that name.
+func sortNamedLists(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, e := range v {
+			v[k] = sortNamedLists(e)
+		}
+	case []any:
+		named := len(v) > 0
+		for i, e := range v {
+			v[i] = sortNamedLists(e)
+			if m, ok := e.(map[string]any); !ok || m["name"] == nil {
+				named = false
+			} else if _, ok := m["name"].(string); !ok {
+				named = false
+			}
+		}
+		if named {
+			slices.SortStableFunc(v, func(a, b any) int {
+				return strings.Compare(a.(map[string]any)["name"].(string), b.(map[string]any)["name"].(string))
+			})
+		}
+	}
+	return v
+}
+
+// checkChartLabels: every object the chart renders carries its labels, and the CRDs are kept at
+// helm uninstall.
+func checkChartLabels(t *testing.T, m manifests) {
+	t.Helper()
+	for _, o := range m {
+		for _, l := range chartLabels {
+			if o.GetLabels()[l] == "" {
+				t.Errorf("%s lacks the label %s", o.key(), l)
+			}
+		}
+		if o.GetKind() == "CustomResourceDefinition" && o.GetAnnotations()[keepAnnotation] != "keep" {
+			t.Errorf("%s is not kept at helm uninstall (%s)", o.key(), keepAnnotation)
+		}
+	}
+}
+
+// TestPinnedVersionsAgree holds the versions the Makefile names to the modules that build them,
+// and the chart's versions to the operator's.
+func TestPinnedVersionsAgree(t *testing.T) {
+	root := moduleRoot(t)
+	for variable, module := range map[string]struct{ dir, path string }{
+		"HELM_VERSION":        {"test/tools/helm", "helm.sh/helm/v4"},
+		"KUBE_VERSION":        {"test/tools/kube", "k8s.io/kubernetes"},
+		"PROMETHEUS_VERSION":  {"test/tools/prometheus", "github.com/prometheus/prometheus"},
+		"KUBE_OLDEST_VERSION": {"test/tools/kube-oldest", "k8s.io/kubernetes"},
+	} {
+		data, err := os.ReadFile(filepath.Join(root, module.dir, "go.mod"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		required := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(module.path) + `\s+(\S+)`).FindSubmatch(data)
+		if required == nil {
+			t.Fatalf("%s/go.mod does not require %s", module.dir, module.path)
+		}
+		if got := makeVariable(t, variable); got != string(required[1]) {
+			t.Errorf("make's %s is %s; %s/go.mod requires %s %s", variable, got, module.dir, module.path, required[1])
+		}
+	}
+
+	var chart struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	data, err := os.ReadFile(filepath.Join(root, "dist", "chart", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	version := makeVariable(t, "VERSION")
+	if chart.AppVersion != version || "v"+chart.Version != version {
+		t.Errorf("dist/chart/Chart.yaml has version %s and appVersion %s; make's VERSION is %s", chart.Version, chart.AppVersion, version)
+	}
+}

@@ -1,0 +1,94 @@
+package deploy
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha512"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestControlPlaneFromSetupEnvtest: make takes etcd, kube-apiserver and kubectl from setup-envtest
+// when it can download them, and builds them from the Go module proxy when it cannot, failing over
+// at once. The download is served here, from an index and an archive in setup-envtest's format.
+func TestControlPlaneFromSetupEnvtest(t *testing.T) {
+	version := strings.TrimPrefix(makeVariable(t, "KUBE_VERSION"), "v")
+	binaries := map[string][]byte{}
+	var archive bytes.Buffer
+	gz := gzip.NewWriter(&archive)
+	tw := tar.NewWriter(gz)
+	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
+		binaries[name] = []byte("#!/bin/sh\necho " + name + " from the served archive\n")
+		if err := tw.WriteHeader(&tar.Header{Name: "controller-tools/envtest/" + name, Mode: 0o755, Size: int64(len(binaries[name]))}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write(binaries[name]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := gz.Close(); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha512.Sum512(archive.Bytes())
+	archiveName := fmt.Sprintf("envtest-v%s-%s-%s.tar.gz", version, runtime.GOOS, runtime.GOARCH)
+
+	mux := http.NewServeMux()
+	server := httptest.NewServer(mux)
+	defer server.Close()
+	mux.HandleFunc("/envtest-releases.yaml", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = fmt.Fprintf(w, "releases:\n  v%s:\n    %s:\n      hash: %s\n      selfLink: %s/%s\n",
+			version, archiveName, hex.EncodeToString(sum[:]), server.URL, archiveName)
+	})
+	mux.HandleFunc("/"+archiveName, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(archive.Bytes()) })
+
+	t.Run("downloaded when setup-envtest can", func(t *testing.T) {
+		assets := filepath.Join(t.TempDir(), "assets")
+		for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
+			start := time.Now()
+			out, err := runMake(t, filepath.Join(assets, name), "KUBEBUILDER_ASSETS="+assets,
+				"ENVTEST_INDEX="+server.URL+"/envtest-releases.yaml", "ENVTEST_DOWNLOAD_DIR="+filepath.Join(t.TempDir(), "envtest"))
+			if err != nil || !strings.Contains(out, name+" v"+version+": downloaded by setup-envtest") {
+				t.Fatalf("make %s: %v\n%s", name, err, out)
+			}
+			t.Logf("%s: downloaded and installed in %s", name, time.Since(start).Round(time.Millisecond))
+			got, err := os.ReadFile(filepath.Join(assets, name))
+			if err != nil || !bytes.Equal(got, binaries[name]) {
+				t.Errorf("%s in KUBEBUILDER_ASSETS is not the served one (%v)", name, err)
+			}
+		}
+	})
+
+	t.Run("built from source when setup-envtest cannot, failing over at once", func(t *testing.T) {
+		unreachable := "http://127.0.0.1:1/envtest-releases.yaml"
+		start := time.Now()
+		if err := exec.CommandContext(t.Context(), makeVariable(t, "SETUP_ENVTEST"), "use", version, "--bin-dir", t.TempDir(),
+			"--index", unreachable, "-p", "path").Run(); err == nil {
+			t.Fatal("setup-envtest downloaded from an unreachable index")
+		}
+		t.Logf("setup-envtest failed in %s", time.Since(start).Round(time.Millisecond))
+
+		assets := filepath.Join(t.TempDir(), "assets")
+		out, err := runMake(t, filepath.Join(assets, "etcd"), "KUBEBUILDER_ASSETS="+assets, "ENVTEST_INDEX="+unreachable,
+			"ENVTEST_DOWNLOAD_DIR="+filepath.Join(t.TempDir(), "envtest"))
+		if err != nil || !strings.Contains(out, "etcd v"+version+": setup-envtest cannot download it; building it from the Go module proxy") {
+			t.Fatalf("make etcd: %v\n%s", err, out)
+		}
+		built, err := exec.CommandContext(t.Context(), filepath.Join(assets, "etcd"), "--version").Output()
+		if err != nil || !strings.Contains(string(built), "etcd Version:") {
+			t.Errorf("the etcd built: %q, %v", built, err)
+		}
+	})
+}

@@ -1,0 +1,298 @@
+package deploy
+
+import (
+	"archive/tar"
+	"bufio"
+	"bytes"
+	"compress/gzip"
+	"crypto/sha256"
+	"debug/elf"
+	"debug/macho"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/yaml"
+
+	"github.com/seedlabs/webhook-operator/internal/operator"
+)
+
+// releaseVersion is what the test releases as: a pre-release no real release will use.
+const releaseVersion = "v0.0.0-test.1"
+
+// pluginPlatforms are the platforms make release builds the kubectl plugin for.
+var pluginPlatforms = []string{"darwin/amd64", "darwin/arm64", "linux/amd64", "linux/arm64"}
+
+// runMake runs make in the repository with args, as a user's shell would (no outer make's flags).
+func runMake(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), "make", append([]string{"--no-print-directory", "-C", moduleRoot(t)}, args...)...)
+	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=", "KUSTOMIZE="+os.Getenv("KUSTOMIZE"), "HELM="+os.Getenv("HELM"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestRelease runs make release and checks what it wrote: every image by the digest of the image
+// it built, the chart, the plugin for each platform stamped with the version, the krew manifest
+// and the checksums.
+func TestRelease(t *testing.T) {
+	if os.Getenv("KUSTOMIZE") == "" || os.Getenv("HELM") == "" {
+		t.Fatal("KUSTOMIZE and HELM must be set: run this test through 'make test'")
+	}
+	dir := filepath.Join(t.TempDir(), "release")
+	if out, err := runMake(t, "release", "VERSION="+releaseVersion, "RELEASE_DIR="+dir); err != nil {
+		t.Fatalf("make release: %v\n%s", err, out)
+	}
+
+	imageRepo, welcomeRepo := makeVariable(t, "IMG_REPO"), makeVariable(t, "WELCOME_IMG_REPO")
+	managerImage := imageRepo + "@" + layoutDigest(t, filepath.Join(dir, "images", "webhook-operator"))
+	welcomeImage := welcomeRepo + "@" + layoutDigest(t, filepath.Join(dir, "images", "welcome-web"))
+
+	t.Run("install.yaml and install-self-signed.yaml run the built images by digest", func(t *testing.T) {
+		for _, file := range []string{"install.yaml", "install-self-signed.yaml"} {
+			checkReleasedImages(t, file, readManifests(t, filepath.Join(dir, file)), managerImage, welcomeImage)
+		}
+		if got := readManifests(t, filepath.Join(dir, "install-self-signed.yaml")).ofKind("Certificate"); len(got) != 0 {
+			t.Errorf("install-self-signed.yaml holds %d cert-manager Certificates", len(got))
+		}
+	})
+
+	t.Run("the chart is versioned and runs the built images by digest", func(t *testing.T) {
+		chart := filepath.Join(dir, "webhook-operator-"+strings.TrimPrefix(releaseVersion, "v")+".tgz")
+		out, err := runHelm(t, "template", "webhook-operator", chart, "--namespace", "webhook-operator-system")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := parseManifests(t, chart, out)
+		checkReleasedImages(t, chart, m, managerImage, welcomeImage)
+		if got := m.get(t, "Deployment", deploymentName).GetLabels()["app.kubernetes.io/version"]; got != releaseVersion {
+			t.Errorf("the chart's appVersion is %q, want %s", got, releaseVersion)
+		}
+	})
+
+	archives := map[string]string{}
+	t.Run("the kubectl plugin for each platform, stamped with the version", func(t *testing.T) {
+		for _, platform := range pluginPlatforms {
+			goos, goarch, _ := strings.Cut(platform, "/")
+			name := fmt.Sprintf("kubectl-webhook_operator_%s_%s.tar.gz", goos, goarch)
+			archives[platform] = name
+			files := readTarGz(t, filepath.Join(dir, name))
+			if got := slices.Sorted(maps.Keys(files)); !slices.Equal(got, []string{"LICENSE", "kubectl-webhook_operator"}) {
+				t.Errorf("%s holds %v", name, got)
+				continue
+			}
+			checkBinaryPlatform(t, name, files["kubectl-webhook_operator"], goos, goarch)
+			if goos != "linux" || goarch != runtime.GOARCH {
+				continue
+			}
+			bin := filepath.Join(t.TempDir(), "kubectl-webhook_operator")
+			if err := os.WriteFile(bin, files["kubectl-webhook_operator"], 0o700); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.CommandContext(t.Context(), bin, "version").Output()
+			if want := "kubectl-webhook_operator " + releaseVersion + " (commit "; err != nil || !strings.HasPrefix(string(out), want) {
+				t.Errorf("%s version: %q (%v); want %s...", name, out, err, want)
+			}
+		}
+	})
+
+	t.Run("the krew manifest names every archive and its sha256", func(t *testing.T) {
+		var plugin struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Spec struct {
+				Version   string `json:"version"`
+				Platforms []struct {
+					Selector struct {
+						MatchLabels map[string]string `json:"matchLabels"`
+					} `json:"selector"`
+					URI    string `json:"uri"`
+					SHA256 string `json:"sha256"`
+					Bin    string `json:"bin"`
+				} `json:"platforms"`
+			} `json:"spec"`
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "webhook-operator.krew.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(data, &plugin); err != nil {
+			t.Fatal(err)
+		}
+		if plugin.Kind != "Plugin" || plugin.Metadata.Name != "webhook-operator" || plugin.Spec.Version != releaseVersion {
+			t.Errorf("krew manifest: kind %q, name %q, version %q", plugin.Kind, plugin.Metadata.Name, plugin.Spec.Version)
+		}
+		var platforms []string
+		for _, p := range plugin.Spec.Platforms {
+			platform := p.Selector.MatchLabels["os"] + "/" + p.Selector.MatchLabels["arch"]
+			platforms = append(platforms, platform)
+			archive := archives[platform]
+			if !strings.HasSuffix(p.URI, "/"+releaseVersion+"/"+archive) || p.Bin != "kubectl-webhook_operator" {
+				t.Errorf("%s: uri %q, bin %q", platform, p.URI, p.Bin)
+			}
+			if want := fileSHA256(t, filepath.Join(dir, archive)); p.SHA256 != want {
+				t.Errorf("%s: sha256 %s, the archive's is %s", platform, p.SHA256, want)
+			}
+		}
+		if diff := cmp.Diff(pluginPlatforms, slices.Sorted(slices.Values(platforms))); diff != "" {
+			t.Errorf("krew platforms (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("checksums.txt holds the sha256 of every file", func(t *testing.T) {
+		f, err := os.Open(filepath.Join(dir, "checksums.txt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = f.Close() }()
+		var listed []string
+		scanner := bufio.NewScanner(f)
+		for scanner.Scan() {
+			sum, name, ok := strings.Cut(scanner.Text(), "  ")
+			if !ok {
+				t.Fatalf("checksums.txt: line %q", scanner.Text())
+			}
+			listed = append(listed, name)
+			if got := fileSHA256(t, filepath.Join(dir, name)); got != sum {
+				t.Errorf("checksums.txt: %s %s, the file's is %s", name, sum, got)
+			}
+		}
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var files []string
+		for _, e := range entries {
+			if !e.IsDir() && e.Name() != "checksums.txt" {
+				files = append(files, e.Name())
+			}
+		}
+		if diff := cmp.Diff(files, slices.Sorted(slices.Values(listed))); diff != "" {
+			t.Errorf("files listed in checksums.txt (-in the release +listed):\n%s", diff)
+		}
+	})
+}
+
+// TestReleaseRefusesABadVersion: make release refuses a VERSION that is not vX.Y.Z[-pre] before it
+// writes anything.
+func TestReleaseRefusesABadVersion(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "release")
+	for _, version := range []string{"1.2.3", "v1.2", "v1.2.3+build", "latest"} {
+		out, err := runMake(t, "release", "VERSION="+version, "RELEASE_DIR="+dir)
+		if err == nil || !strings.Contains(out, "VERSION="+version+" is not a version vX.Y.Z[-pre]") {
+			t.Errorf("make release VERSION=%s: %v\n%s", version, err, out)
+		}
+		if _, err := os.Stat(dir); !os.IsNotExist(err) {
+			t.Errorf("make release VERSION=%s wrote %s", version, dir)
+		}
+	}
+}
+
+// layoutDigest is the digest of the image index an OCI image layout holds.
+func layoutDigest(t *testing.T, layout string) string {
+	t.Helper()
+	var index struct {
+		Manifests []struct {
+			Digest string `json:"digest"`
+		} `json:"manifests"`
+	}
+	data, err := os.ReadFile(filepath.Join(layout, "index.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &index); err != nil || len(index.Manifests) != 1 {
+		t.Fatalf("%s/index.json: %v, %d manifests", layout, err, len(index.Manifests))
+	}
+	return index.Manifests[0].Digest
+}
+
+// checkReleasedImages: the manager runs managerImage and gives Welcomes welcomeImage.
+func checkReleasedImages(t *testing.T, source string, m manifests, managerImage, welcomeImage string) {
+	t.Helper()
+	mgr := getManager(t, m)
+	if mgr.manager.Image != managerImage {
+		t.Errorf("%s: the manager's image %q, want %q", source, mgr.manager.Image, managerImage)
+	}
+	for _, env := range mgr.manager.Env {
+		if env.Name == operator.EnvWelcomeImage && env.Value != welcomeImage {
+			t.Errorf("%s: %s=%q, want %q", source, env.Name, env.Value, welcomeImage)
+		}
+	}
+}
+
+func readTarGz(t *testing.T, path string) map[string][]byte {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	gz, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	files := map[string][]byte{}
+	tr := tar.NewReader(gz)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return files
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		files[h.Name] = data
+	}
+}
+
+// checkBinaryPlatform: the binary is an executable for goos/goarch.
+func checkBinaryPlatform(t *testing.T, name string, binary []byte, goos, goarch string) {
+	t.Helper()
+	var got string
+	switch goos {
+	case "linux":
+		f, err := elf.NewFile(bytes.NewReader(binary))
+		if err != nil {
+			t.Errorf("%s: not ELF: %v", name, err)
+			return
+		}
+		got = map[elf.Machine]string{elf.EM_X86_64: "amd64", elf.EM_AARCH64: "arm64"}[f.Machine]
+	case "darwin":
+		f, err := macho.NewFile(bytes.NewReader(binary))
+		if err != nil {
+			t.Errorf("%s: not Mach-O: %v", name, err)
+			return
+		}
+		got = map[macho.Cpu]string{macho.CpuAmd64: "amd64", macho.CpuArm64: "arm64"}[f.Cpu]
+	}
+	if got != goarch {
+		t.Errorf("%s: a binary for %q, want %s", name, got, goarch)
+	}
+}
+
+func fileSHA256(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}

@@ -1,0 +1,194 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+)
+
+// makePrevious runs `make <target>` in the tree of the previous version (E2E_PREVIOUS_TREE, a
+// fixed earlier commit of this repository), with its own Makefile and config/, as a user of that
+// version would, running its manager image and today's operand images.
+func makePrevious(ctx context.Context, target string, variables ...string) (string, error) {
+	args := append([]string{"--no-print-directory", "-C", cfg.previous.tree, target,
+		"IMG=" + cfg.previous.image, "WELCOME_IMG=" + cfg.welcome, "MEMCACHED_IMG=" + cfg.memcached,
+		"KUSTOMIZE=" + cfg.kustomize, "KUBECTL=" + cfg.assets + "/kubectl", "CONTROLLER_GEN=" + cfg.previous.controllerGen}, variables...)
+	cmd := exec.CommandContext(ctx, "make", args...)
+	var env []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "MAKEFLAGS=") && !strings.HasPrefix(e, "MAKELEVEL=") && !strings.HasPrefix(e, "MFLAGS=") {
+			env = append(env, e)
+		}
+	}
+	cmd.Env = append(env, "KUBECONFIG="+kube.Kubeconfig)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = 10 * time.Second
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// upgradeState is what must survive an upgrade: each custom resource and each child's uid, and
+// each child Deployment's generation and pods, which change only when its pod template does.
+type upgradeState map[string]string
+
+func observeUpgradeState(ctx context.Context, g Gomega, namespace string, objects []client.Object) upgradeState {
+	state := upgradeState{}
+	for _, obj := range objects {
+		current := obj.DeepCopyObject().(client.Object)
+		g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(obj), current)).To(Succeed())
+		kind := fmt.Sprintf("%T", obj)
+		state[kind+" "+obj.GetName()] = string(current.GetUID())
+		if current.GetNamespace() == "" {
+			continue
+		}
+		deployment, service := &appsv1.Deployment{}, &corev1.Service{}
+		g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(obj), deployment)).To(Succeed())
+		g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(obj), service)).To(Succeed())
+		state[kind+" "+obj.GetName()+" Deployment"] = fmt.Sprintf("%s generation %d", deployment.UID, deployment.Generation)
+		state[kind+" "+obj.GetName()+" Service"] = string(service.UID)
+		pods := &corev1.PodList{}
+		g.ExpectWithOffset(1, k8s.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(deployment.Spec.Selector.MatchLabels))).To(Succeed())
+		var uids []string
+		for _, pod := range pods.Items {
+			uids = append(uids, string(pod.UID))
+		}
+		state[kind+" "+obj.GetName()+" pods"] = strings.Join(uids, ",")
+	}
+	return state
+}
+
+var _ = Describe("An upgrade from the previous version (make deploy of an earlier commit, then of this tree)", Ordered, func() {
+	const namespace = "e2e-upgrade"
+	var (
+		objects []client.Object
+		before  upgradeState
+		rec     *podRecorder
+	)
+
+	BeforeAll(func(ctx SpecContext) {
+		rec = recordManagers("managers-upgrade")
+		start := time.Now()
+		out, err := makePrevious(ctx, "deploy")
+		Expect(err).NotTo(HaveOccurred(), "make deploy of %s:\n%s", cfg.previous.commit, out)
+		AddReportEntry("make deploy of the previous version", time.Since(start).Round(time.Millisecond).String())
+		DeferCleanup(func(ctx SpecContext) {
+			out, err := makeTarget(ctx, "undeploy", "ignore-not-found=true")
+			Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
+		}, NodeTimeout(5*time.Minute))
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+		Expect(k8s.Create(ctx, ns)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			for _, obj := range objects {
+				Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
+			}
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())
+		})
+	}, NodeTimeout(5*time.Minute))
+
+	It("runs the previous version, with an object of every kind rolled out", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			for _, pod := range expectManagerReady(ctx, g) {
+				g.Expect(pod.Spec.Containers[0].Image).To(Equal(cfg.previous.image))
+			}
+			expectAdmissionServed(ctx, g, namespace)
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+
+		objects = []client.Object{
+			&policyv1alpha1.AdmissionPolicy{
+				ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+				Spec: policyv1alpha1.AdmissionPolicySpec{
+					AllowedRegistries: []string{strings.SplitN(cfg.echo, "/", 2)[0]},
+					Rules:             []policyv1alpha1.RulePolicy{{ID: "welcome.email.format", Action: policyv1alpha1.Warn}},
+				},
+			},
+			&authv1alpha1.Welcome{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "welcome"},
+				Spec:       authv1alpha1.WelcomeSpec{Name: "Ada", Email: "not-an-email"},
+			},
+			&cachev1alpha1.Memcached{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "memcached"},
+				Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)},
+			},
+			&appv1.DeployObject{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "echo"},
+				Spec: appv1.DeployObjectSpec{
+					Image:    cfg.echo + ":v1",
+					Replicas: ptr.To[int32](2),
+					Ports:    []corev1.ServicePort{{Name: "http", Port: 8080}},
+					Env:      []corev1.EnvVar{{Name: "LISTEN", Value: "8080"}},
+				},
+			},
+		}
+		for _, obj := range objects {
+			Expect(k8s.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
+		}
+		for _, kind := range []string{"Welcome", "Memcached", "DeployObject"} {
+			for _, obj := range objects {
+				if strings.HasSuffix(fmt.Sprintf("%T", obj), "."+kind) {
+					waitAvailable(ctx, kind, obj)
+				}
+			}
+		}
+		before = observeUpgradeState(ctx, Default, namespace, objects)
+	}, SpecTimeout(5*time.Minute))
+
+	It("upgrades to this tree under admission load: no request fails, no object is lost, no child recreated, no operand rolled", func(ctx SpecContext) {
+		load := startAdmissionLoad(ctx, namespace, nil)
+		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
+		previousLeader, _ := leaseHolder(ctx, Default)
+
+		start := time.Now()
+		out, err := makeTarget(ctx, "deploy")
+		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
+		var managers []corev1.Pod
+		Eventually(func(g Gomega) {
+			managers = expectManagerReady(ctx, g)
+			for _, pod := range managers {
+				g.Expect(pod.Spec.Containers[0].Image).To(Equal(cfg.image), "pod %s", pod.Name)
+			}
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		AddReportEntry("upgrade: make deploy to every replica of this tree ready", time.Since(start).Round(time.Millisecond).String())
+
+		// The new leader has listed every object and reconciled it once it holds the Lease; what
+		// it would change, it changes within seconds of that.
+		newLeader := liveLeader(ctx, managers)
+		Expect(newLeader).NotTo(Equal(previousLeader))
+		Consistently(func(g Gomega) upgradeState { return observeUpgradeState(ctx, g, namespace, objects) }).
+			WithContext(ctx).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Equal(before),
+			"custom resources, children and operand pods after the upgrade (uids; a Deployment's generation changes with its pod template)")
+		for _, kind := range []string{"Welcome", "Memcached", "DeployObject"} {
+			for _, obj := range objects {
+				if strings.HasSuffix(fmt.Sprintf("%T", obj), "."+kind) {
+					waitAvailable(ctx, kind, obj)
+				}
+			}
+		}
+
+		served := load.answered.Load()
+		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", served+20),
+			"admission keeps answering after the upgrade")
+		Expect(load.stop()).To(BeEmpty(), "failed admission requests during the upgrade")
+		AddReportEntry("upgrade: admission requests answered", load.answered.Load())
+		Expect(rec.exits()).To(BeEmpty(), "manager containers exited on their own")
+	}, SpecTimeout(8*time.Minute))
+})
