@@ -276,12 +276,16 @@ installer: $(KUSTOMIZE)
 RELEASE_DIR      ?= dist/release
 PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 RELEASE_URL      ?= https://github.com/seedlabs/webhook-operator/releases/download/$(VERSION)
+# The time every file of the chart's archive carries, so the same commit packages the same bytes.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 # layout_digest is the digest of the image index in the OCI layout $(1).
 layout_digest = $$(grep -o '"digest": *"sha256:[0-9a-f]*"' $(1)/index.json | head -1 | grep -o 'sha256:[0-9a-f]*')
 
 .PHONY: release
 release: $(KUSTOMIZE) $(HELM) ## Build the release VERSION=vX.Y.Z into RELEASE_DIR: images, install.yaml by digest, the chart, the kubectl plugin, krew manifest, checksums.
 	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "VERSION=$(VERSION) is not a version vX.Y.Z[-pre]"; exit 1; }
+	@case "$(abspath $(CHART_DIR))/" in "$(abspath $(RELEASE_DIR))"/*) \
+		echo "RELEASE_DIR=$(RELEASE_DIR) holds $(CHART_DIR), which make release would delete; name a directory of its own"; exit 1;; esac
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
 	$(MAKE) --no-print-directory images VERSION=$(VERSION) IMAGES_DIR=$(abspath $(RELEASE_DIR))/images
 	rm -rf $(addprefix $(RELEASE_DIR)/images/,$(subst /,-,$(PLATFORMS)))
@@ -292,6 +296,7 @@ release: $(KUSTOMIZE) $(HELM) ## Build the release VERSION=vX.Y.Z into RELEASE_D
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -r $(CHART_DIR) "$$tmp/chart" && \
 	sed -i -e 's/^version: .*/version: $(patsubst v%,%,$(VERSION))/' -e 's/^appVersion: .*/appVersion: $(VERSION)/' "$$tmp/chart/Chart.yaml" && \
 	sed -i -e 's|^  digest: ""|  digest: "'"$${img#*@}"'"|' -e 's|^  welcomeImage: ""|  welcomeImage: "'"$$welcome"'"|' "$$tmp/chart/values.yaml" && \
+	find "$$tmp/chart" -exec touch -h -d @$(SOURCE_DATE_EPOCH) {} + && \
 	$(HELM) package "$$tmp/chart" --destination $(RELEASE_DIR) >/dev/null
 	for platform in $(PLUGIN_PLATFORMS); do \
 		os=$${platform%%/*} arch=$${platform#*/} dir=$$(mktemp -d) && \
@@ -347,11 +352,14 @@ CERT_MANAGER_CRDS ?= $(E2E_BIN)/cert-manager-crds
 E2E_ARTIFACTS  ?= $(E2E_BIN)/artifacts
 # More flags for the suite, such as E2E_FLAGS=-ginkgo.focus=Helm to run the specs whose text says Helm.
 E2E_FLAGS      ?=
-# The version the upgrade spec starts from: a fixed earlier commit of this repository, taken out of
-# git and built and deployed with its own Makefile and config/.
-E2E_PREVIOUS_COMMIT ?= bc67252167b2b68661e15ca3b05f711ddb97c655
-E2E_PREVIOUS_DIR     = $(E2E_BIN)/previous/$(E2E_PREVIOUS_COMMIT)
-E2E_PREVIOUS_IMG     = e2e.local/webhook-operator:previous
+# The versions the upgrade specs start from: fixed earlier commits of this repository, taken out of
+# git and built and deployed with their own Makefile, config/ and chart. E2E_PREVIOUS_COMMIT is
+# deployed with make deploy, E2E_PREVIOUS_CHART_COMMIT (the first with a chart) with helm install.
+E2E_PREVIOUS_COMMIT       ?= 49bdab66e8dc542e52a1a9d4b4c162dc139a657a
+E2E_PREVIOUS_CHART_COMMIT ?= 0d09e5ed99663ca5d950f8fe1763fd5ce9af5630
+# previous_dir is where the tree of commit $(1) and its manager's image go; previous_img, the image's name.
+previous_dir = $(E2E_BIN)/previous/$(1)
+previous_img = e2e.local/webhook-operator:$(1)
 # The images of the end-to-end test's own pods, as OCI layouts: the pod sandbox, cert-manager, a
 # memcached from Debian's package (the operator's default is a public image, which cannot be
 # pulled), and e2e-echo in two versions, for DeployObjects.
@@ -368,23 +376,27 @@ test-e2e: build images e2e-images e2e-previous controlplane node $(addprefix $(K
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_HELM="$(HELM)" E2E_KUBECTL_PLUGIN="$(LOCALBIN)/kubectl-webhook_operator" \
 	E2E_IMG="$(IMG)" E2E_WELCOME_IMG="$(WELCOME_IMG)" E2E_MEMCACHED_IMG="$(E2E_MEMCACHED_IMG)" E2E_ECHO_IMG="$(E2E_ECHO_IMG)" \
 	E2E_CERT_MANAGER_IMG="$(E2E_CERT_MANAGER_IMG)" E2E_CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" \
-	E2E_IMAGES="$(IMAGES_DIR)/webhook-operator $(IMAGES_DIR)/welcome-web $(wildcard $(E2E_IMAGES_DIR)/*) $(E2E_PREVIOUS_DIR)/images/webhook-operator" \
-	E2E_PREVIOUS_TREE="$(E2E_PREVIOUS_DIR)/tree" E2E_PREVIOUS_IMG="$(E2E_PREVIOUS_IMG)" E2E_PREVIOUS_COMMIT="$(E2E_PREVIOUS_COMMIT)" \
+	E2E_IMAGES="$(IMAGES_DIR)/webhook-operator $(IMAGES_DIR)/welcome-web $(wildcard $(E2E_IMAGES_DIR)/*) \
+		$(foreach c,$(E2E_PREVIOUS_COMMIT) $(E2E_PREVIOUS_CHART_COMMIT),$(call previous_dir,$(c))/images/webhook-operator)" \
+	E2E_PREVIOUS_COMMIT="$(E2E_PREVIOUS_COMMIT)" E2E_PREVIOUS_TREE="$(call previous_dir,$(E2E_PREVIOUS_COMMIT))/tree" \
+	E2E_PREVIOUS_IMG="$(call previous_img,$(E2E_PREVIOUS_COMMIT))" \
+	E2E_PREVIOUS_CHART_COMMIT="$(E2E_PREVIOUS_CHART_COMMIT)" E2E_PREVIOUS_CHART_TREE="$(call previous_dir,$(E2E_PREVIOUS_CHART_COMMIT))/tree" \
+	E2E_PREVIOUS_CHART_IMG="$(call previous_img,$(E2E_PREVIOUS_CHART_COMMIT))" \
 	E2E_CONTROLLER_GEN="$(CONTROLLER_GEN)" \
 	E2E_NODE_BIN="$(NODE_BIN)" E2E_RUNC="$(RUNC)" E2E_VERSION="$(VERSION)" E2E_COMMIT="$(COMMIT)" \
 	E2E_ARTIFACTS="$(E2E_ARTIFACTS)" go test -tags e2e -count=1 -timeout 45m -v ./test/e2e/ -ginkgo.v $(E2E_FLAGS)
 
-# e2e-previous takes the previous version's tree out of git (fetching the commit if the clone
+# e2e-previous takes each previous version's tree out of git (fetching the commit if the clone
 # lacks it) and builds its manager's image with its own Makefile.
 .PHONY: e2e-previous
-e2e-previous: $(E2E_PREVIOUS_DIR)/images/webhook-operator/index.json ## Build the image of the version the upgrade spec starts from (E2E_PREVIOUS_COMMIT).
+e2e-previous: $(foreach c,$(E2E_PREVIOUS_COMMIT) $(E2E_PREVIOUS_CHART_COMMIT),$(call previous_dir,$(c))/images/webhook-operator/index.json) ## Build the images of the versions the upgrade specs start from.
 
-$(E2E_PREVIOUS_DIR)/images/webhook-operator/index.json:
-	git cat-file -e $(E2E_PREVIOUS_COMMIT)^{commit} 2>/dev/null || git fetch --quiet origin $(E2E_PREVIOUS_COMMIT)
-	rm -rf $(E2E_PREVIOUS_DIR) && mkdir -p $(E2E_PREVIOUS_DIR)/tree
-	git archive $(E2E_PREVIOUS_COMMIT) | tar -x -C $(E2E_PREVIOUS_DIR)/tree
-	$(MAKE) --no-print-directory -C $(E2E_PREVIOUS_DIR)/tree images VERSION=v0.0.0-previous COMMIT=$(E2E_PREVIOUS_COMMIT) \
-		IMG=$(E2E_PREVIOUS_IMG) WELCOME_IMG=e2e.local/welcome-web:previous PLATFORMS=$(GOOS)/$(GOARCH) IMAGES_DIR=$(E2E_PREVIOUS_DIR)/images
+$(call previous_dir,%)/images/webhook-operator/index.json:
+	git cat-file -e $*^{commit} 2>/dev/null || git fetch --quiet --depth=1 origin $*
+	rm -rf $(call previous_dir,$*) && mkdir -p $(call previous_dir,$*)/tree
+	git archive $* | tar -x -C $(call previous_dir,$*)/tree
+	MAKEFLAGS= MAKELEVEL= $(MAKE) --no-print-directory -C $(call previous_dir,$*)/tree images VERSION=v0.0.0-previous COMMIT=$* \
+		IMG=$(call previous_img,$*) WELCOME_IMG=e2e.local/welcome-web:$* PLATFORMS=$(GOOS)/$(GOARCH) IMAGES_DIR=$(call previous_dir,$*)/images
 
 .PHONY: node
 node: node-packages $(addprefix $(NODE_BIN)/,$(NODE_TOOLS)) $(addprefix $(KUBEBUILDER_ASSETS)/,kubelet kube-proxy) ## Build and install what the end-to-end test's node runs.
@@ -448,7 +460,7 @@ ENVTEST_DOWNLOAD_DIR  ?= $(LOCALBIN)/envtest
 ENVTEST_INDEX         ?=
 # envtest_download copies $(1) of setup-envtest's Kubernetes $(2) into the target, or fails.
 envtest_download = [ "$(ENVTEST_DOWNLOAD)" = true ] && \
-	dir=$$(timeout 120 $(SETUP_ENVTEST) use $(patsubst v%,%,$(2)) --bin-dir $(ENVTEST_DOWNLOAD_DIR) $(if $(ENVTEST_INDEX),--index $(ENVTEST_INDEX)) -p path 2>/dev/null) && \
+	dir=$$(timeout 30 $(SETUP_ENVTEST) use $(patsubst v%,%,$(2)) --bin-dir $(ENVTEST_DOWNLOAD_DIR) $(if $(ENVTEST_INDEX),--index $(ENVTEST_INDEX)) -p path 2>/dev/null) && \
 	mkdir -p $(@D) && cp "$$dir/$(1)" $@ && echo "$(1) $(2): downloaded by setup-envtest"
 envtest_fallback = { [ "$(ENVTEST_DOWNLOAD)" != true ] || echo "$(1) $(2): setup-envtest cannot download it; building it from the Go module proxy"; }
 

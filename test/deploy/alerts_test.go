@@ -173,6 +173,26 @@ func TestAlerts(t *testing.T) {
 		}
 	})
 
+	// The Helm chart replaces this text of the rule file with 0.8 times webhook.timeoutSeconds.
+	t.Run("the latency threshold the chart rewrites is written once, in the latency alert", func(t *testing.T) {
+		const threshold = " > 0.8"
+		data, err := os.ReadFile(filepath.Join(moduleRoot(t), "config", "prometheus", "rules.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(data), threshold); n != 1 {
+			t.Fatalf("config/prometheus/rules.yaml holds %q %d times, want once: the chart rewrites every one", threshold, n)
+		}
+		if i := strings.Index(string(data), threshold) + len(threshold); i < len(data) && (data[i] == '.' || data[i] >= '0' && data[i] <= '9') {
+			t.Errorf("config/prometheus/rules.yaml holds %q followed by %q: the chart would rewrite part of a number", threshold, data[i])
+		}
+		for _, r := range spec.rules() {
+			if r.Alert == "WebhookOperatorWebhookLatencyNearTimeout" && !strings.Contains(r.Expr, threshold) {
+				t.Errorf("WebhookOperatorWebhookLatencyNearTimeout's expr does not hold %q: %s", threshold, r.Expr)
+			}
+		}
+	})
+
 	t.Run("promtool test rules", func(t *testing.T) {
 		if out, err := runPromtool(t, "test", "rules", writeRuleTests(t, t.TempDir(), spec)); err != nil {
 			t.Errorf("promtool test rules: %v\n%s", err, out)
@@ -186,9 +206,11 @@ func TestAlerts(t *testing.T) {
 	}{
 		{alert: "WebhookOperatorWebhookErrors", field: "expr", from: "> 0.05", to: "> 0.2"},
 		{alert: "WebhookOperatorWebhookCallsFailing", field: "expr", from: `error_type="calling_webhook_error"`, to: `error_type=~".+"`},
+		{alert: "WebhookOperatorWebhookFailingOpen", field: "expr", from: "> 0", to: "> 1"},
+		{alert: "WebhookOperatorWebhookFailingOpen", field: "expr", from: "offset 10m", to: "offset 1m"},
 		{alert: "WebhookOperatorWebhookLatencyNearTimeout", field: "expr", from: "> 0.8", to: "> 0.9"},
 		{alert: "WebhookOperatorWebhookLatencyNearTimeout", field: "expr", from: "> 0.8", to: "> 0.7"},
-		{alert: "WebhookOperatorReplicasNotReady", field: "expr", from: "< 2", to: "< 1"},
+		{alert: "WebhookOperatorReplicasNotReady", field: "expr", from: "<", to: "<="},
 		{alert: "WebhookOperatorReplicasNotReady", field: "for", from: "10m", to: "5m"},
 		{alert: "WebhookOperatorDown", field: "expr", from: "== 1)", to: ")"},
 		{alert: "WebhookOperatorReconcileErrors", field: "for", from: "15m", to: "10m"},

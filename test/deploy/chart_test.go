@@ -127,8 +127,8 @@ func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 // object enabled in self-signed mode.
 func TestChartIsLintClean(t *testing.T) {
 	chart := filepath.Join(moduleRoot(t), "dist", "chart")
-	for _, set := range [][]string{nil, {"--set", "certificates.mode=self-signed,serviceMonitor.enabled=true,prometheusRule.enabled=true," +
-		"grafanaDashboard.enabled=true,networkPolicy.enabled=true"}} {
+	for _, set := range [][]string{nil, {"--set", "serviceMonitor.enabled=true,prometheusRule.enabled=true,grafanaDashboard.enabled=true,networkPolicy.enabled=true"},
+		{"--set", "certificates.mode=self-signed,prometheusRule.enabled=true,grafanaDashboard.enabled=true,networkPolicy.enabled=true"}} {
 		out, err := runHelm(t, append([]string{"lint", "--strict", chart}, set...)...)
 		if err != nil {
 			t.Errorf("%v\n%s", err, out)
@@ -242,6 +242,45 @@ func TestChartValues(t *testing.T) {
 		if len(mutating.Webhooks) == 0 || len(validating.Webhooks) == 0 {
 			t.Error("no webhooks rendered")
 		}
+
+		// The latency alert warns at 80% of the timeout.
+		rule := string(helmTemplate(t, fixtures.Namespace, "webhook.timeoutSeconds=5", "prometheusRule.enabled=true").ofKind("PrometheusRule")[0].raw)
+		if !strings.Contains(rule, "[5m])))\n          > 4\n") || strings.Contains(rule, " > 0.8") {
+			t.Errorf("the latency alert does not warn at 4 s, 80%% of timeoutSeconds 5:\n%s", rule)
+		}
+	})
+
+	t.Run("labels and annotations given twice are rendered once, the chart's and the object's own first", func(t *testing.T) {
+		// parseManifests refuses a document with a key twice.
+		m := helmTemplate(t, fixtures.Namespace, "commonLabels.grafana_dashboard=no", "commonLabels.team=common", "podLabels.team=pod",
+			"podAnnotations.kubectl\\.kubernetes\\.io/default-container=other", "grafanaDashboard.enabled=true", "serviceMonitor.enabled=true",
+			"serviceMonitor.labels.team=monitor")
+		if got := m.get(t, "ConfigMap", "webhook-operator-grafana-dashboard").GetLabels()["grafana_dashboard"]; got != "1" {
+			t.Errorf("the dashboard's label grafana_dashboard=%q, want its own 1", got)
+		}
+		if got := m.get(t, "ServiceMonitor", namePrefix+"controller-manager-metrics-monitor").GetLabels()["team"]; got != "monitor" {
+			t.Errorf("the ServiceMonitor's label team=%q, want its own", got)
+		}
+		mgr := getManager(t, m)
+		if mgr.Spec.Template.Labels["team"] != "pod" || mgr.Spec.Template.Annotations["kubectl.kubernetes.io/default-container"] != "manager" {
+			t.Errorf("pod labels %v, annotations %v", mgr.Spec.Template.Labels, mgr.Spec.Template.Annotations)
+		}
+	})
+
+	t.Run("a topology spread constraint's own label selector is kept", func(t *testing.T) {
+		mgr := getManager(t, helmTemplate(t, fixtures.Namespace, "topologySpreadConstraints[0].maxSkew=2",
+			"topologySpreadConstraints[0].topologyKey=zone", "topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+			"topologySpreadConstraints[0].labelSelector.matchLabels.tier=webhooks"))
+		spread := mgr.pod.TopologySpreadConstraints
+		if len(spread) != 1 || spread[0].LabelSelector == nil || !maps.Equal(spread[0].LabelSelector.MatchLabels, map[string]string{"tier": "webhooks"}) {
+			t.Errorf("topologySpreadConstraints %+v; want the given label selector alone", spread)
+		}
+	})
+
+	t.Run("resources: null leaves the manager without requests and limits", func(t *testing.T) {
+		if got := getManager(t, helmTemplate(t, fixtures.Namespace, "resources=null")).manager.Resources; len(got.Limits)+len(got.Requests) != 0 {
+			t.Errorf("resources %+v", got)
+		}
 	})
 
 	t.Run("common labels and annotations on every object", func(t *testing.T) {
@@ -287,8 +326,26 @@ func TestChartValues(t *testing.T) {
 }
 
 // TestChartRefusesBadValues: a value of the wrong type or out of range fails helm install before
-// anything is applied, and the error names every one.
+// anything is applied, and the error names every one; so do combinations that cannot work.
 func TestChartRefusesBadValues(t *testing.T) {
+	for _, tc := range []struct {
+		set  []string
+		want string
+	}{
+		{[]string{"replicaCount=1"}, "podDisruptionBudget.minAvailable (1) must be below replicaCount (1)"},
+		{[]string{"replicaCount=3", "podDisruptionBudget.minAvailable=3"}, "podDisruptionBudget.minAvailable (3) must be below replicaCount (3)"},
+		{[]string{"certificates.mode=self-signed", "serviceMonitor.enabled=true"}, "serviceMonitor.enabled needs certificates.mode=cert-manager"},
+		{[]string{"commonLabels.control-plane=x", "commonLabels.team=ops", "podLabels.app\\.kubernetes\\.io/name=x"},
+			"commonLabels.control-plane, podLabels.app.kubernetes.io/name: the chart sets these labels itself"},
+	} {
+		if _, err := runHelmTemplate(t, fixtures.Namespace, tc.set...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v; want %q", tc.set, err, tc.want)
+		}
+	}
+	if _, err := runHelmTemplate(t, fixtures.Namespace, "replicaCount=1", "podDisruptionBudget.enabled=false"); err != nil {
+		t.Errorf("one replica without a PodDisruptionBudget: %v", err)
+	}
+
 	_, err := runHelmTemplate(t, fixtures.Namespace, "certificates.mode=vault", "webhook.failurePolicy=Never", "webhook.timeoutSeconds=31",
 		"replicaCount=0", "image.digest=latest", "allowedRegistries={a,b c}", "extraArgs={leader-elect}", "bogus=1")
 	if err == nil {

@@ -152,6 +152,20 @@ func TestRelease(t *testing.T) {
 		}
 	})
 
+	t.Run("the same commit releases the same bytes", func(t *testing.T) {
+		again := filepath.Join(t.TempDir(), "release")
+		if out, err := runMake(t, "release", "VERSION="+releaseVersion, "RELEASE_DIR="+again); err != nil {
+			t.Fatalf("make release, again: %v\n%s", err, out)
+		}
+		for _, file := range []string{"checksums.txt", "images/webhook-operator/index.json", "images/welcome-web/index.json"} {
+			first, err1 := os.ReadFile(filepath.Join(dir, file))
+			second, err2 := os.ReadFile(filepath.Join(again, file))
+			if err1 != nil || err2 != nil || !bytes.Equal(first, second) {
+				t.Errorf("%s differs between two releases of one commit (%v, %v):\n%s\n%s", file, err1, err2, first, second)
+			}
+		}
+	})
+
 	t.Run("checksums.txt holds the sha256 of every file", func(t *testing.T) {
 		f, err := os.Open(filepath.Join(dir, "checksums.txt"))
 		if err != nil {
@@ -201,6 +215,25 @@ func TestReleaseRefusesABadVersion(t *testing.T) {
 	}
 }
 
+// TestReleaseKeepsTheChart: make release refuses to write into a directory that holds the chart,
+// which it would delete first (here a copy of dist/, with CHART_DIR pointed at it).
+func TestReleaseKeepsTheChart(t *testing.T) {
+	dist := filepath.Join(t.TempDir(), "dist")
+	chart := filepath.Join(dist, "chart")
+	if err := os.CopyFS(chart, os.DirFS(filepath.Join(moduleRoot(t), "dist", "chart"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{dist, filepath.Dir(dist)} {
+		out, err := runMake(t, "release", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "CHART_DIR="+chart)
+		if err == nil || !strings.Contains(out, "which make release would delete") {
+			t.Errorf("make release RELEASE_DIR=%s: %v\n%s", dir, err, out)
+		}
+		if _, err := os.Stat(filepath.Join(chart, "Chart.yaml")); err != nil {
+			t.Fatalf("make release RELEASE_DIR=%s deleted the chart: %v", dir, err)
+		}
+	}
+}
+
 // layoutDigest is the digest of the image index an OCI image layout holds.
 func layoutDigest(t *testing.T, layout string) string {
 	t.Helper()
@@ -226,10 +259,14 @@ func checkReleasedImages(t *testing.T, source string, m manifests, managerImage,
 	if mgr.manager.Image != managerImage {
 		t.Errorf("%s: the manager's image %q, want %q", source, mgr.manager.Image, managerImage)
 	}
+	var welcome []string
 	for _, env := range mgr.manager.Env {
-		if env.Name == operator.EnvWelcomeImage && env.Value != welcomeImage {
-			t.Errorf("%s: %s=%q, want %q", source, env.Name, env.Value, welcomeImage)
+		if env.Name == operator.EnvWelcomeImage {
+			welcome = append(welcome, env.Value)
 		}
+	}
+	if !slices.Equal(welcome, []string{welcomeImage}) {
+		t.Errorf("%s: the manager's %s %q, want %q", source, operator.EnvWelcomeImage, welcome, welcomeImage)
 	}
 }
 

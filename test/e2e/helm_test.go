@@ -48,11 +48,13 @@ func helm(ctx context.Context, args ...string) (string, error) {
 	return string(out), err
 }
 
+// thisChart is the chart of this tree.
+func thisChart() string { return filepath.Join(cfg.root, "dist", "chart") }
+
 // chartValues are the --set flags that run the images the suite built, as make deploy's IMG,
 // WELCOME_IMG and MEMCACHED_IMG do, and then values.
 func chartValues(values ...string) []string {
-	repository, tag, found := strings.Cut(cfg.image, ":")
-	Expect(found).To(BeTrue(), "IMG %q has no tag", cfg.image)
+	repository, tag := splitImage(cfg.image)
 	args := []string{"--set", "image.repository=" + repository, "--set", "image.tag=" + tag,
 		"--set", "operands.welcomeImage=" + cfg.welcome, "--set", "operands.memcachedImage=" + cfg.memcached}
 	for _, v := range values {
@@ -61,10 +63,17 @@ func chartValues(values ...string) []string {
 	return args
 }
 
+// splitImage splits an image reference name:tag at its last colon (a registry may have a port).
+func splitImage(image string) (repository, tag string) {
+	i := strings.LastIndex(image, ":")
+	ExpectWithOffset(1, i).To(BeNumerically(">", strings.LastIndex(image, "/")), "image %q has no tag", image)
+	return image[:i], image[i+1:]
+}
+
 // helmInstall creates the operator's namespace as docs/install.md says (restricted), installs
-// the chart with values and waits for it to be ready; the spec's end uninstalls it if it is still
+// chart with values and waits for it to be ready; the spec's end uninstalls it if it is still
 // there and deletes what uninstall leaves.
-func helmInstall(ctx context.Context, values ...string) {
+func helmInstall(ctx context.Context, chart string, values ...string) {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fixtures.Namespace, Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
 	}}}
@@ -79,7 +88,7 @@ func helmInstall(ctx context.Context, values ...string) {
 	}, NodeTimeout(5*time.Minute))
 
 	start := time.Now()
-	args := append([]string{"install", release, filepath.Join(cfg.root, "dist", "chart"), "--namespace", fixtures.Namespace,
+	args := append([]string{"install", release, chart, "--namespace", fixtures.Namespace,
 		"--wait", "--timeout", "3m"}, chartValues(values...)...)
 	out, err := helm(ctx, args...)
 	Expect(err).NotTo(HaveOccurred(), "helm install:\n%s", out)
@@ -200,7 +209,7 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 
 	BeforeAll(func(ctx SpecContext) {
 		rec = recordManagers("managers-helm")
-		helmInstall(ctx)
+		helmInstall(ctx, thisChart())
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 		Expect(k8s.Create(ctx, ns)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed()) })
@@ -240,7 +249,7 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 		before := managerPods(ctx, Default)
 
 		start := time.Now()
-		args := append([]string{"upgrade", release, filepath.Join(cfg.root, "dist", "chart"), "--namespace", fixtures.Namespace,
+		args := append([]string{"upgrade", release, thisChart(), "--namespace", fixtures.Namespace,
 			"--wait", "--timeout", "4m"}, chartValues("replicaCount=3", "webhook.timeoutSeconds=2", "podAnnotations.e2e/upgraded=v2")...)
 		out, err := helm(ctx, args...)
 		Expect(err).NotTo(HaveOccurred(), "helm upgrade:\n%s", out)
@@ -282,7 +291,7 @@ var _ = Describe("The operator installed with Helm in self-signed mode (helm ins
 
 	BeforeAll(func(ctx SpecContext) {
 		rec = recordManagers("managers-helm-self-signed")
-		helmInstall(ctx, "certificates.mode=self-signed")
+		helmInstall(ctx, thisChart(), "certificates.mode=self-signed")
 	}, NodeTimeout(5*time.Minute))
 
 	AfterEach(func() {

@@ -74,6 +74,8 @@ type settings struct {
 type previousVersion struct {
 	tree, image, commit string
 	controllerGen       string // the pinned controller-gen, which that tree's make deploy runs too
+	// The first earlier commit with a chart, and its manager's image, for the helm upgrade spec.
+	chartTree, chartImage, chartCommit string
 }
 
 func readSettings() settings {
@@ -104,6 +106,9 @@ func readSettings() settings {
 		image:         get("E2E_PREVIOUS_IMG"),
 		commit:        get("E2E_PREVIOUS_COMMIT"),
 		controllerGen: get("E2E_CONTROLLER_GEN"),
+		chartTree:     get("E2E_PREVIOUS_CHART_TREE"),
+		chartImage:    get("E2E_PREVIOUS_CHART_IMG"),
+		chartCommit:   get("E2E_PREVIOUS_CHART_COMMIT"),
 	}
 	nodeBin := get("E2E_NODE_BIN")
 	s.binaries = cluster.Binaries{

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -23,6 +24,7 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
 // makePrevious runs `make <target>` in the tree of the previous version (E2E_PREVIOUS_TREE, a
@@ -77,6 +79,95 @@ func observeUpgradeState(ctx context.Context, g Gomega, namespace string, object
 	return state
 }
 
+// createEveryKind creates an AdmissionPolicy and a Welcome, a Memcached and a DeployObject in
+// namespace, and waits until each has rolled out.
+func createEveryKind(ctx context.Context, namespace string) []client.Object {
+	objects := []client.Object{
+		&policyv1alpha1.AdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
+			Spec: policyv1alpha1.AdmissionPolicySpec{
+				AllowedRegistries: []string{strings.SplitN(cfg.echo, "/", 2)[0]},
+				Rules:             []policyv1alpha1.RulePolicy{{ID: "welcome.email.format", Action: policyv1alpha1.Warn}},
+			},
+		},
+		&authv1alpha1.Welcome{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "welcome"},
+			Spec:       authv1alpha1.WelcomeSpec{Name: "Ada", Email: "not-an-email"},
+		},
+		&cachev1alpha1.Memcached{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "memcached"},
+			Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)},
+		},
+		&appv1.DeployObject{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "echo"},
+			Spec: appv1.DeployObjectSpec{
+				Image:    cfg.echo + ":v1",
+				Replicas: ptr.To[int32](2),
+				Ports:    []corev1.ServicePort{{Name: "http", Port: 8080}},
+				Env:      []corev1.EnvVar{{Name: "LISTEN", Value: "8080"}},
+			},
+		},
+	}
+	for _, obj := range objects {
+		ExpectWithOffset(1, k8s.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
+	}
+	waitEveryKindAvailable(ctx, objects)
+	return objects
+}
+
+func waitEveryKindAvailable(ctx context.Context, objects []client.Object) {
+	for _, kind := range []string{"Welcome", "Memcached", "DeployObject"} {
+		for _, obj := range objects {
+			if strings.HasSuffix(fmt.Sprintf("%T", obj), "."+kind) {
+				waitAvailable(ctx, kind, obj)
+			}
+		}
+	}
+}
+
+// deleteObjects deletes the objects, then their namespace.
+func deleteObjects(ctx context.Context, namespace string, objects []client.Object) {
+	for _, obj := range objects {
+		ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
+	}
+	ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}))).To(Succeed())
+}
+
+// expectManagersRun waits until every replica of the manager runs image and is ready.
+func expectManagersRun(ctx context.Context, image string, timeout time.Duration) []corev1.Pod {
+	var managers []corev1.Pod
+	EventuallyWithOffset(1, func(g Gomega) {
+		managers = expectManagerReady(ctx, g)
+		for _, pod := range managers {
+			g.Expect(pod.Spec.Containers[0].Image).To(Equal(image), "pod %s", pod.Name)
+		}
+	}).WithContext(ctx).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
+	return managers
+}
+
+// expectUpgradedInPlace: once every replica runs this tree's manager, a new leader holds the
+// Lease and has reconciled every object, and for a while nothing of before has changed; every
+// object is still available, and the admission load saw no failure.
+func expectUpgradedInPlace(ctx context.Context, namespace string, objects []client.Object, before upgradeState,
+	previousLeader string, load *admissionLoad, what string, start time.Time,
+) {
+	managers := expectManagersRun(ctx, cfg.image, 3*time.Minute)
+	AddReportEntry(what+": to every replica of this tree ready", time.Since(start).Round(time.Millisecond).String())
+	// The new leader lists every object and reconciles it once it holds the Lease; what it would
+	// change, it changes within seconds of that.
+	ExpectWithOffset(1, liveLeader(ctx, managers)).NotTo(Equal(previousLeader))
+	ConsistentlyWithOffset(1, func(g Gomega) upgradeState { return observeUpgradeState(ctx, g, namespace, objects) }).
+		WithContext(ctx).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Equal(before),
+		"custom resources, children and operand pods after the upgrade (uids; a Deployment's generation changes with its pod template)")
+	waitEveryKindAvailable(ctx, objects)
+
+	served := load.answered.Load()
+	EventuallyWithOffset(1, load.answered.Load).WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", served+20),
+		"admission keeps answering after the upgrade")
+	ExpectWithOffset(1, load.stop()).To(BeEmpty(), "failed admission requests during the upgrade")
+	AddReportEntry(what+": admission requests answered", load.answered.Load())
+}
+
 var _ = Describe("An upgrade from the previous version (make deploy of an earlier commit, then of this tree)", Ordered, func() {
 	const namespace = "e2e-upgrade"
 	var (
@@ -95,60 +186,14 @@ var _ = Describe("An upgrade from the previous version (make deploy of an earlie
 			out, err := makeTarget(ctx, "undeploy", "ignore-not-found=true")
 			Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
 		}, NodeTimeout(5*time.Minute))
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
-		Expect(k8s.Create(ctx, ns)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			for _, obj := range objects {
-				Expect(client.IgnoreNotFound(k8s.Delete(ctx, obj))).To(Succeed())
-			}
-			Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())
-		})
+		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { deleteObjects(ctx, namespace, objects) })
 	}, NodeTimeout(5*time.Minute))
 
 	It("runs the previous version, with an object of every kind rolled out", func(ctx SpecContext) {
-		Eventually(func(g Gomega) {
-			for _, pod := range expectManagerReady(ctx, g) {
-				g.Expect(pod.Spec.Containers[0].Image).To(Equal(cfg.previous.image))
-			}
-			expectAdmissionServed(ctx, g, namespace)
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
-
-		objects = []client.Object{
-			&policyv1alpha1.AdmissionPolicy{
-				ObjectMeta: metav1.ObjectMeta{Name: "cluster"},
-				Spec: policyv1alpha1.AdmissionPolicySpec{
-					AllowedRegistries: []string{strings.SplitN(cfg.echo, "/", 2)[0]},
-					Rules:             []policyv1alpha1.RulePolicy{{ID: "welcome.email.format", Action: policyv1alpha1.Warn}},
-				},
-			},
-			&authv1alpha1.Welcome{
-				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "welcome"},
-				Spec:       authv1alpha1.WelcomeSpec{Name: "Ada", Email: "not-an-email"},
-			},
-			&cachev1alpha1.Memcached{
-				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "memcached"},
-				Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)},
-			},
-			&appv1.DeployObject{
-				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "echo"},
-				Spec: appv1.DeployObjectSpec{
-					Image:    cfg.echo + ":v1",
-					Replicas: ptr.To[int32](2),
-					Ports:    []corev1.ServicePort{{Name: "http", Port: 8080}},
-					Env:      []corev1.EnvVar{{Name: "LISTEN", Value: "8080"}},
-				},
-			},
-		}
-		for _, obj := range objects {
-			Expect(k8s.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
-		}
-		for _, kind := range []string{"Welcome", "Memcached", "DeployObject"} {
-			for _, obj := range objects {
-				if strings.HasSuffix(fmt.Sprintf("%T", obj), "."+kind) {
-					waitAvailable(ctx, kind, obj)
-				}
-			}
-		}
+		expectManagersRun(ctx, cfg.previous.image, 2*time.Minute)
+		Eventually(func(g Gomega) { expectAdmissionServed(ctx, g, namespace) }).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		objects = createEveryKind(ctx, namespace)
 		before = observeUpgradeState(ctx, Default, namespace, objects)
 	}, SpecTimeout(5*time.Minute))
 
@@ -160,35 +205,44 @@ var _ = Describe("An upgrade from the previous version (make deploy of an earlie
 		start := time.Now()
 		out, err := makeTarget(ctx, "deploy")
 		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
-		var managers []corev1.Pod
-		Eventually(func(g Gomega) {
-			managers = expectManagerReady(ctx, g)
-			for _, pod := range managers {
-				g.Expect(pod.Spec.Containers[0].Image).To(Equal(cfg.image), "pod %s", pod.Name)
-			}
-		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-		AddReportEntry("upgrade: make deploy to every replica of this tree ready", time.Since(start).Round(time.Millisecond).String())
+		expectUpgradedInPlace(ctx, namespace, objects, before, previousLeader, load, "upgrade with make deploy", start)
+		Expect(rec.exits()).To(BeEmpty(), "manager containers exited on their own")
+	}, SpecTimeout(8*time.Minute))
+})
 
-		// The new leader has listed every object and reconciled it once it holds the Lease; what
-		// it would change, it changes within seconds of that.
-		newLeader := liveLeader(ctx, managers)
-		Expect(newLeader).NotTo(Equal(previousLeader))
-		Consistently(func(g Gomega) upgradeState { return observeUpgradeState(ctx, g, namespace, objects) }).
-			WithContext(ctx).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Equal(before),
-			"custom resources, children and operand pods after the upgrade (uids; a Deployment's generation changes with its pod template)")
-		for _, kind := range []string{"Welcome", "Memcached", "DeployObject"} {
-			for _, obj := range objects {
-				if strings.HasSuffix(fmt.Sprintf("%T", obj), "."+kind) {
-					waitAvailable(ctx, kind, obj)
-				}
-			}
-		}
+var _ = Describe("A helm upgrade from the previous chart (helm install of an earlier commit's chart, then helm upgrade to this tree's)", Ordered, func() {
+	const namespace = "e2e-helm-upgrade"
+	var (
+		objects []client.Object
+		before  upgradeState
+		rec     *podRecorder
+	)
 
-		served := load.answered.Load()
-		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", served+20),
-			"admission keeps answering after the upgrade")
-		Expect(load.stop()).To(BeEmpty(), "failed admission requests during the upgrade")
-		AddReportEntry("upgrade: admission requests answered", load.answered.Load())
+	BeforeAll(func(ctx SpecContext) {
+		rec = recordManagers("managers-helm-upgrade")
+		repository, tag := splitImage(cfg.previous.chartImage)
+		helmInstall(ctx, filepath.Join(cfg.previous.chartTree, "dist", "chart"), "image.repository="+repository, "image.tag="+tag)
+		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { deleteObjects(ctx, namespace, objects) })
+	}, NodeTimeout(5*time.Minute))
+
+	It("runs the previous chart, with an object of every kind rolled out", func(ctx SpecContext) {
+		expectManagersRun(ctx, cfg.previous.chartImage, 2*time.Minute)
+		Eventually(func(g Gomega) { expectAdmissionServed(ctx, g, namespace) }).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		objects = createEveryKind(ctx, namespace)
+		before = observeUpgradeState(ctx, Default, namespace, objects)
+	}, SpecTimeout(5*time.Minute))
+
+	It("helm upgrades to this tree's chart under admission load: no request fails, no object is lost, no child recreated, no operand rolled", func(ctx SpecContext) {
+		load := startAdmissionLoad(ctx, namespace, nil)
+		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
+		previousLeader, _ := leaseHolder(ctx, Default)
+
+		start := time.Now()
+		out, err := helm(ctx, append([]string{"upgrade", release, thisChart(), "--namespace", fixtures.Namespace, "--wait", "--timeout", "4m"},
+			chartValues()...)...)
+		Expect(err).NotTo(HaveOccurred(), "helm upgrade:\n%s", out)
+		expectUpgradedInPlace(ctx, namespace, objects, before, previousLeader, load, "helm upgrade from the previous chart", start)
 		Expect(rec.exits()).To(BeEmpty(), "manager containers exited on their own")
 	}, SpecTimeout(8*time.Minute))
 })

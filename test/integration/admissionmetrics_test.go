@@ -62,8 +62,10 @@ var managerMetric = regexp.MustCompile(`^(?:webhook_operator|controller_runtime|
 var notServedByTheManager = map[string]bool{
 	"up":                                    true,
 	"kube_deployment_status_replicas_ready": true,
+	"kube_deployment_spec_replicas":         true,
 	"apiserver_admission_webhook_rejection_count": true,
 	"apiserver_admission_webhook_request_total":   true,
+	"apiserver_admission_webhook_fail_open_count": true,
 }
 
 var _ = Describe("The admission metrics", func() {

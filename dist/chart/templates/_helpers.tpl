@@ -11,17 +11,23 @@ The namespace of every namespaced object.
 {{- end }}
 
 {{/*
-The labels of every object: config/default's, Helm's, then commonLabels.
+The labels the chart gives every object; webhook-operator.checkLabels keeps the other label
+values from naming them.
 */}}
-{{- define "webhook-operator.labels" -}}
+{{- define "webhook-operator.chartLabels" -}}
 app.kubernetes.io/name: webhook-operator
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
-{{- with .Values.commonLabels }}
-{{ toYaml . }}
 {{- end }}
+
+{{/*
+The labels of an object, as one map: the chart's, then the object's own (.labels), then
+commonLabels, each key once, the first to name it winning.
+*/}}
+{{- define "webhook-operator.labels" -}}
+{{- toYaml (merge (dict) (include "webhook-operator.chartLabels" .root | fromYaml) (.labels | default dict) (.root.Values.commonLabels | default dict)) }}
 {{- end }}
 
 {{/*
@@ -33,14 +39,11 @@ control-plane: controller-manager
 {{- end }}
 
 {{/*
-metadata.labels and metadata.annotations of an object; extra labels in .labels (a dict).
+metadata.labels and metadata.annotations of an object; its own labels in .labels (a dict).
 */}}
 {{- define "webhook-operator.metadata" -}}
 labels:
-  {{- include "webhook-operator.labels" .root | nindent 2 }}
-  {{- with .labels }}
-  {{- toYaml . | nindent 2 }}
-  {{- end }}
+  {{- include "webhook-operator.labels" . | nindent 2 }}
 {{- with .root.Values.commonAnnotations }}
 annotations:
   {{- toYaml . | nindent 2 }}
@@ -85,9 +88,27 @@ the name prefixed (when .prefix), in the release's namespace when it has one (co
 {{- if $meta.namespace }}
 {{- $_ := set $meta "namespace" (include "webhook-operator.namespace" $root) }}
 {{- end }}
-{{- $_ := set $meta "labels" (merge (dict) (include "webhook-operator.labels" $root | fromYaml) ($meta.labels | default dict)) }}
+{{- $_ := set $meta "labels" (include "webhook-operator.labels" (dict "root" $root "labels" $meta.labels) | fromYaml) }}
 {{- with merge (dict) ($root.Values.commonAnnotations | default dict) ($meta.annotations | default dict) (.annotations | default dict) }}
 {{- $_ := set $meta "annotations" . }}
 {{- end }}
 {{- toYaml $obj }}
+{{- end }}
+
+{{/*
+checkLabels fails the release when commonLabels or podLabels name a label the chart sets itself,
+listing each: the chart's would win, and a pod label that changed the selector's would leave the
+Services selecting nothing.
+*/}}
+{{- define "webhook-operator.checkLabels" -}}
+{{- $reserved := merge (include "webhook-operator.chartLabels" . | fromYaml) (include "webhook-operator.selectorLabels" . | fromYaml) -}}
+{{- $bad := list -}}
+{{- range $value := list "commonLabels" "podLabels" }}
+{{- range $key, $_ := index $.Values $value }}
+{{- if hasKey $reserved $key }}{{ $bad = append $bad (printf "%s.%s" $value $key) }}{{ end }}
+{{- end }}
+{{- end }}
+{{- with $bad }}
+{{- fail (printf "%s: the chart sets these labels itself" (join ", " .)) }}
+{{- end }}
 {{- end }}
