@@ -193,8 +193,14 @@ func kubectlPlugin(ctx context.Context, args ...string) (string, string, error) 
 // makeTarget runs `make <target> [variables]` in the repository as a user would, with the
 // cluster's kubeconfig and the pinned kustomize and the built kubectl.
 func makeTarget(ctx context.Context, target string, variables ...string) (string, error) {
-	args := append([]string{"--no-print-directory", "-C", cfg.root, target,
-		"IMG=" + cfg.image, "WELCOME_IMG=" + cfg.welcome, "MEMCACHED_IMG=" + cfg.memcached,
+	return makeIn(ctx, cfg.root, target, append([]string{"IMG=" + cfg.image}, variables...)...)
+}
+
+// makeIn runs `make <target> [variables]` in the tree dir as a user would: with the cluster's
+// kubeconfig, the pinned kustomize, the built kubectl and the operand images the suite built.
+func makeIn(ctx context.Context, dir, target string, variables ...string) (string, error) {
+	args := append([]string{"--no-print-directory", "-C", dir, target,
+		"WELCOME_IMG=" + cfg.welcome, "MEMCACHED_IMG=" + cfg.memcached,
 		"KUSTOMIZE=" + cfg.kustomize, "KUBECTL=" + filepath.Join(cfg.assets, "kubectl")}, variables...)
 	cmd := exec.CommandContext(ctx, "make", args...)
 	// A user's shell has no make variables of an outer make.

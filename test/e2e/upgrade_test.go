@@ -5,11 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -30,23 +27,8 @@ import (
 // makePrevious runs `make <target>` in the tree of the previous version (E2E_PREVIOUS_TREE, a
 // fixed earlier commit of this repository), with its own Makefile and config/, as a user of that
 // version would, running its manager image and today's operand images.
-func makePrevious(ctx context.Context, target string, variables ...string) (string, error) {
-	args := append([]string{"--no-print-directory", "-C", cfg.previous.tree, target,
-		"IMG=" + cfg.previous.image, "WELCOME_IMG=" + cfg.welcome, "MEMCACHED_IMG=" + cfg.memcached,
-		"KUSTOMIZE=" + cfg.kustomize, "KUBECTL=" + cfg.assets + "/kubectl", "CONTROLLER_GEN=" + cfg.previous.controllerGen}, variables...)
-	cmd := exec.CommandContext(ctx, "make", args...)
-	var env []string
-	for _, e := range os.Environ() {
-		if !strings.HasPrefix(e, "MAKEFLAGS=") && !strings.HasPrefix(e, "MAKELEVEL=") && !strings.HasPrefix(e, "MFLAGS=") {
-			env = append(env, e)
-		}
-	}
-	cmd.Env = append(env, "KUBECONFIG="+kube.Kubeconfig)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 10 * time.Second
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+func makePrevious(ctx context.Context, target string) (string, error) {
+	return makeIn(ctx, cfg.previous.tree, target, "IMG="+cfg.previous.image, "CONTROLLER_GEN="+cfg.previous.controllerGen)
 }
 
 // upgradeState is what must survive an upgrade: each custom resource and each child's uid, and
@@ -168,16 +150,48 @@ func expectUpgradedInPlace(ctx context.Context, namespace string, objects []clie
 	AddReportEntry(what+": admission requests answered", load.answered.Load())
 }
 
-var _ = Describe("An upgrade from the previous version (make deploy of an earlier commit, then of this tree)", Ordered, func() {
-	const namespace = "e2e-upgrade"
-	var (
-		objects []client.Object
-		before  upgradeState
-		rec     *podRecorder
-	)
+// describeUpgrade declares the specs of an upgrade: install installs the previous version, whose
+// manager runs previousImage() (the suite's settings are read once the tree of specs is built); an object of every kind rolls out under it; then upgrade installs this
+// tree's over it, under admission load.
+func describeUpgrade(text, namespace string, previousImage func() string, install func(ctx SpecContext), upgrade func(ctx SpecContext) (string, error)) bool {
+	return Describe(text, Ordered, func() {
+		var (
+			objects []client.Object
+			before  upgradeState
+			rec     *podRecorder
+		)
 
-	BeforeAll(func(ctx SpecContext) {
-		rec = recordManagers("managers-upgrade")
+		BeforeAll(func(ctx SpecContext) {
+			rec = recordManagers("managers-" + namespace)
+			install(ctx)
+			Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { deleteObjects(ctx, namespace, objects) })
+		}, NodeTimeout(5*time.Minute))
+
+		It("runs the previous version, with an object of every kind rolled out", func(ctx SpecContext) {
+			expectManagersRun(ctx, previousImage(), 2*time.Minute)
+			Eventually(func(g Gomega) { expectAdmissionServed(ctx, g, namespace) }).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+			objects = createEveryKind(ctx, namespace)
+			before = observeUpgradeState(ctx, Default, namespace, objects)
+		}, SpecTimeout(5*time.Minute))
+
+		It("upgrades to this tree under admission load: no request fails, no object is lost, no child recreated, no operand rolled", func(ctx SpecContext) {
+			load := startAdmissionLoad(ctx, namespace, nil)
+			Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
+			previousLeader, _ := leaseHolder(ctx, Default)
+
+			start := time.Now()
+			out, err := upgrade(ctx)
+			Expect(err).NotTo(HaveOccurred(), "the upgrade:\n%s", out)
+			expectUpgradedInPlace(ctx, namespace, objects, before, previousLeader, load, namespace, start)
+			Expect(rec.exits()).To(BeEmpty(), "manager containers exited on their own")
+		}, SpecTimeout(8*time.Minute))
+	})
+}
+
+var _ = describeUpgrade("An upgrade from the previous version (make deploy of an earlier commit, then of this tree)",
+	"e2e-upgrade", func() string { return cfg.previous.image },
+	func(ctx SpecContext) {
 		start := time.Now()
 		out, err := makePrevious(ctx, "deploy")
 		Expect(err).NotTo(HaveOccurred(), "make deploy of %s:\n%s", cfg.previous.commit, out)
@@ -186,63 +200,16 @@ var _ = Describe("An upgrade from the previous version (make deploy of an earlie
 			out, err := makeTarget(ctx, "undeploy", "ignore-not-found=true")
 			Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
 		}, NodeTimeout(5*time.Minute))
-		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { deleteObjects(ctx, namespace, objects) })
-	}, NodeTimeout(5*time.Minute))
+	},
+	func(ctx SpecContext) (string, error) { return makeTarget(ctx, "deploy") })
 
-	It("runs the previous version, with an object of every kind rolled out", func(ctx SpecContext) {
-		expectManagersRun(ctx, cfg.previous.image, 2*time.Minute)
-		Eventually(func(g Gomega) { expectAdmissionServed(ctx, g, namespace) }).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
-		objects = createEveryKind(ctx, namespace)
-		before = observeUpgradeState(ctx, Default, namespace, objects)
-	}, SpecTimeout(5*time.Minute))
-
-	It("upgrades to this tree under admission load: no request fails, no object is lost, no child recreated, no operand rolled", func(ctx SpecContext) {
-		load := startAdmissionLoad(ctx, namespace, nil)
-		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
-		previousLeader, _ := leaseHolder(ctx, Default)
-
-		start := time.Now()
-		out, err := makeTarget(ctx, "deploy")
-		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
-		expectUpgradedInPlace(ctx, namespace, objects, before, previousLeader, load, "upgrade with make deploy", start)
-		Expect(rec.exits()).To(BeEmpty(), "manager containers exited on their own")
-	}, SpecTimeout(8*time.Minute))
-})
-
-var _ = Describe("A helm upgrade from the previous chart (helm install of an earlier commit's chart, then helm upgrade to this tree's)", Ordered, func() {
-	const namespace = "e2e-helm-upgrade"
-	var (
-		objects []client.Object
-		before  upgradeState
-		rec     *podRecorder
-	)
-
-	BeforeAll(func(ctx SpecContext) {
-		rec = recordManagers("managers-helm-upgrade")
+var _ = describeUpgrade("A helm upgrade from the previous chart (helm install of an earlier commit's chart, then helm upgrade to this tree's)",
+	"e2e-helm-upgrade", func() string { return cfg.previous.chartImage },
+	func(ctx SpecContext) {
 		repository, tag := splitImage(cfg.previous.chartImage)
 		helmInstall(ctx, filepath.Join(cfg.previous.chartTree, "dist", "chart"), "image.repository="+repository, "image.tag="+tag)
-		Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}})).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { deleteObjects(ctx, namespace, objects) })
-	}, NodeTimeout(5*time.Minute))
-
-	It("runs the previous chart, with an object of every kind rolled out", func(ctx SpecContext) {
-		expectManagersRun(ctx, cfg.previous.chartImage, 2*time.Minute)
-		Eventually(func(g Gomega) { expectAdmissionServed(ctx, g, namespace) }).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
-		objects = createEveryKind(ctx, namespace)
-		before = observeUpgradeState(ctx, Default, namespace, objects)
-	}, SpecTimeout(5*time.Minute))
-
-	It("helm upgrades to this tree's chart under admission load: no request fails, no object is lost, no child recreated, no operand rolled", func(ctx SpecContext) {
-		load := startAdmissionLoad(ctx, namespace, nil)
-		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
-		previousLeader, _ := leaseHolder(ctx, Default)
-
-		start := time.Now()
-		out, err := helm(ctx, append([]string{"upgrade", release, thisChart(), "--namespace", fixtures.Namespace, "--wait", "--timeout", "4m"},
+	},
+	func(ctx SpecContext) (string, error) {
+		return helm(ctx, append([]string{"upgrade", release, thisChart(), "--namespace", fixtures.Namespace, "--wait", "--timeout", "4m"},
 			chartValues()...)...)
-		Expect(err).NotTo(HaveOccurred(), "helm upgrade:\n%s", out)
-		expectUpgradedInPlace(ctx, namespace, objects, before, previousLeader, load, "helm upgrade from the previous chart", start)
-		Expect(rec.exits()).To(BeEmpty(), "manager containers exited on their own")
-	}, SpecTimeout(8*time.Minute))
-})
+	})
