@@ -49,7 +49,7 @@ func fuzzHandlers(tb testing.TB) map[string]*admission.Webhook {
 			})
 		}
 	}
-	policy, errs := NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: spec})
+	policy, errs := NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: spec}, ImagePolicy{})
 	if len(errs) > 0 {
 		tb.Fatal(errs)
 	}
@@ -229,7 +229,7 @@ func FuzzAdmissionPolicyAdmission(f *testing.F) {
 			return
 		}
 		p := patchedObject(t, metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind}, object, nil)
-		if _, errs := NewPolicy(p.(*policyv1alpha1.AdmissionPolicy)); len(errs) > 0 {
+		if _, errs := NewPolicy(p.(*policyv1alpha1.AdmissionPolicy), ImagePolicy{}); len(errs) > 0 {
 			t.Fatalf("an admitted policy does not compile: %s: %v", object, errs)
 		}
 		if noop := review(t, validate, k, "", admissionv1.Update, object, object); !noop.Allowed {

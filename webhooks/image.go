@@ -16,8 +16,10 @@ import (
 // The image rules of a DeployObject's spec.image and of a Welcome's, each kind with its own rule IDs.
 
 // ImagePolicy is what admission requires of an image beyond a well-formed reference pinned by a
-// tag or a digest.
+// tag or a digest. The zero ImagePolicy allows any registry.
 type ImagePolicy struct {
+	// restricted holds images to allowedRegistries, which may then be empty: no registry allowed.
+	restricted        bool
 	allowedRegistries []string
 }
 
@@ -27,25 +29,65 @@ type ImagePolicy struct {
 func NewImagePolicy(registries []string) (ImagePolicy, error) {
 	var allowed []string
 	for _, r := range registries {
-		// Registry hosts are DNS names, which compare without regard to case.
-		r = strings.ToLower(strings.TrimSpace(r))
-		if r == "" {
+		if strings.TrimSpace(r) == "" {
 			continue
 		}
-		named, err := reference.ParseNormalizedNamed(r + "/image-policy-probe")
-		// A single word such as "registry" parses as a Docker Hub repository, so an entry must
-		// come back as the registry itself; index.docker.io is the one legacy spelling of docker.io.
-		if err != nil || strings.Contains(r, "/") || (reference.Domain(named) != r && r != "index.docker.io") {
-			return ImagePolicy{}, fmt.Errorf("allowed registry %q is not a registry host such as registry.example.com or registry.local:5000", r)
+		host, err := registryHost(r)
+		if err != nil {
+			return ImagePolicy{}, err
 		}
-		allowed = append(allowed, reference.Domain(named))
+		allowed = append(allowed, host)
+	}
+	if len(allowed) == 0 {
+		return ImagePolicy{}, nil
 	}
 	slices.Sort(allowed)
-	return ImagePolicy{allowedRegistries: slices.Compact(allowed)}, nil
+	return ImagePolicy{restricted: true, allowedRegistries: slices.Compact(allowed)}, nil
 }
 
-// AllowedRegistries returns the normalised registries the policy allows; empty means any.
-func (p ImagePolicy) AllowedRegistries() []string { return slices.Clone(p.allowedRegistries) }
+// registryHost normalises a registry entry, or says why it is not a registry host.
+func registryHost(entry string) (string, error) {
+	// Registry hosts are DNS names, which compare without regard to case.
+	r := strings.ToLower(strings.TrimSpace(entry))
+	named, err := reference.ParseNormalizedNamed(r + "/image-policy-probe")
+	// A single word such as "registry" parses as a Docker Hub repository, so an entry must come
+	// back as the registry itself; index.docker.io is the one legacy spelling of docker.io.
+	if r == "" || err != nil || strings.Contains(r, "/") || (reference.Domain(named) != r && r != "index.docker.io") {
+		return "", fmt.Errorf("allowed registry %q is not a registry host such as registry.example.com or registry.local:5000", r)
+	}
+	return reference.Domain(named), nil
+}
+
+// compileImagePolicy is the image policy of an AdmissionPolicy's allowedRegistries. Unlike the
+// flag's, it keeps going past a bad entry: it reports each entry that is not a registry host (a
+// blank one included) at its index of path, and allows only the valid ones, so a list of no valid
+// entry allows no registry. Only an empty list allows any.
+func compileImagePolicy(registries []string, path *field.Path) (ImagePolicy, field.ErrorList) {
+	if len(registries) == 0 {
+		return ImagePolicy{}, nil
+	}
+	var errs field.ErrorList
+	allowed := []string{}
+	for i, entry := range registries {
+		host, err := registryHost(entry)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Index(i), entry, err.Error()))
+			continue
+		}
+		allowed = append(allowed, host)
+	}
+	slices.Sort(allowed)
+	return ImagePolicy{restricted: true, allowedRegistries: slices.Compact(allowed)}, errs
+}
+
+// AllowedRegistries returns the normalised registries the policy allows; nil means any, and an
+// empty list none.
+func (p ImagePolicy) AllowedRegistries() []string {
+	if !p.restricted {
+		return nil
+	}
+	return slices.Clone(p.allowedRegistries)
+}
 
 // imageRules are the IDs of the image rules as one kind's.
 type imageRules struct {
@@ -85,10 +127,14 @@ func validateImage(image string, policy ImagePolicy, path *field.Path, ids image
 		warnings = append(warnings, warning(ids.latestWithDigest, "%s: the tag latest is ignored; the digest decides which image runs", path))
 	}
 
-	if allowed := policy.allowedRegistries; len(allowed) > 0 {
+	if allowed := policy.allowedRegistries; policy.restricted {
 		if registry := strings.ToLower(reference.Domain(named)); !slices.Contains(allowed, registry) {
+			list := strings.Join(allowed, ", ")
+			if len(allowed) == 0 {
+				list = "none (the AdmissionPolicy names no valid registry)"
+			}
 			errs = append(errs, field.Invalid(path, image, fmt.Sprintf(
-				"is pulled from registry %s, which is not allowed; allowed registries: %s", registry, strings.Join(allowed, ", "))).
+				"is pulled from registry %s, which is not allowed; allowed registries: %s", registry, list)).
 				WithOrigin(string(ids.registry)))
 		}
 	}

@@ -46,22 +46,62 @@ func DefaultPolicy(images ImagePolicy) *Policy {
 	return &Policy{images: images}
 }
 
-// NewPolicy compiles p, or returns every violation of ValidateAdmissionPolicy.
-func NewPolicy(p *policyv1alpha1.AdmissionPolicy) (*Policy, field.ErrorList) {
-	if errs := ValidateAdmissionPolicy(p); len(errs) > 0 {
-		return nil, errs
+// NewPolicy compiles the AdmissionPolicy p as every replica applies it, and returns every reason
+// it is not wholly valid, as ValidateAdmissionPolicy. What is valid is applied, so that a policy
+// stored past its webhook (written before it, or by an older version that allowed what this one
+// does not) loses only what this version cannot apply, never the whole:
+//   - allowedRegistries absent: the registries of defaults (the manager's --allowed-registries);
+//     [] allows any; otherwise the valid entries alone, so a list of no valid entry allows none
+//     (an invalid entry never widens what is allowed);
+//   - a rule with an unknown or repeated ID (the first of an ID applies, if valid), an action it
+//     cannot take, or an invalid namespace selector is dropped whole, and the rule keeps its
+//     default action.
+func NewPolicy(p *policyv1alpha1.AdmissionPolicy, defaults ImagePolicy) (*Policy, field.ErrorList) {
+	var errs field.ErrorList
+	if p.Name != policyv1alpha1.PolicyName {
+		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), p.Name,
+			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s", policyv1alpha1.PolicyName)))
 	}
-	images, _ := NewImagePolicy(p.Spec.AllowedRegistries) // validated above
-	compiled := &Policy{images: images, rules: make(map[RuleID]rulePolicy, len(p.Spec.Rules))}
-	for _, r := range p.Spec.Rules {
-		rp := rulePolicy{action: r.Action}
-		for _, o := range r.Namespaces {
-			selector, _ := metav1.LabelSelectorAsSelector(&o.Selector) // validated above
-			rp.overrides = append(rp.overrides, namespaceAction{selector: selector, action: o.Action})
+	spec := field.NewPath("spec")
+	compiled := &Policy{images: defaults, rules: make(map[RuleID]rulePolicy, len(p.Spec.Rules))}
+	if p.Spec.AllowedRegistries != nil {
+		images, imageErrs := compileImagePolicy(p.Spec.AllowedRegistries, spec.Child("allowedRegistries"))
+		compiled.images, errs = images, append(errs, imageErrs...)
+	}
+	seen := map[string]bool{}
+	for i, r := range p.Spec.Rules {
+		path := spec.Child("rules").Index(i)
+		rp, ruleErrs := compileRule(r, path)
+		if seen[r.ID] {
+			ruleErrs = append(ruleErrs, field.Duplicate(path.Child("id"), r.ID))
 		}
-		compiled.rules[RuleID(r.ID)] = rp
+		seen[r.ID] = true
+		if errs = append(errs, ruleErrs...); len(ruleErrs) == 0 {
+			compiled.rules[RuleID(r.ID)] = rp
+		}
 	}
-	return compiled, nil
+	return compiled, errs
+}
+
+// compileRule compiles one rule of a policy, or says why it cannot be applied.
+func compileRule(r policyv1alpha1.RulePolicy, path *field.Path) (rulePolicy, field.ErrorList) {
+	var errs field.ErrorList
+	rule, known := ruleByID(RuleID(r.ID))
+	if !known {
+		errs = append(errs, field.NotSupported(path.Child("id"), r.ID, ruleIDs()))
+	}
+	errs = append(errs, validateAction(rule, known, r.Action, path.Child("action"))...)
+	rp := rulePolicy{action: r.Action}
+	for j, o := range r.Namespaces {
+		op := path.Child("namespaces").Index(j)
+		selector, err := metav1.LabelSelectorAsSelector(&o.Selector)
+		if err != nil {
+			errs = append(errs, field.Invalid(op.Child("selector"), o.Selector, err.Error()))
+		}
+		errs = append(errs, validateAction(rule, known, o.Action, op.Child("action"))...)
+		rp.overrides = append(rp.overrides, namespaceAction{selector: selector, action: o.Action})
+	}
+	return rp, errs
 }
 
 // Images is the image policy the policy holds images to.
@@ -150,37 +190,10 @@ func (p *Policy) Judge(errs field.ErrorList, warnings admission.Warnings, namesp
 	return j
 }
 
-// ValidateAdmissionPolicy returns every reason the AdmissionPolicy cannot be applied.
+// ValidateAdmissionPolicy returns every reason the AdmissionPolicy cannot be applied whole: the
+// validating webhook refuses a policy with any, so that one is stored only past the webhook.
 func ValidateAdmissionPolicy(p *policyv1alpha1.AdmissionPolicy) field.ErrorList {
-	var errs field.ErrorList
-	if p.Name != policyv1alpha1.PolicyName {
-		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), p.Name,
-			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s", policyv1alpha1.PolicyName)))
-	}
-	spec := field.NewPath("spec")
-	if _, err := NewImagePolicy(p.Spec.AllowedRegistries); err != nil {
-		errs = append(errs, field.Invalid(spec.Child("allowedRegistries"), p.Spec.AllowedRegistries, err.Error()))
-	}
-	seen := map[string]bool{}
-	for i, r := range p.Spec.Rules {
-		path := spec.Child("rules").Index(i)
-		rule, known := ruleByID(RuleID(r.ID))
-		switch {
-		case !known:
-			errs = append(errs, field.NotSupported(path.Child("id"), r.ID, ruleIDs()))
-		case seen[r.ID]:
-			errs = append(errs, field.Duplicate(path.Child("id"), r.ID))
-		}
-		seen[r.ID] = true
-		errs = append(errs, validateAction(rule, known, r.Action, path.Child("action"))...)
-		for j, o := range r.Namespaces {
-			op := path.Child("namespaces").Index(j)
-			if _, err := metav1.LabelSelectorAsSelector(&o.Selector); err != nil {
-				errs = append(errs, field.Invalid(op.Child("selector"), o.Selector, err.Error()))
-			}
-			errs = append(errs, validateAction(rule, known, o.Action, op.Child("action"))...)
-		}
-	}
+	_, errs := NewPolicy(p, ImagePolicy{})
 	return errs
 }
 

@@ -7,6 +7,7 @@ import (
 	gocmp "github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
@@ -50,12 +51,110 @@ func TestValidateAdmissionPolicy(t *testing.T) {
 		got = append(got, e.Field)
 	}
 	want := []string{
-		"metadata.name", "spec.allowedRegistries", "spec.rules[0].id", "spec.rules[1].action", "spec.rules[2].action",
+		"metadata.name", "spec.allowedRegistries[0]", "spec.rules[0].id", "spec.rules[1].action", "spec.rules[2].action",
 		"spec.rules[2].namespaces[0].selector", "spec.rules[3].action", "spec.rules[4].namespaces[0].action",
 	}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("fields refused (-want +got):\n%s", diff)
 	}
+}
+
+// TestNewPolicyAppliesWhatIsValid: a policy stored past its webhook is applied but for what cannot
+// be, each part reported; registries are never widened by a bad entry, and a policy that names no
+// registries takes the manager's.
+func TestNewPolicyAppliesWhatIsValid(t *testing.T) {
+	defaults := imagePolicy(t, "ghcr.io")
+	for _, tc := range []struct {
+		name       string
+		registries []string
+		rules      []policyv1alpha1.RulePolicy
+		// wantRegistries is what Images().AllowedRegistries() gives: nil for any, [] for none.
+		wantRegistries []string
+		wantActions    map[RuleID]policyv1alpha1.Action
+		wantErrs       []string
+	}{{
+		name:           "no allowedRegistries: the manager's",
+		rules:          []policyv1alpha1.RulePolicy{{ID: string(WelcomeEmail), Action: policyv1alpha1.Audit}},
+		wantRegistries: []string{"ghcr.io"},
+		wantActions:    map[RuleID]policyv1alpha1.Action{WelcomeEmail: policyv1alpha1.Audit},
+	}, {
+		name:       "allowedRegistries []: any",
+		registries: []string{},
+	}, {
+		name:           "a bad entry beside good ones: the good ones",
+		registries:     []string{"registry.corp.example", "Not A Registry", " "},
+		wantRegistries: []string{"registry.corp.example"},
+		wantErrs:       []string{"spec.allowedRegistries[1]", "spec.allowedRegistries[2]"},
+	}, {
+		name:           "only bad entries: none, never any",
+		registries:     []string{"https://registry.corp.example", ""},
+		wantRegistries: []string{},
+		wantErrs:       []string{"spec.allowedRegistries[0]", "spec.allowedRegistries[1]"},
+	}, {
+		// The reproducer of issue 20: once welcome.port.range became a contract rule, this policy
+		// was dropped whole, and its allow-list with it.
+		name:       "a contract rule relaxed, an unknown rule, a repeated one: each dropped, the rest applied",
+		registries: []string{"registry.corp.example"},
+		rules: []policyv1alpha1.RulePolicy{
+			{ID: string(WelcomePort), Action: policyv1alpha1.Warn},
+			{ID: "welcome.no.such-rule", Action: policyv1alpha1.Warn},
+			{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn},
+			{ID: string(WelcomeEmail), Action: policyv1alpha1.Audit},
+			{ID: string(WelcomePassword), Action: policyv1alpha1.Audit, Namespaces: []policyv1alpha1.NamespaceAction{
+				{Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}, Action: policyv1alpha1.Warn},
+			}},
+		},
+		wantRegistries: []string{"registry.corp.example"},
+		wantActions: map[RuleID]policyv1alpha1.Action{
+			WelcomePort: policyv1alpha1.Enforce, WelcomeEmail: policyv1alpha1.Warn, WelcomePassword: policyv1alpha1.Warn,
+		},
+		wantErrs: []string{"spec.rules[0].action", "spec.rules[1].id", "spec.rules[3].id", "spec.rules[4].namespaces[0].selector"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			ap := admissionPolicy(tc.rules...)
+			ap.Spec.AllowedRegistries = tc.registries
+			p, errs := NewPolicy(ap, defaults)
+			if p == nil {
+				t.Fatal("no policy")
+			}
+			var fields []string
+			for _, e := range errs {
+				fields = append(fields, e.Field)
+			}
+			if diff := gocmp.Diff(tc.wantErrs, fields); diff != "" {
+				t.Errorf("errors (-want +got):\n%s", diff)
+			}
+			if diff := gocmp.Diff(tc.wantRegistries, p.Images().AllowedRegistries()); diff != "" {
+				t.Errorf("allowed registries (-want +got):\n%s", diff)
+			}
+			for id, want := range tc.wantActions {
+				if got := p.Action(id, nil); got != want {
+					t.Errorf("Action(%s) = %s, want %s", id, got, want)
+				}
+			}
+			if diff := gocmp.Diff(fields, causesOf(ValidateAdmissionPolicy(ap))); diff != "" {
+				t.Errorf("the webhook refuses other fields than those not applied (-applied +refused):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("an image from a registry of no valid entry is refused, naming why", func(t *testing.T) {
+		ap := admissionPolicy()
+		ap.Spec.AllowedRegistries = []string{"not a registry"}
+		p, _ := NewPolicy(ap, defaults)
+		errs, _ := validateImage("evil.example/miner:1.0", p.Images(), nil, imageRules{})
+		if len(errs) != 1 || !strings.Contains(errs[0].Detail, "allowed registries: none (the AdmissionPolicy names no valid registry)") {
+			t.Errorf("validateImage: %v", errs)
+		}
+	})
+}
+
+func causesOf(errs field.ErrorList) []string {
+	var fields []string
+	for _, e := range errs {
+		fields = append(fields, e.Field)
+	}
+	return fields
 }
 
 func TestPolicyActions(t *testing.T) {
@@ -65,7 +164,7 @@ func TestPolicyActions(t *testing.T) {
 			{Selector: metav1.LabelSelector{}, Action: policyv1alpha1.Audit},
 		}},
 		policyv1alpha1.RulePolicy{ID: string(WelcomePassword), Action: policyv1alpha1.Audit},
-	))
+	), ImagePolicy{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -102,7 +201,7 @@ func TestPolicyJudge(t *testing.T) {
 		policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn},
 		policyv1alpha1.RulePolicy{ID: string(WelcomeUserID), Action: policyv1alpha1.Audit},
 		policyv1alpha1.RulePolicy{ID: string(WelcomePassword), Action: policyv1alpha1.Audit},
-	))
+	), ImagePolicy{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -138,7 +237,7 @@ func TestPolicyJudge(t *testing.T) {
 }
 
 func TestPolicyString(t *testing.T) {
-	p, _ := NewPolicy(admissionPolicy())
+	p, _ := NewPolicy(admissionPolicy(), ImagePolicy{})
 	if s := p.String(); !strings.Contains(s, "default") {
 		t.Errorf("String() = %q", s)
 	}

@@ -37,7 +37,7 @@ Usage:
   kubectl webhook-operator version                  print the version and commit the plugin was built from
   kubectl webhook-operator rules [-o text|json]     list the rules an AdmissionPolicy can name
   kubectl webhook-operator lint -f FILENAME [-f FILENAME ...] [-R] [-o text|json]
-      [--policy=FILE [--namespace-labels=KEY=VALUE,...] | --allowed-registries=LIST]
+      [--policy=FILE [--namespace-labels=KEY=VALUE,...]] [--allowed-registries=LIST]
 
 Each Welcome, Memcached and DeployObject is defaulted and validated by the same rules the
 operator's webhooks serve, and decoded as strictly as kubectl apply sends it. FILENAME is a file,
@@ -45,7 +45,8 @@ a directory (its .yaml, .yml and .json files; -R for its subdirectories too) or 
 input, which is also read when no -f is given. Objects of other kinds are skipped. With --policy,
 an AdmissionPolicy decides what each broken rule does (Enforce refuses, Warn warns, Audit only
 lists it in the JSON output), for objects in a namespace of the given labels; without it, every
-rule refuses or warns as by default, under --allowed-registries.
+rule refuses or warns as by default. --allowed-registries is the manager's flag: the registries
+allowed unless the policy names its own (its allowedRegistries, where [] allows any).
 
 Exit status: 0 when every object would be admitted (warnings allowed), 1 when one would be
 refused, 2 on bad usage, a bad policy or a file that cannot be read.
@@ -115,11 +116,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	policy := webhooks.DefaultPolicy(images)
 	if *policyFile != "" {
-		if len(allowed) > 0 {
-			_, _ = fmt.Fprintln(stderr, "error: --policy and --allowed-registries: the policy's allowedRegistries replace the flag; give one")
-			return exitUsage
-		}
-		if policy, err = readPolicy(*policyFile); err != nil {
+		if policy, err = readPolicy(*policyFile, images); err != nil {
 			_, _ = fmt.Fprintf(stderr, "error: --policy: %v\n", err)
 			return exitUsage
 		}
@@ -211,8 +208,9 @@ func listRules(args []string, stdout, stderr io.Writer) int {
 }
 
 // readPolicy reads an AdmissionPolicy from file, as strictly as kubectl would send it, and
-// compiles it, or says every reason the operator's webhook would refuse it for.
-func readPolicy(file string) (*webhooks.Policy, error) {
+// compiles it with images where it names no registries, or says every reason the operator's
+// webhook would refuse it for.
+func readPolicy(file string, images webhooks.ImagePolicy) (*webhooks.Policy, error) {
 	data, err := os.ReadFile(file)
 	if err != nil {
 		return nil, err
@@ -224,7 +222,7 @@ func readPolicy(file string) (*webhooks.Policy, error) {
 	if p.Kind != "AdmissionPolicy" || p.APIVersion != policyv1alpha1.GroupVersion.String() {
 		return nil, fmt.Errorf("%s: not a %s AdmissionPolicy", file, policyv1alpha1.GroupVersion)
 	}
-	compiled, errs := webhooks.NewPolicy(&p)
+	compiled, errs := webhooks.NewPolicy(&p, images)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s: %w", file, errs.ToAggregate())
 	}

@@ -234,8 +234,28 @@ func TestLintUnderAPolicy(t *testing.T) {
 	if code, _, stderr := lintRun(t, "", "lint", "--policy", relaxed); code != exitUsage || !strings.Contains(stderr, "is a contract rule") {
 		t.Errorf("a policy that relaxes a contract rule: exit %d, stderr %q", code, stderr)
 	}
-	if code, _, _ := lintRun(t, "", "lint", "--policy", sample, "--allowed-registries", "ghcr.io"); code != exitUsage {
-		t.Errorf("--policy with --allowed-registries: exit %d, want %d", code, exitUsage)
+
+	// A policy that names no registries takes --allowed-registries, as the manager takes its flag;
+	// one whose allowedRegistries is [] allows any.
+	const nginx = "apiVersion: app.seedlabs.dev/v1\nkind: DeployObject\nmetadata: {name: web, namespace: default}\n" +
+		"spec: {image: 'nginx:1.27', ports: [{name: http, port: 80}]}\n"
+	for _, tc := range []struct {
+		spec string
+		want int
+	}{
+		{"spec: {rules: [{id: welcome.email.format, action: Audit}]}", exitInvalid},
+		{"spec: {allowedRegistries: [], rules: [{id: welcome.email.format, action: Audit}]}", exitValid},
+		{"spec: {allowedRegistries: [docker.io]}", exitValid},
+	} {
+		policy := filepath.Join(t.TempDir(), "policy.yaml")
+		if err := os.WriteFile(policy, []byte("apiVersion: policy.seedlabs.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata: {name: cluster}\n"+
+			tc.spec+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		code, _, stderr := lintRun(t, nginx, "lint", "--policy", policy, "--allowed-registries", "ghcr.io")
+		if code != tc.want || (tc.want == exitInvalid && !strings.Contains(stderr, "allowed registries: ghcr.io")) {
+			t.Errorf("%s with --allowed-registries ghcr.io: exit %d, want %d; stderr %q", tc.spec, code, tc.want, stderr)
+		}
 	}
 }
 

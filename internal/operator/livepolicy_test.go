@@ -19,7 +19,7 @@ func TestLivePolicy(t *testing.T) {
 	}
 	first, second := live.subscribe(), live.subscribe()
 
-	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"registry.corp.example"}}})
+	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"registry.corp.example"}}}, webhooks.ImagePolicy{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

@@ -259,7 +259,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	// rule and which registries are allowed; until then, and once it is deleted, every rule keeps
 	// its default action and --allowed-registries holds.
 	policy := newLivePolicy(webhooks.DefaultPolicy(imagePolicy))
-	policySynced, err := watchPolicy(mgr, policy)
+	policySynced, err := watchPolicy(mgr, policy, imagePolicy)
 	if err != nil {
 		return nil, fmt.Errorf("watching the admission policy: %w", err)
 	}

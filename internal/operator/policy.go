@@ -23,14 +23,16 @@ import (
 
 // watchPolicy keeps live set to the AdmissionPolicy named cluster as it changes: every replica
 // watches it, since every replica serves the webhooks, and applies a change without a restart.
-// Deleting it restores the default policy of the manager's flags. A stored policy the webhook
-// would refuse (stored with the webhook bypassed) is not applied; the previous one stays in force
-// and the error is logged.
+// Deleting it restores the default policy of the manager's flags; a policy without
+// allowedRegistries takes images' (the flag's). A stored policy the webhook would refuse (stored
+// with the webhook bypassed, or by a version that allowed what this one does not) is applied in
+// what is valid, as webhooks.NewPolicy says, and what is not is logged: every replica, whenever it
+// started, applies the same stored policy the same way.
 //
 // The readiness check it returns passes once the policy stored when the replica started is in
 // force and the namespaces' labels are cached, so that a starting replica never answers under the
 // flags' policy while an AdmissionPolicy says otherwise, nor waits for a cache on a request.
-func watchPolicy(mgr ctrl.Manager, live *livePolicy) (healthz.Checker, error) {
+func watchPolicy(mgr ctrl.Manager, live *livePolicy, images webhooks.ImagePolicy) (healthz.Checker, error) {
 	log := mgr.GetLogger().WithName("admission-policy")
 	var synced atomic.Bool
 	ready := func(*http.Request) error {
@@ -53,14 +55,15 @@ func watchPolicy(mgr ctrl.Manager, live *livePolicy) (healthz.Checker, error) {
 			if !ok || p.Name != policyv1alpha1.PolicyName {
 				return
 			}
-			compiled, errs := webhooks.NewPolicy(p)
+			compiled, errs := webhooks.NewPolicy(p, images)
+			live.set(compiled)
 			if len(errs) > 0 {
-				log.Error(errs.ToAggregate(), "the AdmissionPolicy cannot be applied; the policy in force stays",
-					"generation", p.Generation)
+				log.Error(errs.ToAggregate(), "applied the AdmissionPolicy but for what it holds that cannot be applied",
+					"generation", p.Generation, "rules", compiled.String(), "allowedRegistries", compiled.Images().AllowedRegistries())
 				return
 			}
-			live.set(compiled)
-			log.Info("applied the AdmissionPolicy", "generation", p.Generation, "rules", compiled.String())
+			log.Info("applied the AdmissionPolicy", "generation", p.Generation, "rules", compiled.String(),
+				"allowedRegistries", compiled.Images().AllowedRegistries())
 		}
 		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    apply,

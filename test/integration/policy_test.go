@@ -1,17 +1,21 @@
 package integration
 
 import (
+	"context"
+	"slices"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -20,6 +24,7 @@ import (
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -42,6 +47,32 @@ func setPolicy(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpec) {
 	ExpectWithOffset(1, k8s.Update(ctx, p)).To(Succeed())
 }
 
+// storePastTheWebhook stores the AdmissionPolicy named cluster with spec while its validating
+// webhook is left out of the configuration, as a policy written before the webhook or by a version
+// that allowed what this one refuses. Specs that call it must be Serial.
+func storePastTheWebhook(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpec) {
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	ExpectWithOffset(1, k8s.Get(ctx, types.NamespacedName{Name: "validating-webhook-configuration"}, vwc)).To(Succeed())
+	original := slices.Clone(vwc.Webhooks)
+	vwc.Webhooks = slices.DeleteFunc(vwc.Webhooks, func(w admissionregistrationv1.ValidatingWebhook) bool {
+		return w.Name == "vadmissionpolicy.policy.seedlabs.dev"
+	})
+	ExpectWithOffset(1, vwc.Webhooks).To(HaveLen(len(original) - 1))
+	ExpectWithOffset(1, k8s.Update(ctx, vwc)).To(Succeed())
+	defer func() {
+		current := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		ExpectWithOffset(1, k8s.Get(context.Background(), client.ObjectKeyFromObject(vwc), current)).To(Succeed())
+		current.Webhooks = original
+		ExpectWithOffset(1, k8s.Update(context.Background(), current)).To(Succeed())
+	}()
+	// kube-apiserver reads webhook configurations from its own cache: until it has seen the
+	// change, the webhook may still refuse.
+	EventuallyWithOffset(1, func() error {
+		deletePolicy(ctx)
+		return k8s.Create(ctx, &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: spec})
+	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
 func deletePolicy(ctx SpecContext) {
 	p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
 	ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed())
@@ -62,8 +93,51 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		}
 		err := k8s.Create(ctx, p)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-		Expect(causes(err)).To(ConsistOf("metadata.name", "spec.allowedRegistries", "spec.rules[0].id", "spec.rules[1].action", "spec.rules[2].action"))
+		Expect(causes(err)).To(ConsistOf("metadata.name", "spec.allowedRegistries[0]", "spec.rules[0].id", "spec.rules[1].action", "spec.rules[2].action"))
 		Expect(err.Error()).To(ContainSubstring("welcome.port.range is a contract rule"))
+	})
+
+	It("that names no registries keeps the manager's --allowed-registries; [] allows any", Serial, func(ctx SpecContext) {
+		DeferCleanup(deletePolicy)
+		ns := newNamespace(ctx)
+		image := "quay.io/team/app:1.0" // not among fixtures.AllowedRegistries, the flag of the suite's manager
+		audit := []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Audit)}
+
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: audit})
+		Eventually(func(g Gomega) {
+			err := k8s.Create(ctx, newDeployObject(ns, "app", image, httpPort(80)), client.DryRunAll)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring("allowed registries: " + strings.Join(slices.Sorted(slices.Values(fixtures.AllowedRegistries)), ", ")))
+			g.Expect(k8s.Create(ctx, newWelcome(ns, "audited", authv1alpha1.WelcomeSpec{Name: "Ada", Email: "not-an-email"}), client.DryRunAll)).
+				To(Succeed(), "the policy's rules are in force")
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{}, Rules: audit})
+		Eventually(func() error {
+			return k8s.Create(ctx, newDeployObject(ns, "app", image, httpPort(80)), client.DryRunAll)
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	It("stored past its webhook is applied but for what cannot be: the allow-list stays, a relaxed contract rule does not", Serial, func(ctx SpecContext) {
+		DeferCleanup(deletePolicy)
+		ns := newNamespace(ctx)
+		// The reproducer of issue 20, as an older version could have stored it: the whole policy
+		// was dropped, and docker.io, allowed by the manager's flag, came back.
+		storePastTheWebhook(ctx, policyv1alpha1.AdmissionPolicySpec{
+			AllowedRegistries: []string{"registry.corp.example", "not a registry"},
+			Rules:             []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomePort, policyv1alpha1.Warn), rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Audit)},
+		})
+		Eventually(func(g Gomega) {
+			err := k8s.Create(ctx, newDeployObject(ns, "app", "docker.io/library/nginx:1.27", httpPort(80)), client.DryRunAll)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring("allowed registries: registry.corp.example"))
+			g.Expect(k8s.Create(ctx, newDeployObject(ns, "app", "registry.corp.example/app:1.0", httpPort(80)), client.DryRunAll)).To(Succeed())
+			g.Expect(k8s.Create(ctx, newWelcome(ns, "audited", authv1alpha1.WelcomeSpec{Name: "Ada", Email: "not-an-email"}), client.DryRunAll)).
+				To(Succeed(), "the valid rule is in force")
+			err = k8s.Create(ctx, newWelcome(ns, "port", authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](70000)}), client.DryRunAll)
+			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a contract rule stays Enforced: want 422 Invalid, got %v", err)
+			g.Expect(err.Error()).To(ContainSubstring("(rule welcome.port.range)"))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 
 	It("changes at once what admission and the controllers do about a rule, per namespace, and deleting it restores the default", Serial, func(ctx SpecContext) {

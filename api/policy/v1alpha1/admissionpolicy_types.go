@@ -27,11 +27,12 @@ const (
 // bad policy gets every violation in a single reply.
 type AdmissionPolicySpec struct {
 	// AllowedRegistries are the registries an image of a DeployObject or a Welcome may come from,
-	// such as docker.io or registry.local:5000. While the policy exists, it replaces the
-	// manager's --allowed-registries; an empty list allows any registry.
+	// such as docker.io or registry.local:5000. Absent, the manager's --allowed-registries hold;
+	// an empty list, [], allows any registry. A stored entry that is not a registry host (one
+	// written past the webhook) allows nothing, so a list of no valid entry allows no registry.
 	// +optional
 	// +listType=set
-	AllowedRegistries []string `json:"allowedRegistries,omitempty"`
+	AllowedRegistries []string `json:"allowedRegistries"`
 
 	// Rules set the action of rules by ID (kubectl webhook-operator rules lists them, and
 	// docs/rules.md). A rule not listed keeps its default: Enforce for the rules that refuse,

@@ -39,7 +39,7 @@ func validate(d *appv1.DeployObject, images webhooks.ImagePolicy) (field.ErrorLi
 
 func policy(t *testing.T, spec policyv1alpha1.AdmissionPolicySpec) webhooks.PolicySource {
 	t.Helper()
-	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: spec})
+	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: spec}, webhooks.ImagePolicy{})
 	if len(errs) > 0 {
 		t.Fatalf("the test's policy is refused: %v", errs)
 	}
