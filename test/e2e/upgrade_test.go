@@ -153,8 +153,8 @@ func expectUpgradedInPlace(ctx context.Context, namespace string, objects []clie
 // describeUpgrade declares the specs of an upgrade: install installs the previous version, whose
 // manager runs previousImage() (the suite's settings are read once the tree of specs is built); an object of every kind rolls out under it; then upgrade installs this
 // tree's over it, under admission load.
-func describeUpgrade(text, namespace string, previousImage func() string, install func(ctx SpecContext), upgrade func(ctx SpecContext) (string, error)) bool {
-	return Describe(text, Ordered, func() {
+func describeUpgrade(text, namespace string, previousImage func() string, install func(ctx SpecContext), upgrade func(ctx SpecContext) (string, error)) {
+	Describe(text, Ordered, func() {
 		var (
 			objects []client.Object
 			before  upgradeState
@@ -189,27 +189,29 @@ func describeUpgrade(text, namespace string, previousImage func() string, instal
 	})
 }
 
-var _ = describeUpgrade("An upgrade from the previous version (make deploy of an earlier commit, then of this tree)",
-	"e2e-upgrade", func() string { return cfg.previous.image },
-	func(ctx SpecContext) {
-		start := time.Now()
-		out, err := makePrevious(ctx, "deploy")
-		Expect(err).NotTo(HaveOccurred(), "make deploy of %s:\n%s", cfg.previous.commit, out)
-		AddReportEntry("make deploy of the previous version", time.Since(start).Round(time.Millisecond).String())
-		DeferCleanup(func(ctx SpecContext) {
-			out, err := makeTarget(ctx, "undeploy", "ignore-not-found=true")
-			Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
-		}, NodeTimeout(5*time.Minute))
-	},
-	func(ctx SpecContext) (string, error) { return makeTarget(ctx, "deploy") })
+var _ = Describe("Upgrades", func() {
+	describeUpgrade("from the previous version (make deploy of an earlier commit, then of this tree)",
+		"e2e-upgrade", func() string { return cfg.previous.image },
+		func(ctx SpecContext) {
+			start := time.Now()
+			out, err := makePrevious(ctx, "deploy")
+			Expect(err).NotTo(HaveOccurred(), "make deploy of %s:\n%s", cfg.previous.commit, out)
+			AddReportEntry("make deploy of the previous version", time.Since(start).Round(time.Millisecond).String())
+			DeferCleanup(func(ctx SpecContext) {
+				out, err := makeTarget(ctx, "undeploy", "ignore-not-found=true")
+				Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
+			}, NodeTimeout(5*time.Minute))
+		},
+		func(ctx SpecContext) (string, error) { return makeTarget(ctx, "deploy") })
 
-var _ = describeUpgrade("A helm upgrade from the previous chart (helm install of an earlier commit's chart, then helm upgrade to this tree's)",
-	"e2e-helm-upgrade", func() string { return cfg.previous.chartImage },
-	func(ctx SpecContext) {
-		repository, tag := splitImage(cfg.previous.chartImage)
-		helmInstall(ctx, filepath.Join(cfg.previous.chartTree, "dist", "chart"), "image.repository="+repository, "image.tag="+tag)
-	},
-	func(ctx SpecContext) (string, error) {
-		return helm(ctx, append([]string{"upgrade", release, thisChart(), "--namespace", fixtures.Namespace, "--wait", "--timeout", "4m"},
-			chartValues()...)...)
-	})
+	describeUpgrade("with Helm from the previous chart (helm install of an earlier commit's chart, then helm upgrade to this tree's)",
+		"e2e-helm-upgrade", func() string { return cfg.previous.chartImage },
+		func(ctx SpecContext) {
+			repository, tag := splitImage(cfg.previous.chartImage)
+			helmInstall(ctx, filepath.Join(cfg.previous.chartTree, "dist", "chart"), "image.repository="+repository, "image.tag="+tag)
+		},
+		func(ctx SpecContext) (string, error) {
+			return helm(ctx, append([]string{"upgrade", release, thisChart(), "--namespace", fixtures.Namespace, "--wait", "--timeout", "4m"},
+				chartValues()...)...)
+		})
+})
