@@ -70,21 +70,10 @@ type ruleTests struct {
 	} `json:"tests"`
 }
 
-// promtool is $PROMTOOL, which make test builds from test/tools/prometheus.
-func promtool(t *testing.T) string {
-	t.Helper()
-	p := os.Getenv("PROMTOOL")
-	if p == "" {
-		t.Fatal("PROMTOOL is not set: run this test through 'make test', which builds promtool from test/tools/prometheus " +
-			"(or set PROMTOOL=bin/promtool-<version> yourself)")
-	}
-	return p
-}
-
 // runPromtool runs promtool with args; the error holds what it printed.
 func runPromtool(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	out, err := exec.CommandContext(t.Context(), promtool(t), args...).CombinedOutput()
+	out, err := exec.CommandContext(t.Context(), toolPath(t, "PROMTOOL"), args...).CombinedOutput()
 	return string(out), err
 }
 
@@ -121,7 +110,7 @@ func alertsSpec(t *testing.T) ruleFile {
 // tests in which it fires and in which it does not, those tests pass, and they fail when a
 // threshold or a for: moves.
 func TestAlerts(t *testing.T) {
-	promtool(t)
+	toolPath(t, "PROMTOOL")
 	spec := alertsSpec(t)
 	if len(spec.rules()) == 0 {
 		t.Fatalf("PrometheusRule %s has no rules", alertsRule)

@@ -53,13 +53,8 @@ func runHelmTemplate(t *testing.T, namespace string, set ...string) ([]byte, err
 
 func runHelm(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
-	helm := os.Getenv("HELM")
-	if helm == "" {
-		t.Fatal("HELM is not set: run this test through 'make test', which builds the pinned helm " +
-			"(or set HELM=bin/helm-<version> yourself)")
-	}
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), helm, args...)
+	cmd := exec.CommandContext(t.Context(), toolPath(t, "HELM"), args...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {

@@ -45,11 +45,7 @@ type manifests []object
 // kustomizeBuild runs $KUSTOMIZE build dir and parses the multi-document YAML it prints.
 func kustomizeBuild(t *testing.T, dir string) manifests {
 	t.Helper()
-	kustomize := os.Getenv("KUSTOMIZE")
-	if kustomize == "" {
-		t.Fatal("KUSTOMIZE is not set: run this test through 'make test', which points it at the pinned kustomize " +
-			"(or set KUSTOMIZE=bin/kustomize-<version> yourself)")
-	}
+	kustomize := toolPath(t, "KUSTOMIZE")
 	var stderr bytes.Buffer
 	cmd := exec.CommandContext(t.Context(), kustomize, "build", dir)
 	cmd.Stderr = &stderr
@@ -58,6 +54,18 @@ func kustomizeBuild(t *testing.T, dir string) manifests {
 		t.Fatalf("%s build %s: %v\n%s", kustomize, dir, err, stderr.String())
 	}
 	return parseManifests(t, dir, out)
+}
+
+// toolPath is the pinned tool make test points variable at (KUSTOMIZE, HELM, PROMTOOL), or fails
+// the test saying how to set it.
+func toolPath(t *testing.T, variable string) string {
+	t.Helper()
+	path := os.Getenv(variable)
+	if path == "" {
+		t.Fatalf("%s is not set: run this test through 'make test', which installs the pinned tool into bin/ "+
+			"(or set %s=bin/<tool>-<version> yourself)", variable, variable)
+	}
+	return path
 }
 
 // parseManifests splits multi-document YAML on its "---" lines and decodes every document.

@@ -47,9 +47,8 @@ func runMake(t *testing.T, args ...string) (string, error) {
 // it built, the chart, the plugin for each platform stamped with the version, the krew manifest
 // and the checksums.
 func TestRelease(t *testing.T) {
-	if os.Getenv("KUSTOMIZE") == "" || os.Getenv("HELM") == "" {
-		t.Fatal("KUSTOMIZE and HELM must be set: run this test through 'make test'")
-	}
+	toolPath(t, "KUSTOMIZE")
+	toolPath(t, "HELM")
 	dir := filepath.Join(t.TempDir(), "release")
 	if out, err := runMake(t, "release", "VERSION="+releaseVersion, "RELEASE_DIR="+dir); err != nil {
 		t.Fatalf("make release: %v\n%s", err, out)
