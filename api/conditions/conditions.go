@@ -1,5 +1,6 @@
 // Package conditions names the status conditions every Welcome, Memcached and DeployObject
-// reports, and their reasons: the kinds roll out the same way, so they report it in the same words.
+// reports, and their reasons: the kinds roll out the same way, so they report it in the same words;
+// and the AdmissionPolicy's.
 package conditions
 
 // Condition types.
@@ -14,6 +15,8 @@ const (
 	// included, and False naming the rules it breaks and what the policy does about each: the
 	// audit of stored objects.
 	Compliant = "Compliant"
+	// Accepted is the AdmissionPolicy's: True when every rule and registry of its spec is applied.
+	Accepted = "Accepted"
 )
 
 // Reasons of the conditions.
@@ -45,3 +48,14 @@ const (
 // EventReasonPolicyViolation is the reason of the Warning Event recorded when the rules a spec
 // breaks change.
 const EventReasonPolicyViolation = "PolicyViolation"
+
+// Reasons of the AdmissionPolicy's Accepted condition.
+const (
+	// ReasonApplied means every rule and registry of the spec is applied.
+	ReasonApplied = "Applied"
+	// ReasonPartlyApplied means the spec holds what cannot be applied (stored past the webhook):
+	// the rest is applied, and the message says what is not and why.
+	ReasonPartlyApplied = "PartlyApplied"
+	// ReasonNotRead means the policy is not the one the operator reads, which is named cluster.
+	ReasonNotRead = "NotRead"
+)

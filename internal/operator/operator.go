@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/seedlabs/webhook-operator/internal/controller/admissionpolicy"
 	"github.com/seedlabs/webhook-operator/internal/controller/deployobject"
 	"github.com/seedlabs/webhook-operator/internal/controller/memcached"
 	"github.com/seedlabs/webhook-operator/internal/controller/welcome"
@@ -312,6 +313,10 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		PolicyChanges: policy.subscribe(),
 	}).SetupWithManager(controllers); err != nil {
 		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
+	}
+
+	if err := (&admissionpolicy.Reconciler{Client: mgr.GetClient(), Images: imagePolicy}).SetupWithManager(controllers); err != nil {
+		return nil, fmt.Errorf("setting up the AdmissionPolicy controller: %w", err)
 	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

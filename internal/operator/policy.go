@@ -7,12 +7,14 @@ import (
 	"net/http"
 	"sync/atomic"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -20,6 +22,18 @@ import (
 
 // +kubebuilder:rbac:groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+
+// policyGeneration is the generation of the AdmissionPolicy this replica enforces, 0 while none
+// exists: every replica applies the policy on its own, so a scrape of each shows that all of them
+// enforce the stored generation.
+var policyGeneration = prometheus.NewGauge(prometheus.GaugeOpts{
+	Name: "webhook_operator_admission_policy_generation",
+	Help: "The generation of the AdmissionPolicy this replica enforces; 0 while none exists.",
+})
+
+func init() {
+	metrics.Registry.MustRegister(policyGeneration)
+}
 
 // watchPolicy keeps live set to the AdmissionPolicy named cluster as it changes: every replica
 // watches it, since every replica serves the webhooks, and applies a change without a restart.
@@ -57,6 +71,7 @@ func watchPolicy(mgr ctrl.Manager, live *livePolicy, images webhooks.ImagePolicy
 			}
 			compiled, errs := webhooks.NewPolicy(p, images)
 			live.set(compiled)
+			policyGeneration.Set(float64(p.Generation))
 			if len(errs) > 0 {
 				log.Error(errs.ToAggregate(), "applied the AdmissionPolicy but for what it holds that cannot be applied",
 					"generation", p.Generation, "rules", compiled.String(), "allowedRegistries", compiled.Images().AllowedRegistries())
@@ -74,6 +89,7 @@ func watchPolicy(mgr ctrl.Manager, live *livePolicy, images webhooks.ImagePolicy
 				}
 				if p, ok := obj.(*policyv1alpha1.AdmissionPolicy); ok && p.Name == policyv1alpha1.PolicyName {
 					live.set(nil)
+					policyGeneration.Set(0)
 					log.Info("the AdmissionPolicy was deleted; the default policy is in force")
 				}
 			},

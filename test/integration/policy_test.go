@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
@@ -73,6 +74,36 @@ func storePastTheWebhook(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpe
 	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
+// expectAccepted waits until the AdmissionPolicy's status describes its generation with an Accepted
+// condition of status and reason, whose message starts with message, and returns the policy.
+func expectAccepted(ctx SpecContext, status metav1.ConditionStatus, reason, message string) *policyv1alpha1.AdmissionPolicy {
+	p := &policyv1alpha1.AdmissionPolicy{}
+	EventuallyWithOffset(1, func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: policyv1alpha1.PolicyName}, p)).To(Succeed())
+		g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
+		accepted := meta.FindStatusCondition(p.Status.Conditions, conditions.Accepted)
+		g.Expect(accepted).NotTo(BeNil())
+		g.Expect(accepted.ObservedGeneration).To(Equal(p.Generation))
+		g.Expect(accepted.Status).To(Equal(status))
+		g.Expect(accepted.Reason).To(Equal(reason))
+		g.Expect(accepted.Message).To(HavePrefix(message))
+	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	return p
+}
+
+// gaugeValue is the value of the gauge name the suite's manager serves.
+func gaugeValue(name string) float64 {
+	families, err := metrics.Registry.Gather()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	Fail("no gauge " + name)
+	return 0
+}
+
 func deletePolicy(ctx SpecContext) {
 	p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
 	ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed())
@@ -116,6 +147,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		Eventually(func() error {
 			return k8s.Create(ctx, newDeployObject(ns, "app", image, httpPort(80)), client.DryRunAll)
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		expectAccepted(ctx, metav1.ConditionTrue, conditions.ReasonApplied, "every rule and registry is applied")
 	})
 
 	It("stored past its webhook is applied but for what cannot be: the allow-list stays, a relaxed contract rule does not", Serial, func(ctx SpecContext) {
@@ -138,6 +170,17 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a contract rule stays Enforced: want 422 Invalid, got %v", err)
 			g.Expect(err.Error()).To(ContainSubstring("(rule welcome.port.range)"))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("saying in its status what is not applied, and why, and in each replica's metrics which generation it enforces")
+		p := expectAccepted(ctx, metav1.ConditionFalse, conditions.ReasonPartlyApplied,
+			`applied but for what cannot be: [spec.allowedRegistries[1]: Invalid value: "not a registry": allowed registry "not a registry" is not a registry host`)
+		Expect(meta.FindStatusCondition(p.Status.Conditions, conditions.Accepted).Message).To(ContainSubstring(
+			"spec.rules[0].action: Invalid value: \"Warn\": welcome.port.range is a contract rule"))
+		Eventually(func() float64 { return gaugeValue("webhook_operator_admission_policy_generation") }).
+			WithContext(ctx).WithTimeout(30 * time.Second).Should(BeEquivalentTo(p.Generation))
+		deletePolicy(ctx)
+		Eventually(func() float64 { return gaugeValue("webhook_operator_admission_policy_generation") }).
+			WithContext(ctx).WithTimeout(30 * time.Second).Should(BeZero())
 	})
 
 	It("changes at once what admission and the controllers do about a rule, per namespace, and deleting it restores the default", Serial, func(ctx SpecContext) {

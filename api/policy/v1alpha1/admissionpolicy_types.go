@@ -72,13 +72,32 @@ type NamespaceAction struct {
 	Action Action `json:"action"`
 }
 
+// AdmissionPolicyStatus is what the operator made of the policy: the leader writes it, from the
+// same compilation every replica applies.
+type AdmissionPolicyStatus struct {
+	// ObservedGeneration is the generation of the spec the conditions describe.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Accepted is True when every rule and registry of the spec is applied, and False
+	// when some cannot be (reason PartlyApplied, the message naming each and why: a policy stored
+	// past its webhook) or the policy is not the one the operator reads (reason NotRead).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
 // AdmissionPolicy is the cluster admin's control over admission: per rule, whether a violation
 // is refused, warned about or only counted, overridden per namespace; and the registry
 // allow-list. The operator reads the one named cluster, and applies a change at once, without a
 // restart.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=ap,categories=seedlabs
+// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type AdmissionPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -86,6 +105,22 @@ type AdmissionPolicy struct {
 
 	// +optional
 	Spec AdmissionPolicySpec `json:"spec,omitempty"`
+
+	// +optional
+	Status AdmissionPolicyStatus `json:"status,omitempty"`
+}
+
+// GetConditions returns the conditions of the status.
+func (p *AdmissionPolicy) GetConditions() []metav1.Condition { return p.Status.Conditions }
+
+// SetConditions replaces the conditions of the status.
+func (p *AdmissionPolicy) SetConditions(conditions []metav1.Condition) {
+	p.Status.Conditions = conditions
+}
+
+// SetObservedGeneration records the generation of the spec the status describes.
+func (p *AdmissionPolicy) SetObservedGeneration(generation int64) {
+	p.Status.ObservedGeneration = generation
 }
 
 // +kubebuilder:object:root=true

@@ -1,0 +1,66 @@
+// Package admissionpolicy writes into the AdmissionPolicy's status what the operator makes of it:
+// whether every rule and registry of its spec is applied, and if not, what is not and why.
+package admissionpolicy
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/seedlabs/webhook-operator/api/conditions"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/message"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+// ControllerName names the controller in logs and metrics.
+const ControllerName = "admissionpolicy"
+
+// +kubebuilder:rbac:groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy.seedlabs.dev,resources=admissionpolicies/status,verbs=get;patch
+
+// Reconciler compiles each AdmissionPolicy as every replica applies it (webhooks.NewPolicy, with
+// the manager's --allowed-registries where it names none) and reports the result in Accepted.
+// It runs on the leader alone, so the status is written once.
+type Reconciler struct {
+	client.Client
+	// Images is the image policy of the manager's --allowed-registries.
+	Images webhooks.ImagePolicy
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
+	p := &policyv1alpha1.AdmissionPolicy{}
+	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	patch := status.NewPatch(r.Client, p)
+	defer func() { reterr = patch.Apply(ctx, p, reterr) }()
+
+	p.SetObservedGeneration(p.Generation)
+	switch _, errs := webhooks.NewPolicy(p, r.Images); {
+	case p.Name != policyv1alpha1.PolicyName:
+		status.Set(p, conditions.Accepted, metav1.ConditionFalse, conditions.ReasonNotRead,
+			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s; this one is not applied", policyv1alpha1.PolicyName))
+	case len(errs) > 0:
+		status.Set(p, conditions.Accepted, metav1.ConditionFalse, conditions.ReasonPartlyApplied,
+			message.Truncate("applied but for what cannot be: "+message.Violations(errs, message.ConditionLimit), message.ConditionLimit))
+	default:
+		status.Set(p, conditions.Accepted, metav1.ConditionTrue, conditions.ReasonApplied, "every rule and registry is applied")
+	}
+	return ctrl.Result{}, nil
+}
+
+// SetupWithManager has mgr run the controller.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(ControllerName).
+		For(&policyv1alpha1.AdmissionPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Complete(r)
+}
