@@ -469,7 +469,6 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 			ips = append(ips, manager.Status.PodIP)
 		}
 		load := startAdmissionLoad(ctx, samplesNamespace, ips)
-		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 20))
 
 		start := time.Now()
 		renewCertificate(ctx)
@@ -494,11 +493,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		}
 		AddReportEntry("re-issue to new certificate served", time.Since(start).Round(time.Millisecond).String())
 
-		served := load.answered.Load()
-		Eventually(load.answered.Load).WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", served+20),
-			"admission keeps answering after the rotation")
-		Expect(load.stop()).To(BeEmpty(), "failed admission requests during the rotation")
-		AddReportEntry("admission requests answered during the rotation", load.answered.Load())
+		load.finish(ctx, "the rotation")
 		Expect(caBundles(ctx)).To(HaveEach(Equal(after.Data["ca.crt"])))
 	}, SpecTimeout(3*time.Minute))
 
@@ -924,6 +919,18 @@ func (l *admissionLoad) fail(format string, args ...any) {
 	l.failures = append(l.failures, fmt.Sprintf(format, args...))
 }
 
+// finish requires that admission goes on answering, 20 requests more, stops the load, requires
+// that no request failed during what, and reports how many were answered.
+func (l *admissionLoad) finish(ctx context.Context, what string) {
+	served := l.answered.Load()
+	EventuallyWithOffset(1, l.answered.Load).WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", served+20),
+		"admission keeps answering after "+what)
+	ExpectWithOffset(1, l.stop()).To(BeEmpty(), "failed admission requests during "+what)
+	AddReportEntry(what+": admission requests answered", l.answered.Load())
+}
+
+// startAdmissionLoad starts an admissionLoad in namespace, shaking hands with the webhook server at
+// each of podIPs, and waits for its first 20 answers.
 func startAdmissionLoad(ctx context.Context, namespace string, podIPs []string) *admissionLoad {
 	ctx, cancel := context.WithCancel(ctx)
 	load := &admissionLoad{}
@@ -985,5 +992,7 @@ func startAdmissionLoad(ctx context.Context, namespace string, podIPs []string) 
 		defer load.mu.Unlock()
 		return load.failures
 	}
+	EventuallyWithOffset(1, load.answered.Load).WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", 20),
+		"the admission load's first answers")
 	return load
 }
