@@ -51,7 +51,7 @@ func ValidateDeployObject(old, d *appv1.DeployObject, policy ImagePolicy) (field
 	errs, warnings := validateDeployObject(d, policy)
 	if old != nil && len(errs) > 0 {
 		oldErrs, _ := validateDeployObject(old, policy)
-		errs = ratchet(errs, oldErrs)
+		errs = ratchet(errs, oldErrs, old, d)
 	}
 	return withRuleIDs(errs), warnings
 }
@@ -72,9 +72,11 @@ func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy ImagePolicy, 
 	if spec.Replicas != nil && *spec.Replicas < 0 {
 		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more").WithOrigin(string(DeployObjectReplicas)))
 	}
+	errs = append(errs, validateReplicasCap(spec.Replicas, path.Child("replicas"), DeployObjectReplicasMax)...)
 	errs = append(errs, tagged(validateServicePorts(spec.Ports, path.Child("ports")), DeployObjectPorts)...)
 	envErrs, envWarnings := validateEnv(spec.Env, path.Child("env"))
 	errs = append(errs, tagged(envErrs, DeployObjectEnv)...)
+	errs = append(errs, tagged(validateEnvSize(spec.Env, path.Child("env")), DeployObjectEnvSize)...)
 	warnings = append(warnings, envWarnings...)
 	errs = append(errs, tagged(validateResources(spec.Resources, path.Child("resources")), DeployObjectResources)...)
 	return errs, warnings
@@ -135,6 +137,40 @@ func validateServicePorts(ports []corev1.ServicePort, path *field.Path) field.Er
 			errs = append(errs, field.Duplicate(pp, key))
 		}
 		portProtocols[key] = true
+	}
+	return errs
+}
+
+// The size limits of a DeployObject's environment (limits.go): how many variables, and in bytes.
+const (
+	maxEnvVars       = 100
+	maxEnvValueBytes = 32 << 10
+	maxEnvBytes      = 256 << 10
+)
+
+// validateEnvSize holds the environment to at most maxEnvVars variables, each value to at most
+// maxEnvValueBytes, and the names and values together to at most maxEnvBytes: a name is as free a
+// string as a value.
+func validateEnvSize(env []corev1.EnvVar, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(env) > maxEnvVars {
+		tooMany := field.TooMany(path, len(env), maxEnvVars)
+		tooMany.Detail = fmt.Sprintf("must have at most %d variables; drop the ones the app does not read", maxEnvVars)
+		errs = append(errs, tooMany)
+	}
+	total := 0
+	for i, e := range env {
+		total += len(e.Name) + len(e.Value)
+		if len(e.Value) > maxEnvValueBytes {
+			errs = append(errs, tooLong(path.Index(i).Child("value"), len(e.Value), maxEnvValueBytes,
+				"read a long value from a ConfigMap with valueFrom.configMapKeyRef"))
+		}
+	}
+	if total > maxEnvBytes {
+		overall := field.TooLong(path, nil, maxEnvBytes)
+		overall.Detail = fmt.Sprintf("the names and values add up to %d bytes, more than the %d allowed; "+
+			"read long values from a ConfigMap with valueFrom.configMapKeyRef", total, maxEnvBytes)
+		errs = append(errs, overall)
 	}
 	return errs
 }

@@ -2,11 +2,15 @@ package webhooks
 
 import (
 	"strings"
+	"sync"
+	"time"
 
+	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/lru"
 
 	"github.com/seedlabs/webhook-operator/internal/message"
 )
@@ -25,20 +29,82 @@ type denial struct {
 	dryRun    bool
 }
 
-// recordDenial records a refusal as a Warning Event in the object's namespace, regarding the
-// object (which a refused create leaves absent), where the namespace's owner looks: kubectl events
-// -n NS. A dry run, which has no side effects (the validating webhooks declare sideEffects:
+// How many refusal Events are recorded. The events.k8s.io recorder keeps each Event it records
+// for 6 to 12 minutes, to fold repeats of it into a series, and an Event regards one object: a
+// client refused under a new name each time (generateName) would have it keep one per request.
+// So each namespace records at most refusalEventBurst at once and one more every
+// refusalEventEvery, and all namespaces together at most refusalEventsPerSecond; the refusals
+// past that are counted in webhook_operator_refusal_events_suppressed_total. The client is told
+// of every refusal either way, and webhook_operator_admission_decisions_total counts each.
+const (
+	refusalEventBurst      = 50
+	refusalEventEvery      = 6 * time.Second
+	refusalEventsPerSecond = 10
+	refusalEventsBurst     = 100
+	// refusalEventNamespaces is how many namespaces' limits are remembered: past it, the namespace
+	// refused least recently is forgotten, and starts again from a full burst, which the limit
+	// across namespaces still bounds.
+	refusalEventNamespaces = 1024
+)
+
+// refusalEvents records refusals as Events, within the limits above.
+type refusalEvents struct {
+	recorder events.EventRecorder
+	now      func() time.Time
+
+	mu         sync.Mutex
+	all        *rate.Limiter
+	namespaces *lru.Cache
+}
+
+// newRefusalEvents records refusals with recorder; nil records none.
+func newRefusalEvents(recorder events.EventRecorder) *refusalEvents {
+	if recorder == nil {
+		return nil
+	}
+	return &refusalEvents{
+		recorder:   recorder,
+		now:        time.Now,
+		all:        rate.NewLimiter(refusalEventsPerSecond, refusalEventsBurst),
+		namespaces: lru.New(refusalEventNamespaces),
+	}
+}
+
+// allow takes one Event from namespace's limit and from the limit across namespaces.
+func (r *refusalEvents) allow(namespace string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	now := r.now()
+	var limiter *rate.Limiter
+	if l, ok := r.namespaces.Get(namespace); ok {
+		limiter, _ = l.(*rate.Limiter)
+	}
+	if limiter == nil {
+		limiter = rate.NewLimiter(rate.Every(refusalEventEvery), refusalEventBurst)
+		r.namespaces.Add(namespace, limiter)
+	}
+	return limiter.AllowN(now, 1) && r.all.AllowN(now, 1)
+}
+
+// record records a refusal as a Warning Event in the object's namespace, regarding the object
+// (which a refused create leaves absent), where the namespace's owner looks: kubectl events -n NS.
+// A dry run, which has no side effects (the validating webhooks declare sideEffects:
 // NoneOnDryRun), records nothing, nor does a manager without a recorder. The recorder folds the
 // same refusal repeated (the same object, operation and reason) into one Event's series, so a
-// GitOps tool retrying a bad object does not flood the namespace.
-func recordDenial(recorder events.EventRecorder, d denial, errs field.ErrorList) {
-	if recorder == nil || d.dryRun || d.namespace == "" || len(errs) == 0 {
+// GitOps tool retrying a bad object does not flood the namespace; refusals past the limits above
+// are not recorded.
+func (r *refusalEvents) record(d denial, errs field.ErrorList) {
+	if r == nil || d.dryRun || d.namespace == "" || len(errs) == 0 {
+		return
+	}
+	if !r.allow(d.namespace) {
+		refusalEventsSuppressed.Inc()
 		return
 	}
 	apiVersion, kind := d.gvk.ToAPIVersionAndKind()
 	regarding := &corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: d.namespace, Name: d.name}
 	prefix := strings.ToLower(d.operation) + " refused: "
-	recorder.Eventf(regarding, nil, corev1.EventTypeWarning, ReasonRefused, actionOf(d.operation), "%s",
+	r.recorder.Eventf(regarding, nil, corev1.EventTypeWarning, ReasonRefused, actionOf(d.operation), "%s",
 		prefix+message.Violations(errs, message.EventNoteLimit-len(prefix)))
 }
 

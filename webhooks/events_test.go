@@ -1,10 +1,14 @@
 package webhooks
 
 import (
+	"fmt"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 )
@@ -46,5 +50,62 @@ func TestRefusalEvents(t *testing.T) {
 				t.Errorf("the Event %q does not say %q", e, want)
 			}
 		}
+	}
+}
+
+// TestRefusalEventsAreBounded records refusals under new names, as generateName makes them, and
+// requires each namespace to record no more than its burst at once and one more per period, and
+// all namespaces together no more than theirs.
+func TestRefusalEventsAreBounded(t *testing.T) {
+	recorder := events.NewFakeRecorder(1000)
+	r := newRefusalEvents(recorder)
+	now := time.Unix(0, 0)
+	r.now = func() time.Time { return now }
+	refused := field.ErrorList{field.Invalid(field.NewPath("spec", "port"), 0, "must be between 1 and 65535")}
+	refuse := func(namespace string, n int) {
+		for i := range n {
+			r.record(denial{gvk: welcomeGVK, namespace: namespace, name: fmt.Sprintf("probe-%d", i), operation: "CREATE"}, refused)
+		}
+	}
+	recorded := func() int {
+		n := len(recorder.Events)
+		for range n {
+			<-recorder.Events
+		}
+		return n
+	}
+	suppressed := func() float64 { return testutil.ToFloat64(refusalEventsSuppressed) }
+
+	before := suppressed()
+	refuse("shop", 300)
+	if got := recorded(); got != refusalEventBurst {
+		t.Errorf("300 refusals at once in one namespace recorded %d Events, want %d", got, refusalEventBurst)
+	}
+	if got := suppressed() - before; got != 300-refusalEventBurst {
+		t.Errorf("%v refusals counted as suppressed, want %d", got, 300-refusalEventBurst)
+	}
+	refuse("cart", 1)
+	if got := recorded(); got != 1 {
+		t.Errorf("another namespace recorded %d Events, want 1: one namespace's flood takes nothing from it", got)
+	}
+	now = now.Add(refusalEventEvery)
+	refuse("shop", 300)
+	if got := recorded(); got != 1 {
+		t.Errorf("%v later, 300 more refusals recorded %d Events, want 1", refusalEventEvery, got)
+	}
+
+	now = now.Add(time.Hour)
+	for i := range 2 * refusalEventsBurst {
+		refuse(fmt.Sprintf("ns-%d", i), 1)
+	}
+	if got := recorded(); got != refusalEventsBurst {
+		t.Errorf("refusals in %d namespaces at once recorded %d Events, want %d", 2*refusalEventsBurst, got, refusalEventsBurst)
+	}
+	now = now.Add(time.Second)
+	for i := range 2 * refusalEventsBurst {
+		refuse(fmt.Sprintf("other-%d", i), 1)
+	}
+	if got := recorded(); got != refusalEventsPerSecond {
+		t.Errorf("a second later, refusals in %d new namespaces recorded %d Events, want %d", 2*refusalEventsBurst, got, refusalEventsPerSecond)
 	}
 }

@@ -5,7 +5,6 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
@@ -19,7 +18,7 @@ type NamespaceLabels interface {
 type judge struct {
 	policy     PolicySource
 	namespaces NamespaceLabels
-	recorder   events.EventRecorder
+	events     *refusalEvents
 }
 
 func newJudge(opts Options) judge {
@@ -27,7 +26,7 @@ func newJudge(opts Options) judge {
 	if source == nil {
 		source = StaticPolicy{Policy: DefaultPolicy(opts.ImagePolicy)}
 	}
-	return judge{policy: source, namespaces: opts.Namespaces, recorder: opts.Recorder}
+	return judge{policy: source, namespaces: opts.Namespaces, events: newRefusalEvents(opts.Recorder)}
 }
 
 // current is the policy in force, read once per request so that one answer follows one policy.
@@ -48,7 +47,7 @@ func (j judge) judge(ctx context.Context, p *Policy, d denial, errs field.ErrorL
 	}
 	verdict := p.Judge(errs, warnings, namespace)
 	observe(d.gvk.Kind, d.operation, verdict)
-	recordDenial(j.recorder, d, verdict.Refused)
+	j.events.record(d, verdict.Refused)
 	return verdict.Refused, verdict.Warnings, nil
 }
 

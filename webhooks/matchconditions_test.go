@@ -298,6 +298,12 @@ func TestWelcomeMayBeRefused(t *testing.T) {
 		{"the lowest values", valid(func(s *authv1alpha1.WelcomeSpec) {
 			s.UserID, s.Replicas, s.Port, s.ServiceType = ptr.To[int32](1), ptr.To[int32](1), ptr.To[int32](1), "ClusterIP"
 		})},
+		{"every size limit reached, in bytes of one character each", valid(func(s *authv1alpha1.WelcomeSpec) {
+			s.Name, s.Email, s.Groups, s.Replicas = strings.Repeat("n", 256), emailOfBytes(254), distinctGroups(32, 256), ptr.To[int32](100)
+		})},
+		{"names of 256 bytes in 86 characters", valid(func(s *authv1alpha1.WelcomeSpec) {
+			s.Name, s.Groups = strings.Repeat("€", 85)+"a", []string{strings.Repeat("€", 85) + "g"}
+		})},
 	}
 	for _, c := range skipped {
 		if m.calls(t, admission.Create, "", c.w, nil) {
@@ -314,15 +320,24 @@ func TestWelcomeMayBeRefused(t *testing.T) {
 		{"a name of 64 characters", func(w *authv1alpha1.Welcome) { w.Name = strings.Repeat("a", 64) }},
 		{"a blank spec.name", func(w *authv1alpha1.Welcome) { w.Spec.Name = " \t" }},
 		{"a spec.name of only punctuation", func(w *authv1alpha1.Welcome) { w.Spec.Name = "¡!" }},
+		{"a spec.name of 257 bytes", func(w *authv1alpha1.Welcome) { w.Spec.Name = strings.Repeat("n", 257) }},
+		// Of 87 characters, which size() counts as within the limit, and a letter, which passes the
+		// check for an empty name.
+		{"a spec.name of 259 bytes in 87 characters", func(w *authv1alpha1.Welcome) { w.Spec.Name = strings.Repeat("€", 86) + "a" }},
 		{"userID 0", func(w *authv1alpha1.Welcome) { w.Spec.UserID = ptr.To[int32](0) }},
 		{"userID 65536", func(w *authv1alpha1.Welcome) { w.Spec.UserID = ptr.To[int32](65536) }},
 		{"an empty group", func(w *authv1alpha1.Welcome) { w.Spec.Groups = []string{"a", " "} }},
 		{"a duplicate group", func(w *authv1alpha1.Welcome) { w.Spec.Groups = []string{"a", "b", "a"} }},
+		{"33 groups", func(w *authv1alpha1.Welcome) { w.Spec.Groups = distinctGroups(33, 8) }},
+		{"a group of 257 bytes", func(w *authv1alpha1.Welcome) { w.Spec.Groups = []string{"a", strings.Repeat("g", 257)} }},
+		{"a group of 259 bytes in 87 characters", func(w *authv1alpha1.Welcome) { w.Spec.Groups = []string{strings.Repeat("€", 86) + "g"} }},
+		{"an email of 255 bytes", func(w *authv1alpha1.Welcome) { w.Spec.Email = emailOfBytes(255) }},
 		{"an email with a display name", func(w *authv1alpha1.Welcome) { w.Spec.Email = "Ada <ada@example.com>" }},
 		{"an email without a domain dot", func(w *authv1alpha1.Welcome) { w.Spec.Email = "ada@localhost" }},
 		{"a password, which warns", func(w *authv1alpha1.Welcome) { w.Spec.Password = "hunter2" }},
 		{"0 replicas, which warns", func(w *authv1alpha1.Welcome) { w.Spec.Replicas = ptr.To[int32](0) }},
 		{"negative replicas", func(w *authv1alpha1.Welcome) { w.Spec.Replicas = ptr.To[int32](-1) }},
+		{"101 replicas", func(w *authv1alpha1.Welcome) { w.Spec.Replicas = ptr.To[int32](101) }},
 		{"port 0", func(w *authv1alpha1.Welcome) { w.Spec.Port = ptr.To[int32](0) }},
 		{"port 65536", func(w *authv1alpha1.Welcome) { w.Spec.Port = ptr.To[int32](65536) }},
 		{"an image, which the image policy decides", func(w *authv1alpha1.Welcome) { w.Spec.Image = "ghcr.io/seedlabs/welcome-web:v1" }},
@@ -422,7 +437,7 @@ func TestMemcachedScaleMayBeRefused(t *testing.T) {
 // test/deploy's TestInt32FieldsAreBoundedWhereAWebhookMayBeSkipped holds) the condition decides as
 // it does for the typed object, calling the webhook whenever it refuses or warns.
 func TestMayBeRefusedOnRawJSONNumbers(t *testing.T) {
-	numbers := []int64{math.MinInt32 - 1, math.MinInt32, -1, 0, 1, 3, 4, 8088, 11211, 65535, 65536, math.MaxInt32, math.MaxInt32 + 1, 1<<53 + 1}
+	numbers := []int64{math.MinInt32 - 1, math.MinInt32, -1, 0, 1, 3, 4, 100, 101, 8088, 11211, 65535, 65536, math.MaxInt32, math.MaxInt32 + 1, 1<<53 + 1}
 	welcomes := validatingMatcher(t, "vwelcome.auth.seedlabs.dev", welcomeGVK, "welcomes")
 	memcacheds := validatingMatcher(t, "vmemcached.cache.seedlabs.dev", memcachedGVK, "memcacheds")
 	policies := imagePolicies(t)
@@ -490,6 +505,8 @@ func FuzzWelcomeMayBeRefused(f *testing.F) {
 	f.Add("welcome-sample", "Ada", "ada@example.com", "engineering", "analysts", "", "", "", int64(1815), int64(1), int64(8088), uint8(0xff))
 	f.Add("hello.world", " ", "Ada <ada@example.com>", "a", "a", "hunter2", "nginx:latest", "ExternalName", int64(0), int64(0), int64(0), uint8(0xff))
 	f.Add("w", "x", "a.b@c.d", "", "", "", "", "ClusterIP", int64(65535), int64(-1), int64(65536), uint8(0))
+	f.Add("limits", strings.Repeat("€", 85)+"a", emailOfBytes(254), strings.Repeat("g", 256), strings.Repeat("€", 85)+"g", "", "", "", int64(1), int64(100), int64(80), uint8(0xff))
+	f.Add("past-limits", strings.Repeat("n", 257), emailOfBytes(255), strings.Repeat("g", 257), "", strings.Repeat("p", 257), "", "", int64(1), int64(101), int64(80), uint8(0xff))
 	m := validatingMatcher(f, "vwelcome.auth.seedlabs.dev", welcomeGVK, "welcomes")
 	policies := imagePolicies(f)
 	f.Fuzz(func(t *testing.T, name, specName, email, group1, group2, password, image, serviceType string, userID, replicas, port int64, set uint8) {

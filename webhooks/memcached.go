@@ -61,7 +61,7 @@ func ValidateMemcached(old, m *cachev1alpha1.Memcached) (field.ErrorList, admiss
 		if old.Spec.ContainerPort != nil {
 			oldErrs = append(oldErrs, validatePort(*old.Spec.ContainerPort, path.Child("containerPort"))...)
 		}
-		errs = ratchet(errs, oldErrs)
+		errs = ratchet(errs, oldErrs, old, m)
 	}
 	return withRuleIDs(errs), warnings
 }

@@ -23,6 +23,12 @@ var (
 		Name: "webhook_operator_admission_decisions_total",
 		Help: "Validation requests, by kind, operation (CREATE, UPDATE) and decision: allowed or denied.",
 	}, []string{"kind", "operation", "decision"})
+
+	// refusalEventsSuppressed counts the refusals recorded as no Event, past refusalEvents' limits.
+	refusalEventsSuppressed = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "webhook_operator_refusal_events_suppressed_total",
+		Help: "Refusals not recorded as an Event because their namespace, or all namespaces together, recorded as many as they may.",
+	})
 )
 
 // The actions a rule result is counted under.
@@ -33,7 +39,7 @@ const (
 )
 
 func init() {
-	metrics.Registry.MustRegister(ruleResults, decisions)
+	metrics.Registry.MustRegister(ruleResults, decisions, refusalEventsSuppressed)
 }
 
 // observe counts one validation request of kind: its decision, and each rule the policy's

@@ -31,14 +31,18 @@ type Rule struct {
 const (
 	WelcomeObjectName        RuleID = "welcome.metadata-name.dns-label"
 	WelcomeName              RuleID = "welcome.name.required"
+	WelcomeNameLength        RuleID = "welcome.name.length"
 	WelcomeUserID            RuleID = "welcome.user-id.range"
 	WelcomeGroups            RuleID = "welcome.groups.valid"
+	WelcomeGroupsSize        RuleID = "welcome.groups.size"
 	WelcomeEmail             RuleID = "welcome.email.format"
 	WelcomeReplicas          RuleID = "welcome.replicas.non-negative"
 	WelcomeReplicasZero      RuleID = "welcome.replicas.zero"
+	WelcomeReplicasMax       RuleID = "welcome.replicas.max"
 	WelcomePort              RuleID = "welcome.port.range"
 	WelcomeServiceType       RuleID = "welcome.service-type.supported"
 	WelcomePassword          RuleID = "welcome.password.plaintext"
+	WelcomePasswordLength    RuleID = "welcome.password.length"
 	WelcomeImageReference    RuleID = "welcome.image.reference"
 	WelcomeImagePinned       RuleID = "welcome.image.pinned"
 	WelcomeImageRegistry     RuleID = "welcome.image.registry"
@@ -55,11 +59,13 @@ const (
 	DeployObjectImageRegistry     RuleID = "deployobject.image.registry"
 	DeployObjectImageLatestDigest RuleID = "deployobject.image.latest-with-digest"
 	DeployObjectReplicas          RuleID = "deployobject.replicas.non-negative"
+	DeployObjectReplicasMax       RuleID = "deployobject.replicas.max"
 	DeployObjectPorts             RuleID = "deployobject.ports.valid"
 	DeployObjectAppProtocol       RuleID = "deployobject.ports.app-protocol"
 	DeployObjectEnv               RuleID = "deployobject.env.valid"
 	DeployObjectEnvSecrets        RuleID = "deployobject.env.no-secrets"
 	DeployObjectEnvDuplicate      RuleID = "deployobject.env.duplicate"
+	DeployObjectEnvSize           RuleID = "deployobject.env.size"
 	DeployObjectResources         RuleID = "deployobject.resources.valid"
 )
 
@@ -68,14 +74,18 @@ const (
 var rules = []Rule{
 	{ID: WelcomeObjectName, Kind: "Welcome", Field: "metadata.name", Summary: "a DNS-1035 label: it names the Service and is a label value of the pods", Contract: true},
 	{ID: WelcomeName, Kind: "Welcome", Field: "spec.name", Summary: "not empty or blank"},
+	{ID: WelcomeNameLength, Kind: "Welcome", Field: "spec.name", Summary: "at most 256 bytes"},
 	{ID: WelcomeUserID, Kind: "Welcome", Field: "spec.userID", Summary: "1-65535 when set"},
 	{ID: WelcomeGroups, Kind: "Welcome", Field: "spec.groups", Summary: "no empty names, no duplicates"},
-	{ID: WelcomeEmail, Kind: "Welcome", Field: "spec.email", Summary: "a bare address such as user@example.com when set"},
+	{ID: WelcomeGroupsSize, Kind: "Welcome", Field: "spec.groups", Summary: "at most 32 groups, each at most 256 bytes"},
+	{ID: WelcomeEmail, Kind: "Welcome", Field: "spec.email", Summary: "a bare address such as user@example.com, at most 254 bytes (RFC 5321), when set"},
 	{ID: WelcomeReplicas, Kind: "Welcome", Field: "spec.replicas", Summary: "0 or more", Contract: true},
 	{ID: WelcomeReplicasZero, Kind: "Welcome", Field: "spec.replicas", Summary: "0 runs no web server", Warning: true},
+	{ID: WelcomeReplicasMax, Kind: "Welcome", Field: "spec.replicas", Summary: "at most 100; an AdmissionPolicy that Warns or Audits the rule lifts the cap"},
 	{ID: WelcomePort, Kind: "Welcome", Field: "spec.port", Summary: "1-65535", Contract: true},
 	{ID: WelcomeServiceType, Kind: "Welcome", Field: "spec.serviceType", Summary: "NodePort, ClusterIP or LoadBalancer", Contract: true},
 	{ID: WelcomePassword, Kind: "Welcome", Field: "spec.password", Summary: "stored unencrypted in etcd", Warning: true},
+	{ID: WelcomePasswordLength, Kind: "Welcome", Field: "spec.password", Summary: "at most 256 bytes"},
 	{ID: WelcomeImageReference, Kind: "Welcome", Field: "spec.image", Summary: "a reference the container runtime can parse", Contract: true},
 	{ID: WelcomeImagePinned, Kind: "Welcome", Field: "spec.image", Summary: "a tag other than latest, or a digest"},
 	{ID: WelcomeImageRegistry, Kind: "Welcome", Field: "spec.image", Summary: "from an allowed registry, when the allow-list is set"},
@@ -92,11 +102,13 @@ var rules = []Rule{
 	{ID: DeployObjectImageRegistry, Kind: "DeployObject", Field: "spec.image", Summary: "from an allowed registry, when the allow-list is set"},
 	{ID: DeployObjectImageLatestDigest, Kind: "DeployObject", Field: "spec.image", Summary: "the tag latest beside a digest is ignored", Warning: true},
 	{ID: DeployObjectReplicas, Kind: "DeployObject", Field: "spec.replicas", Summary: "0 or more", Contract: true},
+	{ID: DeployObjectReplicasMax, Kind: "DeployObject", Field: "spec.replicas", Summary: "at most 100; an AdmissionPolicy that Warns or Audits the rule lifts the cap"},
 	{ID: DeployObjectPorts, Kind: "DeployObject", Field: "spec.ports", Summary: "the Service API's rules for ports", Contract: true},
 	{ID: DeployObjectAppProtocol, Kind: "DeployObject", Field: "spec.ports[].appProtocol", Summary: "a qualified name", Contract: true},
 	{ID: DeployObjectEnv, Kind: "DeployObject", Field: "spec.env", Summary: "the Pod API's rules for environment variables", Contract: true},
 	{ID: DeployObjectEnvSecrets, Kind: "DeployObject", Field: "spec.env[].valueFrom.secretKeyRef", Summary: "no Secrets: an editor could read any Secret of the namespace"},
 	{ID: DeployObjectEnvDuplicate, Kind: "DeployObject", Field: "spec.env[].name", Summary: "a repeated name: Kubernetes keeps the last", Warning: true},
+	{ID: DeployObjectEnvSize, Kind: "DeployObject", Field: "spec.env", Summary: "at most 100 variables, each value at most 32 KiB, names and values at most 256 KiB in all"},
 	{ID: DeployObjectResources, Kind: "DeployObject", Field: "spec.resources", Summary: "the Pod API's rules for resources", Contract: true},
 }
 

@@ -73,6 +73,7 @@ func TestEveryRuleIsReachable(t *testing.T) {
 			Port: ptr.To[int32](0), ServiceType: "ExternalName", Password: "x", Image: "quay.io/a/b"},
 		{Name: "Ada", Replicas: ptr.To[int32](0), Image: "bad image"},
 		{Name: "Ada", Image: "quay.io/a/b:1"},
+		{Name: strings.Repeat("a", 257), Groups: make([]string, 33), Password: strings.Repeat("p", 257), Replicas: ptr.To[int32](101)},
 		{Name: "Ada", Image: "ghcr.io/a/b:latest@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"},
 	} {
 		w := welcome()
@@ -102,6 +103,8 @@ func TestEveryRuleIsReachable(t *testing.T) {
 		{Image: "quay.io/a/b", Ports: []corev1.ServicePort{{Port: 80, AppProtocol: ptr.To("HTTP 2")}},
 			Env: []corev1.EnvVar{{Name: "A", Value: "1"}, {Name: "A", Value: "2"}}},
 		{Image: "quay.io/a/b:1.0", Ports: []corev1.ServicePort{{Port: 80}}},
+		{Image: "ghcr.io/a/b:1.0", Replicas: ptr.To[int32](101), Ports: []corev1.ServicePort{{Port: 80}},
+			Env: slices.Repeat([]corev1.EnvVar{{Name: "A", Value: "x"}}, 101)},
 		{Image: "ghcr.io/a/b:latest@sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855", Ports: []corev1.ServicePort{{Port: 80}}},
 	} {
 		d := deployObject()

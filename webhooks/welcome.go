@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"fmt"
 	"net/mail"
 	"strings"
 
@@ -18,13 +19,26 @@ import (
 // a spec sent as null. The validating webhook is called on a create, or an update that changes
 // the spec, of a Welcome that ValidateWelcome may refuse or warn about (may-be-refused): the
 // expression is true wherever it finds an error or a warning under any image policy, and false
-// only for objects it is sure pass, so no call it skips could have changed the answer.
+// only for objects it is sure pass, so no call it skips could have changed the answer. CEL's size()
+// counts characters, and the size limits count bytes: a string is measured cheaply in characters
+// first, and as bytes() only when that could not decide.
 // matchconditions_test.go holds it to ValidateWelcome with kube-apiserver's own CEL matcher.
 // +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1alpha1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=mwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"lacks-a-default","expression":"!has(object.spec) || !has(object.spec.replicas) || !has(object.spec.port) || !has(object.spec.serviceType) || object.spec.serviceType == ''"}]}`
-// +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1alpha1-welcome,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=vwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.metadata.name) || object.metadata.name.size() > 63 || !object.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') || !has(object.spec) || !has(object.spec.name) || object.spec.name.size() > 1024 || !object.spec.name.matches('[A-Za-z0-9]') || (has(object.spec.userID) && (object.spec.userID < 1 || object.spec.userID > 65535)) || (has(object.spec.groups) && (object.spec.groups.size() > 32 || object.spec.groups.exists(g, g.size() > 256 || !g.matches('[A-Za-z0-9]') || object.spec.groups.filter(h, h == g).size() > 1))) || (has(object.spec.email) && object.spec.email != '' && (object.spec.email.size() > 254 || !object.spec.email.matches('^[A-Za-z0-9_+-]+([.][A-Za-z0-9_+-]+)*@[A-Za-z0-9-]+([.][A-Za-z0-9-]+)+$'))) || (has(object.spec.password) && object.spec.password != '') || (has(object.spec.replicas) && object.spec.replicas <= 0) || (has(object.spec.port) && (object.spec.port < 1 || object.spec.port > 65535)) || (has(object.spec.image) && object.spec.image != '') || (has(object.spec.serviceType) && !(object.spec.serviceType in ['', 'NodePort', 'ClusterIP', 'LoadBalancer']))"}]}`
+// +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1alpha1-welcome,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=vwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.metadata.name) || object.metadata.name.size() > 63 || !object.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') || !has(object.spec) || !has(object.spec.name) || object.spec.name.size() > 256 || bytes(object.spec.name).size() > 256 || !object.spec.name.matches('[A-Za-z0-9]') || (has(object.spec.userID) && (object.spec.userID < 1 || object.spec.userID > 65535)) || (has(object.spec.groups) && (object.spec.groups.size() > 32 || object.spec.groups.exists(g, g.size() > 256 || bytes(g).size() > 256 || !g.matches('[A-Za-z0-9]') || object.spec.groups.filter(h, h == g).size() > 1))) || (has(object.spec.email) && object.spec.email != '' && (object.spec.email.size() > 254 || !object.spec.email.matches('^[A-Za-z0-9_+-]+([.][A-Za-z0-9_+-]+)*@[A-Za-z0-9-]+([.][A-Za-z0-9-]+)+$'))) || (has(object.spec.password) && object.spec.password != '') || (has(object.spec.replicas) && (object.spec.replicas <= 0 || object.spec.replicas > 100)) || (has(object.spec.port) && (object.spec.port < 1 || object.spec.port > 65535)) || (has(object.spec.image) && object.spec.image != '') || (has(object.spec.serviceType) && !(object.spec.serviceType in ['', 'NodePort', 'ClusterIP', 'LoadBalancer']))"}]}`
 
 // maxUserID is the highest user ID a Welcome accepts.
 const maxUserID = 65535
+
+// The size limits of a Welcome's free strings (limits.go), in bytes, and of its groups.
+const (
+	maxWelcomeNameBytes = 256
+	maxGroups           = 32
+	maxGroupBytes       = 256
+	maxPasswordBytes    = 256
+	// maxEmailBytes is the longest address there is: RFC 5321's path of 256 octets, less its
+	// angle brackets. A longer one is no address, so it breaks welcome.email.format.
+	maxEmailBytes = 254
+)
 
 var welcomeServiceTypes = []corev1.ServiceType{corev1.ServiceTypeNodePort, corev1.ServiceTypeClusterIP, corev1.ServiceTypeLoadBalancer}
 
@@ -52,7 +66,7 @@ func ValidateWelcome(old, w *authv1alpha1.Welcome, policy ImagePolicy) (field.Er
 	errs, warnings := validateWelcome(w, policy)
 	if old != nil && len(errs) > 0 {
 		oldErrs, _ := validateWelcome(old, policy)
-		errs = ratchet(errs, oldErrs)
+		errs = ratchet(errs, oldErrs, old, w)
 	}
 	return withRuleIDs(errs), append(warnings, welcomeWarnings(&w.Spec, field.NewPath("spec"))...)
 }
@@ -77,16 +91,30 @@ func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, path *field.Path) field
 	if strings.TrimSpace(spec.Name) == "" {
 		errs = append(errs, field.Required(path.Child("name"), "the name to greet must not be empty").WithOrigin(string(WelcomeName)))
 	}
+	if len(spec.Name) > maxWelcomeNameBytes {
+		errs = append(errs, tooLong(path.Child("name"), len(spec.Name), maxWelcomeNameBytes, "shorten the name to greet").
+			WithOrigin(string(WelcomeNameLength)))
+	}
 	if spec.UserID != nil && (*spec.UserID < 1 || *spec.UserID > maxUserID) {
 		errs = append(errs, field.Invalid(path.Child("userID"), *spec.UserID, "must be between 1 and 65535 when set").WithOrigin(string(WelcomeUserID)))
 	}
 	errs = append(errs, tagged(validateGroups(spec.Groups, path.Child("groups")), WelcomeGroups)...)
-	if spec.Email != "" && !isEmailAddress(spec.Email) {
+	errs = append(errs, tagged(validateGroupsSize(spec.Groups, path.Child("groups")), WelcomeGroupsSize)...)
+	switch {
+	case len(spec.Email) > maxEmailBytes:
+		errs = append(errs, tooLong(path.Child("email"), len(spec.Email), maxEmailBytes, "no email address is longer (RFC 5321)").
+			WithOrigin(string(WelcomeEmail)))
+	case spec.Email != "" && !isEmailAddress(spec.Email):
 		errs = append(errs, field.Invalid(path.Child("email"), spec.Email, "must be a bare email address such as user@example.com").WithOrigin(string(WelcomeEmail)))
+	}
+	if len(spec.Password) > maxPasswordBytes {
+		errs = append(errs, tooLong(path.Child("password"), len(spec.Password), maxPasswordBytes, "shorten it, or better, keep the secret in a Secret").
+			WithOrigin(string(WelcomePasswordLength)))
 	}
 	if spec.Replicas != nil && *spec.Replicas < 0 {
 		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more").WithOrigin(string(WelcomeReplicas)))
 	}
+	errs = append(errs, validateReplicasCap(spec.Replicas, path.Child("replicas"), WelcomeReplicasMax)...)
 	if spec.Port != nil {
 		errs = append(errs, tagged(validatePort(*spec.Port, path.Child("port")), WelcomePort)...)
 	}
@@ -119,6 +147,22 @@ func validateGroups(groups []string, path *field.Path) field.ErrorList {
 			errs = append(errs, field.Duplicate(path.Index(i), g))
 		}
 		seen[g] = true
+	}
+	return errs
+}
+
+// validateGroupsSize holds the groups to at most maxGroups names of at most maxGroupBytes each.
+func validateGroupsSize(groups []string, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	if len(groups) > maxGroups {
+		tooMany := field.TooMany(path, len(groups), maxGroups)
+		tooMany.Detail = fmt.Sprintf("must have at most %d groups; keep only the ones the app needs", maxGroups)
+		errs = append(errs, tooMany)
+	}
+	for i, g := range groups {
+		if len(g) > maxGroupBytes {
+			errs = append(errs, tooLong(path.Index(i), len(g), maxGroupBytes, "shorten the group name"))
+		}
 	}
 	return errs
 }

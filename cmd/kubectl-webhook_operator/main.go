@@ -16,6 +16,9 @@ import (
 	"text/tabwriter"
 
 	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
@@ -36,20 +39,25 @@ const usage = `Run webhook-operator's admission over manifests, offline.
 Usage:
   kubectl webhook-operator version                  print the version and commit the plugin was built from
   kubectl webhook-operator rules [-o text|json]     list the rules an AdmissionPolicy can name
-  kubectl webhook-operator lint -f FILENAME [-f FILENAME ...] [-R] [-o text|json]
+  kubectl webhook-operator lint -f FILENAME [-f FILENAME ...] [-R] [-o text|json] [-n NAMESPACE]
       [--policy=FILE [--namespace-labels=KEY=VALUE,...]] [--allowed-registries=LIST]
+      [--operator-namespace=NAMESPACE]
 
 Each Welcome, Memcached and DeployObject is defaulted and validated by the same rules the
-operator's webhooks serve, and decoded as strictly as kubectl apply sends it. FILENAME is a file,
-a directory (its .yaml, .yml and .json files; -R for its subdirectories too) or - for standard
-input, which is also read when no -f is given. Objects of other kinds are skipped. With --policy,
-an AdmissionPolicy decides what each broken rule does (Enforce refuses, Warn warns, Audit only
-lists it in the JSON output), for objects in a namespace of the given labels; without it, every
-rule refuses or warns as by default. --allowed-registries is the manager's flag: the registries
-allowed unless the policy names its own (its allowedRegistries, where [] allows any).
+operator's webhooks serve, and decoded as strictly as kubectl apply sends it; so is each item of
+a list (a v1 List, a WelcomeList, ...). FILENAME is a file, a directory (its .yaml, .yml and .json
+files; -R for its subdirectories too) or - for standard input, which is also read when no -f is
+given. Objects of other kinds are skipped. An object with only a generateName is judged under the
+name the API server would generate, with xxxxx for its random part. Objects in kube-system and in
+the operator's namespace (--operator-namespace) are unchecked: the API server calls none of the
+operator's webhooks for them. With --policy, an AdmissionPolicy decides what each broken rule
+does (Enforce refuses, Warn warns, Audit only lists it in the JSON output), for objects in a
+namespace of the given labels and kubernetes.io/metadata.name, the namespace's name; without it,
+every rule refuses or warns as by default. --allowed-registries is the manager's flag: the
+registries allowed unless the policy names its own (its allowedRegistries, where [] allows any).
 
-Exit status: 0 when every object would be admitted (warnings allowed), 1 when one would be
-refused, 2 on bad usage, a bad policy or a file that cannot be read.
+Exit status: 0 when every object would be admitted (warnings allowed, unchecked too), 1 when one
+would be refused, 2 on bad usage, a bad policy or a file that cannot be read.
 
 Flags:
 `
@@ -88,7 +96,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"Registries an image may come from, as the manager's --allowed-registries; unset allows any.")
 	policyFile := fs.String("policy", "", "An AdmissionPolicy (YAML) to lint under, as the cluster's named cluster.")
 	namespaceLabels := fs.StringToString("namespace-labels", nil,
-		"The labels of the namespace the objects go to, for the policy's namespace overrides.")
+		"The labels of the namespaces the objects go to, for the policy's namespace overrides; kubernetes.io/metadata.name is each one's name.")
+	namespace := fs.StringP("namespace", "n", metav1.NamespaceDefault,
+		"The namespace of objects that name none; given, objects that name another are refused, as kubectl refuses them.")
+	operatorNamespace := fs.String("operator-namespace", lint.DefaultOperatorNamespace,
+		"The namespace the operator is installed in: the webhooks are not called for its objects, nor for kube-system's.")
 	if err := fs.Parse(args[1:]); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
 			return exitValid
@@ -102,6 +114,17 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *output != "text" && *output != "json" {
 		_, _ = fmt.Fprintf(stderr, "error: --output must be text or json, not %q\n", *output)
 		return exitUsage
+	}
+	if _, set := (*namespaceLabels)[corev1.LabelMetadataName]; set {
+		_, _ = fmt.Fprintf(stderr, "error: --namespace-labels: the API server sets %s to the namespace's name; name the namespace with --namespace\n",
+			corev1.LabelMetadataName)
+		return exitUsage
+	}
+	for _, flag := range []struct{ name, value string }{{"namespace", *namespace}, {"operator-namespace", *operatorNamespace}} {
+		if msgs := apimachineryvalidation.ValidateNamespaceName(flag.value, false); len(msgs) > 0 {
+			_, _ = fmt.Fprintf(stderr, "error: --%s: %q: %s\n", flag.name, flag.value, strings.Join(msgs, "; "))
+			return exitUsage
+		}
 	}
 	var allowed []string
 	for _, r := range *registries {
@@ -127,7 +150,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	linter := lint.Linter{Policy: policy, Namespace: *namespaceLabels}
+	linter := lint.Linter{
+		Policy:            policy,
+		NamespaceLabels:   *namespaceLabels,
+		Namespace:         *namespace,
+		EnforceNamespace:  fs.Changed("namespace"),
+		OperatorNamespace: *operatorNamespace,
+	}
 	var results []lint.Result
 	for _, source := range sources {
 		got, err := lintSource(linter, source, stdin)

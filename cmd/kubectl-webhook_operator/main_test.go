@@ -304,3 +304,62 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version extra: exit %d, want %d", code, exitUsage)
 	}
 }
+
+// TestLintNamespaces: objects go to -n's namespace unless they name one (which, with -n given,
+// must be -n's), those in kube-system and --operator-namespace are unchecked, and
+// kubernetes.io/metadata.name is the namespace's name, never a --namespace-labels label.
+func TestLintNamespaces(t *testing.T) {
+	const bad = "apiVersion: auth.seedlabs.dev/v1alpha1\nkind: Welcome\nmetadata: {name: bad, namespace: kube-system}\nspec: {name: Ada, port: 0}\n" +
+		"---\napiVersion: auth.seedlabs.dev/v1alpha1\nkind: Welcome\nmetadata: {name: bad}\nspec: {name: Ada, port: 0}\n"
+	code, _, stderr := lintRun(t, bad, "lint", "--operator-namespace", "ops", "-n", "ops")
+	if want := "-: error: the namespace from the provided object \"kube-system\" does not match the namespace \"ops\". " +
+		"You must pass '--namespace=kube-system' to perform this operation.\n"; code != exitInvalid || stderr != want {
+		t.Errorf("-n ops with an object in kube-system: exit %d, stderr (-want +got):\n%s", code, cmp.Diff(want, stderr))
+	}
+	code, stdout, stderr := lintRun(t, bad, "lint", "--operator-namespace", "ops")
+	if code != exitInvalid {
+		t.Errorf("exit %d, want %d", code, exitInvalid)
+	}
+	if want := "welcome.auth.seedlabs.dev/bad unchecked: the API server does not call webhook-operator's webhooks for objects in namespace kube-system\n"; stdout != want {
+		t.Errorf("stdout (-want +got):\n%s", cmp.Diff(want, stdout))
+	}
+	if want := "-: The Welcome \"bad\" is invalid: spec.port: Invalid value: 0: must be between 1 and 65535 (rule welcome.port.range)\n"; stderr != want {
+		t.Errorf("stderr (-want +got):\n%s", cmp.Diff(want, stderr))
+	}
+	code, stdout, _ = lintRun(t, bad, "lint", "--operator-namespace", "ops", "--namespace", "ops", "-o", "json")
+	if code != exitInvalid || !strings.Contains(stdout, `"invalid": 1,`) || !strings.Contains(stdout, `"unchecked": 1`) {
+		t.Errorf("--namespace ops, the operator's: exit %d, %s", code, stdout)
+	}
+	code, stdout, _ = lintRun(t, bad, "lint", "--operator-namespace", "ops", "-n", "kube-system", "-o", "json")
+	if code != exitValid || !strings.Contains(stdout, `"unchecked": 2`) {
+		t.Errorf("-n kube-system: exit %d, %s", code, stdout)
+	}
+
+	for _, args := range [][]string{
+		{"--namespace-labels", "kubernetes.io/metadata.name=prod"},
+		{"-n", "Not_A_Namespace"},
+		{"--operator-namespace", ""},
+	} {
+		if code, _, stderr := lintRun(t, bad, append([]string{"lint"}, args...)...); code != exitUsage || !strings.Contains(stderr, "error: --") {
+			t.Errorf("%q: exit %d, stderr %q; want %d", args, code, stderr, exitUsage)
+		}
+	}
+
+	// The sample policy enforces deployobject.image.pinned in namespaces labelled env=prod; one
+	// keyed on the name of the namespace needs no label from the user.
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policy, []byte("apiVersion: policy.seedlabs.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata: {name: cluster}\n"+
+		"spec: {rules: [{id: deployobject.image.pinned, action: Warn, namespaces: "+
+		"[{selector: {matchLabels: {kubernetes.io/metadata.name: prod}}, action: Enforce}]}]}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const latest = "apiVersion: app.seedlabs.dev/v1\nkind: DeployObject\nmetadata: {generateName: moving-}\nspec: {image: 'nginx:latest', ports: [{port: 80}]}\n"
+	if code, stdout, stderr := lintRun(t, latest, "lint", "--policy", policy, "-n", "dev"); code != exitValid ||
+		stdout != "deployobject.app.seedlabs.dev/moving-xxxxx valid\n" || !strings.Contains(stderr, "Warning: ") {
+		t.Errorf("in dev: exit %d, stdout %q, stderr %q", code, stdout, stderr)
+	}
+	if code, _, stderr := lintRun(t, latest, "lint", "--policy", policy, "-n", "prod"); code != exitInvalid ||
+		!strings.Contains(stderr, `-: The DeployObject "moving-xxxxx" is invalid: spec.image:`) {
+		t.Errorf("in prod: exit %d, stderr %q", code, stderr)
+	}
+}

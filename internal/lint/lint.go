@@ -6,19 +6,27 @@ package lint
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/operation"
+	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
@@ -37,20 +45,54 @@ const (
 	Invalid Verdict = "Invalid"
 	// Skipped objects are of a kind the operator does not admit.
 	Skipped Verdict = "Skipped"
+	// Unchecked objects are in a namespace the webhooks' namespaceSelector leaves out: the API
+	// server stores them without calling the operator's webhooks, so neither their defaulting nor
+	// their rules apply, only what the API server checks itself.
+	Unchecked Verdict = "Unchecked"
 )
+
+// DefaultOperatorNamespace is the namespace config/default installs the operator in.
+const DefaultOperatorNamespace = "webhook-operator-system"
+
+// ExcludedNamespaces are the namespaces whose objects the API server sends to none of the
+// operator's webhooks: the values of the namespaceSelector that config/webhook/namespace_selector.yaml
+// gives every webhook, kube-system and the operator's own namespace (named "system" there until
+// config/default renames it).
+func ExcludedNamespaces(operatorNamespace string) []string {
+	return []string{metav1.NamespaceSystem, operatorNamespace}
+}
+
+// GeneratedNameSuffix stands for the random characters the API server appends to the
+// generateName of an object that has no name; it is one of the names the server could generate.
+const GeneratedNameSuffix = "xxxxx"
+
+// GeneratedName is the name the API server generates from generateName, with GeneratedNameSuffix
+// for its random part: generateName cut to leave room for the suffix within 63 characters.
+func GeneratedName(generateName string) string {
+	if len(generateName) > names.MaxGeneratedNameLength {
+		generateName = generateName[:names.MaxGeneratedNameLength]
+	}
+	return generateName + GeneratedNameSuffix
+}
 
 // Result is the verdict on one object of a manifest.
 type Result struct {
 	// Source is the file the object came from, "-" for standard input.
 	Source string `json:"source"`
 	// Document is the object's position in Source, from 1; objects of a List share it.
-	Document   int     `json:"document"`
-	APIVersion string  `json:"apiVersion,omitempty"`
-	Kind       string  `json:"kind,omitempty"`
-	Namespace  string  `json:"namespace,omitempty"`
-	Name       string  `json:"name,omitempty"`
-	Verdict    Verdict `json:"verdict"`
-	// Message is the API server's message for a refusal, as kubectl prints it.
+	Document   int    `json:"document"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	// Namespace is the namespace the object goes to: its own, or the Linter's for an object of
+	// the operator's kinds that names none.
+	Namespace string `json:"namespace,omitempty"`
+	// Name is metadata.name or, for an object with only a generateName, the name the API server
+	// would generate, GeneratedName(GenerateName).
+	Name         string  `json:"name,omitempty"`
+	GenerateName string  `json:"generateName,omitempty"`
+	Verdict      Verdict `json:"verdict"`
+	// Message is the API server's message for a refusal, as kubectl prints it, or why an object
+	// is Unchecked.
 	Message    string      `json:"message,omitempty"`
 	Violations []Violation `json:"violations,omitempty"`
 	Warnings   []string    `json:"warnings,omitempty"`
@@ -69,9 +111,19 @@ type Violation struct {
 type Linter struct {
 	// Policy is the policy in force; nil is the default policy with no registry allow-list.
 	Policy *webhooks.Policy
-	// Namespace are the labels of the namespace the objects go to, for the policy's namespace
-	// overrides; nil matches only the overrides that select every namespace.
-	Namespace labels.Set
+	// NamespaceLabels are the labels of the namespaces the objects go to, for the policy's
+	// namespace overrides. Each object's namespace also has kubernetes.io/metadata.name, its
+	// name, which the API server gives every namespace.
+	NamespaceLabels labels.Set
+	// Namespace is the namespace of objects that name none, as kubectl's --namespace; "" is
+	// "default".
+	Namespace string
+	// EnforceNamespace refuses objects that name a namespace other than Namespace, as kubectl does
+	// when --namespace is given.
+	EnforceNamespace bool
+	// OperatorNamespace is the namespace the operator is installed in, whose objects the webhooks
+	// are not called for, as for kube-system's; "" is DefaultOperatorNamespace.
+	OperatorNamespace string
 }
 
 // decoder decodes the operator's kinds strictly: an unknown or duplicate field is an error, as it
@@ -133,15 +185,17 @@ type typeAndName struct {
 	APIVersion string `json:"apiVersion"`
 	Kind       string `json:"kind"`
 	Metadata   struct {
-		Name      string `json:"name"`
-		Namespace string `json:"namespace"`
+		Name         string `json:"name"`
+		GenerateName string `json:"generateName"`
+		Namespace    string `json:"namespace"`
 	} `json:"metadata"`
-	Items []json.RawMessage `json:"items"`
 }
 
 // splitList returns the objects of a YAML document as JSON: the document itself, or the items of
-// a List, as kubectl reads them. A key given twice is an error, as strict field validation makes
-// it on the API server; converting to JSON first would silently keep the last.
+// a list, as kubectl reads them. Like kubectl, it takes any object with items for a list, such as
+// a v1 List or a WelcomeList, and gives an item with neither apiVersion nor kind the list's
+// apiVersion and its kind without "List". A key given twice is an error, as strict field
+// validation makes it on the API server; converting to JSON first would silently keep the last.
 func splitList(data []byte) ([][]byte, error) {
 	object, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
@@ -154,20 +208,45 @@ func splitList(data []byte) ([][]byte, error) {
 	if meta.APIVersion == "" || meta.Kind == "" {
 		return nil, errors.New("not a Kubernetes object: apiVersion and kind are required")
 	}
-	if meta.APIVersion != "v1" || !strings.HasSuffix(meta.Kind, "List") {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(object, &fields); err != nil {
+		return nil, fmt.Errorf("not a Kubernetes object: %w", err)
+	}
+	raw, isList := fields["items"]
+	if !isList {
 		return [][]byte{object}, nil
 	}
-	items := make([][]byte, 0, len(meta.Items))
-	for _, item := range meta.Items {
-		items = append(items, item)
+	var items []json.RawMessage
+	if err := json.Unmarshal(raw, &items); err != nil {
+		return nil, fmt.Errorf("items: %w", err)
 	}
-	return items, nil
+	objects := make([][]byte, 0, len(items))
+	for i, item := range items {
+		decoder := json.NewDecoder(bytes.NewReader(item))
+		decoder.UseNumber() // keep every number as written, for the strict decoding of the item
+		var fields map[string]any
+		if err := decoder.Decode(&fields); err != nil || fields == nil {
+			return nil, fmt.Errorf("items[%d]: not a Kubernetes object", i)
+		}
+		_, hasAPIVersion := fields["apiVersion"]
+		_, hasKind := fields["kind"]
+		if !hasAPIVersion && !hasKind {
+			fields["apiVersion"], fields["kind"] = meta.APIVersion, strings.TrimSuffix(meta.Kind, "List")
+			if item, err = json.Marshal(fields); err != nil {
+				return nil, fmt.Errorf("items[%d]: %w", i, err)
+			}
+		}
+		objects = append(objects, item)
+	}
+	return objects, nil
 }
 
 // object admits one object as kube-apiserver would with the operator installed.
 func (l Linter) object(data []byte) Result {
 	var meta typeAndName
-	_ = json.Unmarshal(data, &meta) // splitList decoded it once already
+	if err := json.Unmarshal(data, &meta); err != nil {
+		return l.refused(Result{}, apierrors.NewBadRequest(err.Error()))
+	}
 	result := Result{APIVersion: meta.APIVersion, Kind: meta.Kind, Namespace: meta.Metadata.Namespace, Name: meta.Metadata.Name}
 	gv, err := schema.ParseGroupVersion(meta.APIVersion)
 	if err != nil {
@@ -181,10 +260,44 @@ func (l Linter) object(data []byte) Result {
 		result.Verdict = Skipped
 		return result
 	}
+
+	// kubectl sends the object to its own namespace or, naming none, to --namespace's, and
+	// refuses before any request one whose namespace is not the --namespace given.
+	namespace := l.namespace()
+	if result.Namespace != "" {
+		if l.EnforceNamespace && result.Namespace != namespace {
+			result.Verdict = Invalid
+			result.Message = fmt.Sprintf("the namespace from the provided object %q does not match the namespace %q. "+
+				"You must pass '--namespace=%s' to perform this operation.", result.Namespace, namespace, result.Namespace)
+			return result
+		}
+		namespace = result.Namespace
+	}
+	result.Namespace = namespace
 	obj, _, err := decoder.Decode(data, nil, nil)
 	if err != nil {
 		return l.refused(result, apierrors.NewBadRequest(err.Error()))
 	}
+
+	// The object as the API server admits it: in its namespace, and named from its generateName
+	// when it has no name.
+	objectMeta := obj.(metav1.ObjectMetaAccessor).GetObjectMeta()
+	objectMeta.SetNamespace(namespace)
+	if result.GenerateName = meta.Metadata.GenerateName; result.Name == "" && result.GenerateName != "" {
+		result.Name = GeneratedName(result.GenerateName)
+		objectMeta.SetName(result.Name)
+	}
+
+	// kube-apiserver's own validation, in every namespace, before any validating webhook.
+	if errs := serverValidation(obj); len(errs) > 0 {
+		return l.refused(result, apierrors.NewInvalid(gk, result.Name, errs))
+	}
+	if slices.Contains(ExcludedNamespaces(l.operatorNamespace()), namespace) {
+		result.Verdict = Unchecked
+		result.Message = fmt.Sprintf("the API server does not call webhook-operator's webhooks for objects in namespace %s", namespace)
+		return result
+	}
+
 	var errs field.ErrorList
 	var warnings []string
 	switch o := obj.(type) {
@@ -192,19 +305,18 @@ func (l Linter) object(data []byte) Result {
 		webhooks.DefaultWelcome(o)
 		errs, warnings = webhooks.ValidateWelcome(nil, o, l.Policy.Images())
 	case *cachev1alpha1.Memcached:
-		// kube-apiserver refuses a negative scale subresource replica count itself, before any
-		// validating webhook runs, and says only that.
-		if o.Spec.Size != nil && *o.Spec.Size < 0 {
-			return l.refused(result, apierrors.NewInvalid(gk, meta.Metadata.Name, field.ErrorList{
-				field.Invalid(field.NewPath(".spec.size"), *o.Spec.Size, "should be a non-negative integer")}))
-		}
 		webhooks.DefaultMemcached(o)
 		errs, warnings = webhooks.ValidateMemcached(nil, o)
 	case *appv1.DeployObject:
 		webhooks.DefaultDeployObject(o)
 		errs, warnings = webhooks.ValidateDeployObject(nil, o, l.Policy.Images())
 	}
-	verdict := l.Policy.Judge(errs, warnings, l.Namespace)
+	namespaceLabels := maps.Clone(l.NamespaceLabels)
+	if namespaceLabels == nil {
+		namespaceLabels = labels.Set{}
+	}
+	namespaceLabels[corev1.LabelMetadataName] = namespace
+	verdict := l.Policy.Judge(errs, warnings, namespaceLabels)
 	errs, result.Warnings = verdict.Refused, verdict.Warnings
 	for _, id := range verdict.Audited {
 		result.Audited = append(result.Audited, string(id))
@@ -213,7 +325,40 @@ func (l Linter) object(data []byte) Result {
 		result.Verdict = Valid
 		return result
 	}
-	return l.refused(result, apierrors.NewInvalid(gk, meta.Metadata.Name, errs))
+	return l.refused(result, apierrors.NewInvalid(gk, result.Name, errs))
+}
+
+// namespace is the namespace of objects that name none.
+func (l Linter) namespace() string {
+	if l.Namespace == "" {
+		return metav1.NamespaceDefault
+	}
+	return l.Namespace
+}
+
+// operatorNamespace is the namespace the operator is installed in.
+func (l Linter) operatorNamespace() string {
+	if l.OperatorNamespace == "" {
+		return DefaultOperatorNamespace
+	}
+	return l.OperatorNamespace
+}
+
+// serverValidation is what kube-apiserver refuses itself in a new object of the operator's kinds,
+// named and in its namespace: its metadata, as for every custom resource (the generateName, and
+// the name generated from it, must make a DNS-1123 subdomain), and a negative Memcached size,
+// which the scale subresource refuses. When it refuses, no validating webhook is called.
+func serverValidation(obj runtime.Object) field.ErrorList {
+	objectMeta := obj.(metav1.ObjectMetaAccessor).GetObjectMeta().(*metav1.ObjectMeta).DeepCopy()
+	objectMeta.Generation = 1 // the API server sets it, and the fields below, on create
+	objectMeta.UID, objectMeta.CreationTimestamp = "", metav1.Time{}
+	objectMeta.DeletionTimestamp, objectMeta.DeletionGracePeriodSeconds = nil, nil
+	errs := apimachineryvalidation.ValidateObjectMetaDeclaratively(context.Background(), operation.Create, objectMeta, nil, true,
+		apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"), true)
+	if m, ok := obj.(*cachev1alpha1.Memcached); ok && m.Spec.Size != nil && *m.Spec.Size < 0 {
+		errs = append(errs, field.Invalid(field.NewPath(".spec.size"), *m.Spec.Size, "should be a non-negative integer"))
+	}
+	return errs
 }
 
 // refused is result refused with err, a cause per violation when err is a 422 Invalid.
@@ -233,6 +378,8 @@ type Summary struct {
 	Valid   int `json:"valid"`
 	Invalid int `json:"invalid"`
 	Skipped int `json:"skipped"`
+	// Unchecked counts the objects the webhooks are not called for.
+	Unchecked int `json:"unchecked"`
 }
 
 // Summarize counts the verdicts of results.
@@ -246,6 +393,8 @@ func Summarize(results []Result) Summary {
 			s.Invalid++
 		case Skipped:
 			s.Skipped++
+		case Unchecked:
+			s.Unchecked++
 		}
 	}
 	return s
@@ -267,6 +416,8 @@ func WriteText(out, errOut io.Writer, results []Result) error {
 			_, err = fmt.Fprintf(out, "%s valid\n", resourceName(r))
 		case Skipped:
 			_, err = fmt.Fprintf(out, "%s skipped: not a kind webhook-operator admits\n", resourceName(r))
+		case Unchecked:
+			_, err = fmt.Fprintf(out, "%s unchecked: %s\n", resourceName(r), r.Message)
 		case Invalid:
 			_, err = fmt.Fprintf(errOut, "%s: %s", r.Source, KubectlMessage(r))
 		}

@@ -10,16 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/leaderelection"
@@ -32,7 +28,6 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/controller/memcached"
 	"github.com/seedlabs/webhook-operator/internal/controller/welcome"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
-	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -193,13 +188,14 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("--allowed-registries: %w", err)
 	}
 
-	webhookServer := webhook.NewServer(webhook.Options{
+	stopping := new(atomic.Bool)
+	var webhookServer webhook.Server = closingServer{stopping: stopping, Server: webhook.NewServer(webhook.Options{
 		Host:     o.WebhookHost,
 		Port:     o.WebhookPort,
 		CertDir:  o.WebhookCertDir,
 		CertName: webhookCertName,
 		TLSOpts:  o.tlsOptions(),
-	})
+	})}
 	servingCertificateExpiry.watch(filepath.Join(o.WebhookCertDir, webhookCertName))
 	certsReady := make(chan struct{})
 	var certGate *gatedServer
@@ -218,10 +214,6 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		metricsOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
 
-	// The controllers only read the Deployments, Services and Pods they made, so the cache holds
-	// those alone instead of every Deployment, Service and Pod in the cluster.
-	ours := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
-
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme.New(),
 		Metrics:                metricsOptions,
@@ -231,15 +223,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		// Only the controllers are leader-elected, by the leader gate below.
 		LeaderElection:          false,
 		GracefulShutdownTimeout: ptr.To(gracefulShutdownTimeout),
-		Cache: cache.Options{
-			ByObject: map[client.Object]cache.ByObject{
-				&appsv1.Deployment{}: {Label: ours},
-				&corev1.Service{}:    {Label: ours},
-				&corev1.Pod{}:        {Label: ours},
-			},
-			// Nothing reads managedFields from the cache; they are a third of an object's size.
-			DefaultTransform: cache.TransformStripManagedFields(),
-		},
+		Cache:                   cacheOptions(),
 		Controller: config.Controller{
 			SkipNameValidation:      &o.SkipControllerNameValidation,
 			MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1),
@@ -265,7 +249,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("watching the admission policy: %w", err)
 	}
 	namespaces := namespaceLabels{cache: mgr.GetCache(), api: mgr.GetAPIReader()}
-	m := newManager(mgr, o.ShutdownDelay)
+	m := newManager(mgr, o.ShutdownDelay, stopping)
 	gate := &leaderGate{name: LeaderElectionID, stop: m.stop}
 	if o.LeaderElection {
 		if gate.lock, err = leaderelection.NewResourceLock(cfg, mgr, leaderelection.Options{

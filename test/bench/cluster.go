@@ -458,16 +458,19 @@ func (m *managerProcess) liveHeap(ctx context.Context) (uint64, error) {
 }
 
 // rss is the manager process's resident set size.
-func (m *managerProcess) rss() (uint64, error) {
+func (m *managerProcess) rss() (uint64, error) { return m.status("VmRSS:") }
+
+// status reads a size in bytes from the manager process's /proc status: VmRSS:, VmHWM: (the peak RSS).
+func (m *managerProcess) status(field string) (uint64, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))
 	if err != nil {
 		return 0, err
 	}
 	for _, line := range strings.Split(string(status), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, err := strconv.ParseUint(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			return kb * 1024, err
 		}
 	}
-	return 0, errors.New("no VmRSS")
+	return 0, fmt.Errorf("no %s in the process status", field)
 }

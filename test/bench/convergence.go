@@ -290,8 +290,8 @@ func operatorRun(ctx context.Context, c *cluster, smp *samples, ns string, s con
 		if err != nil {
 			return 0, err
 		}
-	case <-time.After(10 * time.Minute):
-		return 0, errors.New("the operator did not converge within 10 minutes")
+	case <-time.After(30 * time.Minute):
+		return 0, errors.New("the operator did not converge within 30 minutes")
 	}
 	elapsed := time.Since(start)
 	return elapsed, checkChildren(ctx, c, ns, total)

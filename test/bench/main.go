@@ -34,6 +34,7 @@ type settings struct {
 	handlers    handlerSettings
 	convergence convergenceSettings
 	memory      int
+	hostile     hostileSettings
 	certSwaps   int
 	// sections are the sections to run: handlers, admission, convergence, memory, start.
 	sections map[string]bool
@@ -44,7 +45,10 @@ func main() {
 	managerBinary := flag.String("manager", filepath.Join("bin", "manager"), "The manager binary (make build).")
 	quick := flag.Bool("quick", false, "Small sizes, to try the bench out in a minute or two; the numbers are not worth much.")
 	memoryObjects := flag.Int("memory-objects", 0, "How many objects the memory section converges; 0 means 10000, or 600 with -quick.")
-	sections := flag.String("sections", "handlers,admission,convergence,memory,start", "The sections to run, comma-separated.")
+	sections := flag.String("sections", "handlers,admission,convergence,memory,start",
+		"The sections to run, comma-separated; hostile (about 15 minutes) runs only when named, best after memory.")
+	floodDuration := flag.Duration("flood-duration", 10*time.Minute, "How long the hostile section floods the webhooks with refused creates.")
+	baselineManager := flag.String("baseline-manager", "", "A manager binary the hostile section also starts with the hostile Deployments stored, to compare with.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 
@@ -53,6 +57,7 @@ func main() {
 		handlers:    handlerSettings{rounds: 5, duration: 500 * time.Millisecond, concurrency: []int{1, 8}},
 		convergence: convergenceSettings{rounds: 3, perKind: 1000, workers: 8},
 		memory:      10000,
+		hostile:     hostileSettings{deployments: 1000, envBytes: 1 << 20, floodRate: 300},
 		certSwaps:   5,
 		sections:    map[string]bool{},
 	}
@@ -64,7 +69,9 @@ func main() {
 		s.handlers.rounds, s.handlers.duration = 2, 200*time.Millisecond
 		s.convergence.rounds, s.convergence.perKind = 1, 100
 		s.memory, s.certSwaps = 600, 2
+		s.hostile.deployments, s.hostile.envBytes, *floodDuration = 100, 256<<10, 20*time.Second
 	}
+	s.hostile.floodDuration, s.hostile.baselineManager = *floodDuration, *baselineManager
 	if *memoryObjects > 0 {
 		s.memory = *memoryObjects
 	}
@@ -114,7 +121,7 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 			return err
 		}
 	}
-	if !s.sections["admission"] && !s.sections["convergence"] && !s.sections["memory"] && !s.sections["start"] {
+	if !s.sections["admission"] && !s.sections["convergence"] && !s.sections["memory"] && !s.sections["start"] && !s.sections["hostile"] {
 		fmt.Print(r.markdown())
 		return nil
 	}
@@ -179,7 +186,7 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 		}
 	}
 
-	if s.sections["memory"] || s.sections["start"] {
+	if s.sections["memory"] || s.sections["start"] || s.sections["hostile"] {
 		if m == nil {
 			if err := c.holdLease(ctx); err != nil {
 				return err
@@ -198,6 +205,19 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 		r.memory, err = runMemory(ctx, c, m, smp, s.memory, s.convergence.workers, filepath.Join(filepath.Dir(out), "manager-heap.pprof"))
 		if err != nil {
 			return fmt.Errorf("memory: %w", err)
+		}
+		if err := write(); err != nil {
+			return err
+		}
+	}
+	if s.sections["hostile"] {
+		baseline := s.hostile.baselineManager
+		if baseline != "" && !filepath.IsAbs(baseline) {
+			s.hostile.baselineManager = filepath.Join(root, baseline)
+		}
+		r.hostile, m, err = runHostile(ctx, c, m, mf, s.hostile, logf)
+		if err != nil {
+			return fmt.Errorf("hostile: %w", err)
 		}
 		if err := write(); err != nil {
 			return err

@@ -18,6 +18,7 @@ type report struct {
 	admission   *admissionResult
 	convergence *convergenceResult
 	memory      *memoryResult
+	hostile     *hostileResult
 	startups    []time.Duration
 	certSwap    trials
 }
@@ -41,6 +42,9 @@ func (r *report) markdown() string {
 	}
 	if r.memory != nil {
 		r.memoryTable(p)
+	}
+	if r.hostile != nil {
+		r.hostileTables(p)
 	}
 	if len(r.startups) > 0 {
 		r.startTable(p)
@@ -204,5 +208,57 @@ func (r *report) startTable(p func(string, ...any)) {
 	p("| exec to webhook serving (%d starts) | new certificate written to served (%d swaps) |", len(starts), len(r.certSwap))
 	p("|---|---|")
 	p("| %s | %s |", starts.ms(), r.certSwap.ms())
+	p("")
+}
+
+func (r *report) hostileTables(p func(string, ...any)) {
+	h := r.hostile
+	mib := func(n uint64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+	row := func(what string, m processMemory) {
+		p("| %s | %s | %s | %s | %s |", what, mib(m.peakRSS), mib(m.rss), mib(m.heap), m.converged.Round(100*time.Millisecond))
+	}
+	p("## 6. Hostile input")
+	p("")
+	objects := "no custom resources"
+	if r.memory != nil {
+		objects = fmt.Sprintf("the %d custom resources of section 4", r.memory.objects)
+	}
+	p("With %s stored, %d Deployments carrying the operator's managed-by label, each with a %d KiB env value (%s of JSON),",
+		objects, h.settings.deployments, h.settings.envBytes>>10, mib(h.storedBytes))
+	p("as anyone who may create a Deployment can make them. The manager's limit in config/manager is 512 MiB. Peak RSS is VmHWM,")
+	p("the process's peak since it started; converged is how long until a new Welcome got its Deployment (for a new leader,")
+	p("from its exec: caches listed and synced).")
+	p("")
+	p("| leader | peak RSS | RSS | live heap | converged |")
+	p("|---|---|---|---|---|")
+	row("running, before the Deployments", h.before)
+	row("running, the Deployments cached", h.running)
+	if h.baseline != nil {
+		row("baseline manager, started with them stored", *h.baseline)
+	}
+	row("new leader, started with them stored", h.restart)
+	if h.baseline != nil && h.restart.peakRSS > 0 {
+		p("")
+		p("Peak RSS of a new leader, baseline ÷ this tree: %.1f×.", float64(h.baseline.peakRSS)/float64(h.restart.peakRSS))
+	}
+	f := h.flood
+	p("")
+	p("Then a flood of Welcome creates under new names (generateName), each refused by the validating webhook, at %d a second",
+		h.settings.floodRate)
+	p("for %s, by a tenant who may create Welcomes in one namespace: %d sent (%.0f a second), %d refused by the webhook,",
+		f.elapsed.Round(time.Second), f.sent, float64(f.sent)/f.elapsed.Seconds(), f.refused)
+	p("%d turned away by kube-apiserver's priority and fairness (429), %d otherwise failed, %d not sent because the clients fell behind.",
+		f.throttled, f.failed, f.dropped)
+	p("Refusal Events in the namespace afterwards: %d; refusals recorded as no Event: %.0f. Peak RSS is sampled every second during the flood.", f.events, f.suppressed)
+	if f.restarts > 0 {
+		p("The manager exited %d times during the flood and was started again, as kubelet restarts a container (its log says why;", f.restarts)
+		p("on a saturated machine, a Lease that kube-apiserver did not renew in time). The Events are every process's; the")
+		p("refusals recorded as no Event are the last process's.")
+	}
+	p("")
+	p("| | peak RSS | RSS | live heap |")
+	p("|---|---|---|---|")
+	p("| before the flood | | %s | %s |", mib(f.before.rss), mib(f.before.heap))
+	p("| after the flood | %s | %s | %s |", mib(f.after.peakRSS), mib(f.after.rss), mib(f.after.heap))
 	p("")
 }

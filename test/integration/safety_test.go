@@ -279,6 +279,7 @@ var _ = Describe("Objects the operator did not create", func() {
 			{"Service", "Service", func(ns string) client.Object { return usersService(ns) }, false},
 			{"Deployment", "Deployment", func(ns string) client.Object { return usersDeployment(ns) }, false},
 			{"Service", "Service labelled as the operator's", func(ns string) client.Object { return withOurLabel(usersService(ns)) }, true},
+			{"Deployment", "Deployment labelled as the operator's", func(ns string) client.Object { return withOurLabel(usersDeployment(ns)) }, true},
 		} {
 			It("are left untouched when a "+k.kind+" takes the name of the user's "+taken.what+", even after it is deleted", func(ctx SpecContext) {
 				users := taken.make(ns)

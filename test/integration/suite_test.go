@@ -4,6 +4,9 @@ package integration
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,9 +16,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/yaml"
 
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
@@ -82,4 +87,56 @@ func bypassValidation(ctx context.Context, ns string) (restore func()) {
 	}
 	DeferCleanup(restore)
 	return restore
+}
+
+// installNamespaceSelector gives every webhook of the suite's configurations the namespaceSelector
+// of config/webhook/namespace_selector.yaml, with operatorNamespace for its "system", as
+// config/default installs them; the end of the spec restores them. Specs that call it must be
+// Serial.
+func installNamespaceSelector(ctx SpecContext, operatorNamespace string) {
+	GinkgoHelper()
+	root, err := testenv.ModuleRoot()
+	Expect(err).NotTo(HaveOccurred())
+	data, err := os.ReadFile(filepath.Join(root, "config", "webhook", "namespace_selector.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	var file struct {
+		NamespaceSelector metav1.LabelSelector `json:"namespaceSelector"`
+	}
+	Expect(yaml.Unmarshal(data, &file)).To(Succeed())
+	selector := file.NamespaceSelector.DeepCopy()
+	Expect(selector.MatchExpressions).To(HaveLen(1))
+	values := selector.MatchExpressions[0].Values
+	Expect(values).To(ContainElement("system"), "config/default renames the operator's namespace \"system\"")
+	values[slices.Index(values, "system")] = operatorNamespace
+
+	mwc := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: "mutating-webhook-configuration"}, mwc)).To(Succeed())
+	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	Expect(k8s.Get(ctx, client.ObjectKey{Name: "validating-webhook-configuration"}, vwc)).To(Succeed())
+	mutating, validating := slices.Clone(mwc.Webhooks), slices.Clone(vwc.Webhooks)
+	for i := range mwc.Webhooks {
+		mwc.Webhooks[i].NamespaceSelector = selector.DeepCopy()
+	}
+	for i := range vwc.Webhooks {
+		vwc.Webhooks[i].NamespaceSelector = selector.DeepCopy()
+	}
+	Expect(k8s.Update(ctx, mwc)).To(Succeed())
+	Expect(k8s.Update(ctx, vwc)).To(Succeed())
+	// kube-apiserver reads webhook configurations from its own cache: wait until neither webhook
+	// touches a DeployObject in kube-system, one that both would change or refuse.
+	Eventually(func(g Gomega) {
+		probe := newDeployObject(metav1.NamespaceSystem, "probe", "nginx:latest", httpPort(80))
+		g.Expect(k8s.Create(ctx, probe, client.DryRunAll)).To(Succeed())
+		g.Expect(probe.Spec.Ports[0].TargetPort).To(Equal(intstr.IntOrString{}))
+	}).WithContext(ctx).Should(Succeed(), "kube-apiserver still calls the webhooks in %s", metav1.NamespaceSystem)
+	DeferCleanup(func(ctx SpecContext) {
+		current := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(mwc), current)).To(Succeed())
+		current.Webhooks = mutating
+		Expect(k8s.Update(ctx, current)).To(Succeed())
+		currentV := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(vwc), currentV)).To(Succeed())
+		currentV.Webhooks = validating
+		Expect(k8s.Update(ctx, currentV)).To(Succeed())
+	})
 }

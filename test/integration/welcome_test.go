@@ -302,13 +302,16 @@ var _ = Describe("Welcome controller", func() {
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 		Eventually(func(g Gomega) { getService(g, ctx, "rollout") }).Should(Succeed())
 
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
-		w.Spec.Name = "Grace"
-		w.Spec.Replicas = ptr.To[int32](3)
-		w.Spec.Port = ptr.To[int32](9000)
-		w.Spec.Image = "ghcr.io/seedlabs/welcome-web:v2"
-		w.Spec.ServiceType = corev1.ServiceTypeClusterIP
-		Expect(k8s.Update(ctx, w)).To(Succeed())
+		// The controller writes the status meanwhile: an update from a stale read is a conflict.
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
+			w.Spec.Name = "Grace"
+			w.Spec.Replicas = ptr.To[int32](3)
+			w.Spec.Port = ptr.To[int32](9000)
+			w.Spec.Image = "ghcr.io/seedlabs/welcome-web:v2"
+			w.Spec.ServiceType = corev1.ServiceTypeClusterIP
+			g.Expect(k8s.Update(ctx, w)).To(Succeed())
+		}).WithContext(ctx).Should(Succeed())
 
 		Eventually(func(g Gomega) {
 			d := getDeployment(g, ctx, "rollout")

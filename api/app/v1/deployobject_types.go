@@ -19,7 +19,8 @@ const ContainerName = "app"
 // Image rules and ranges are enforced by the validating webhook, not by this schema, so that one
 // bad object gets every violation in a single reply.
 type DeployObjectSpec struct {
-	// Replicas is the number of pods. Defaults to 1.
+	// Replicas is the number of pods, at most 100 unless the AdmissionPolicy relaxes
+	// deployobject.replicas.max. Defaults to 1.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=-2147483648
@@ -34,7 +35,8 @@ type DeployObjectSpec struct {
 	// +optional
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 
-	// Env are the container's environment variables.
+	// Env are the container's environment variables: at most 100, each value at most 32 KiB, and
+	// names and values at most 256 KiB in all.
 	// +optional
 	// +listType=atomic
 	Env []corev1.EnvVar `json:"env,omitempty"`

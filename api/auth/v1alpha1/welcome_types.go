@@ -22,7 +22,7 @@ const (
 // Ranges and formats are enforced by the validating webhook, not by this schema, so that one
 // bad object gets every violation in a single reply.
 type WelcomeSpec struct {
-	// Name is the name the web app greets: it serves "Hello <name>".
+	// Name is the name the web app greets: it serves "Hello <name>". At most 256 bytes.
 	// +required
 	Name string `json:"name"`
 
@@ -32,21 +32,24 @@ type WelcomeSpec struct {
 	// +kubebuilder:validation:Maximum=2147483647
 	UserID *int32 `json:"userID,omitempty"`
 
-	// Groups are the names of the groups the user belongs to, each unique and non-empty.
+	// Groups are the names of the groups the user belongs to, each unique and non-empty: at most
+	// 32, each at most 256 bytes.
 	// +optional
 	// +listType=atomic
 	Groups []string `json:"groups,omitempty"`
 
-	// Email is the user's email address.
+	// Email is the user's email address, at most 254 bytes.
 	// +optional
 	Email string `json:"email,omitempty"`
 
 	// Password is kept for compatibility with the original tutorial. It is stored unencrypted in
-	// etcd and readable by anyone who can read this object; admission warns when it is set.
+	// etcd and readable by anyone who can read this object; admission warns when it is set. At
+	// most 256 bytes.
 	// +optional
 	Password string `json:"password,omitempty"`
 
-	// Replicas is the number of web server pods. Defaults to 1; 0 is allowed and stops the app.
+	// Replicas is the number of web server pods, at most 100 unless the AdmissionPolicy relaxes
+	// welcome.replicas.max. Defaults to 1; 0 is allowed and stops the app.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=-2147483648

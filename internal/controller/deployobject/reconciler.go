@@ -136,5 +136,5 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&appv1.DeployObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{})
-	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, &appv1.DeployObjectList{}).Complete(r)
+	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &appv1.DeployObjectList{}).Complete(r)
 }

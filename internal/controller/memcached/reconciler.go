@@ -192,7 +192,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Owns(&corev1.Service{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(memcachedOfPod),
 			builder.WithPredicates(poolMembershipChanged()))
-	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, &cachev1alpha1.MemcachedList{}).Complete(r)
+	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &cachev1alpha1.MemcachedList{}).Complete(r)
 }
 
 // memcachedOfPod maps a memcached pod to the Memcached it runs for, by its instance label.

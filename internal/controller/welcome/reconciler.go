@@ -107,5 +107,5 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&authv1alpha1.Welcome{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{})
-	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, &authv1alpha1.WelcomeList{}).Complete(r)
+	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &authv1alpha1.WelcomeList{}).Complete(r)
 }

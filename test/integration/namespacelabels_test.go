@@ -1,0 +1,75 @@
+package integration
+
+import (
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+var _ = Describe("A namespace's labels", func() {
+	It("changed under a policy with namespace overrides, have the controllers judge the objects in it again at once", Serial, func(ctx SpecContext) {
+		DeferCleanup(deletePolicy)
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{
+			rulePolicy(webhooks.MemcachedSize, policyv1alpha1.Enforce, policyv1alpha1.NamespaceAction{
+				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "lab"}}, Action: policyv1alpha1.Warn,
+			}),
+		}})
+		ns := newNamespace(ctx)
+		label := func(labels map[string]string) {
+			namespace := &corev1.Namespace{}
+			Expect(k8s.Get(ctx, client.ObjectKey{Name: ns}, namespace)).To(Succeed())
+			namespace.Labels = labels
+			Expect(k8s.Update(ctx, namespace)).To(Succeed())
+		}
+		// degraded is the Memcached's Degraded condition and its Compliant message.
+		degraded := func(g Gomega, m *cachev1alpha1.Memcached) (*metav1.Condition, string) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
+			compliant := meta.FindStatusCondition(m.Status.Conditions, conditions.Compliant)
+			g.Expect(compliant).NotTo(BeNil())
+			return meta.FindStatusCondition(m.Status.Conditions, conditions.Degraded), compliant.Message
+		}
+
+		By("admitting and rolling out 5 memcached instances where the override Warns")
+		label(map[string]string{"env": "lab"})
+		big := newMemcached(ns, "big", ptr.To[int32](5))
+		Eventually(func() error { return k8s.Create(ctx, big) }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			d := &appsv1.Deployment{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), d)).To(Succeed())
+			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))))
+			c, compliant := degraded(g, big)
+			g.Expect(c == nil || c.Status == metav1.ConditionFalse).To(BeTrue(), "Degraded: %v", c)
+			g.Expect(compliant).To(HavePrefix("breaks memcached.size.range (Warn): "))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("holding the spec back as soon as the label goes, with no edit of the Memcached")
+		label(nil)
+		Eventually(func(g Gomega) {
+			c, compliant := degraded(g, big)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(c.Reason).To(Equal(conditions.ReasonInvalidSpec))
+			g.Expect(compliant).To(HavePrefix("breaks memcached.size.range (Enforce): "))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		By("rolling it out again as soon as the label is back")
+		label(map[string]string{"env": "lab"})
+		Eventually(func(g Gomega) {
+			c, compliant := degraded(g, big)
+			g.Expect(c == nil || c.Status == metav1.ConditionFalse).To(BeTrue(), "Degraded: %v", c)
+			g.Expect(compliant).To(HavePrefix("breaks memcached.size.range (Warn): "))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+})
