@@ -1,16 +1,30 @@
 // Package conditions names the status conditions every Welcome, Memcached and DeployObject
 // reports, and their reasons: the kinds roll out the same way, so they report it in the same words;
-// and the AdmissionPolicy's.
+// and the AdmissionPolicy's. The types follow kstatus' conventions (sigs.k8s.io/cli-utils
+// pkg/kstatus, which Flux, kpt and Config Sync read): Ready says the object is done, Reconciling
+// that the operator is still at work on it, Stalled that it cannot progress without a change; at
+// most one of the three is True, each carries the observedGeneration it describes, and so does
+// status.observedGeneration. docs/operations.md#conditions describes each once for users.
 package conditions
 
 // Condition types.
 const (
-	// Available is True when every requested pod is available, or none is requested.
-	Available = "Available"
-	// Progressing is True while a rollout of the current spec is under way.
-	Progressing = "Progressing"
-	// Degraded is True when the spec cannot be rolled out or the rollout failed.
-	Degraded = "Degraded"
+	// Ready is True when the current spec is fully rolled out: the Deployment has observed its
+	// generation and exactly the requested replicas run it, updated, ready and available, no
+	// replica of an older spec is left, and the Service is applied. A spec of zero replicas is
+	// Ready once no pod is left (reason ScaledToZero). On an AdmissionPolicy, True when every rule
+	// and registry of its spec is in force (reason Applied).
+	Ready = "Ready"
+	// Reconciling is True while the operator is bringing the Deployment and Service to the
+	// current spec and the rollout can still progress.
+	Reconciling = "Reconciling"
+	// Stalled is True when the current spec cannot progress without a change, to the spec or to
+	// the cluster: the spec breaks the rules (InvalidSpec), another object holds the name
+	// (NameConflict), the API server refuses the Deployment or Service (ApplyFailed, retried with
+	// backoff), or the Deployment reports that its rollout failed (RolloutFailed). On an
+	// AdmissionPolicy, True when part of the spec cannot be applied (PartlyApplied) or the policy
+	// is not the one the operator reads (NotRead).
+	Stalled = "Stalled"
 	// Compliant is True when the stored spec breaks no rule of the admission policy, warnings
 	// included, and False naming the rules it breaks and what the policy does about each: the
 	// audit of stored objects.
@@ -21,7 +35,8 @@ const (
 
 // Reasons of the conditions.
 const (
-	// ReasonReconciling means the Deployment and Service are being brought to the spec.
+	// ReasonReconciling means the Deployment and Service are being brought to the spec: a
+	// rollout is under way, or the Deployment has not yet seen its new template.
 	ReasonReconciling = "Reconciling"
 	// ReasonRolledOut means the Deployment runs the current spec with every replica available.
 	ReasonRolledOut = "RolledOut"
@@ -49,7 +64,7 @@ const (
 // breaks change.
 const EventReasonPolicyViolation = "PolicyViolation"
 
-// Reasons of the AdmissionPolicy's Accepted condition.
+// Reasons of the AdmissionPolicy's Accepted, Ready and Stalled conditions.
 const (
 	// ReasonApplied means every rule and registry of the spec is applied.
 	ReasonApplied = "Applied"

@@ -241,11 +241,11 @@ func plainClientRun(ctx context.Context, c *cluster, smp *samples, ns string, s 
 func plainWrites(obj client.Object) (runtime.ApplyConfiguration, runtime.ApplyConfiguration, client.Object) {
 	conditions := func(generation int64) []metav1.Condition {
 		var out []metav1.Condition
-		meta.SetStatusCondition(&out, metav1.Condition{Type: "Available", Status: metav1.ConditionFalse, Reason: "RolloutInProgress",
+		meta.SetStatusCondition(&out, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "ReplicasUnavailable",
 			Message: "0 of 1 replicas available", ObservedGeneration: generation})
-		meta.SetStatusCondition(&out, metav1.Condition{Type: "Progressing", Status: metav1.ConditionTrue, Reason: "RolloutInProgress",
-			Message: "the Deployment is rolling out", ObservedGeneration: generation})
-		meta.SetStatusCondition(&out, metav1.Condition{Type: "Degraded", Status: metav1.ConditionFalse, Reason: "AsExpected",
+		meta.SetStatusCondition(&out, metav1.Condition{Type: "Reconciling", Status: metav1.ConditionTrue, Reason: "Reconciling",
+			Message: "rolling out 1 replicas: 0 running, 0 updated, 0 available", ObservedGeneration: generation})
+		meta.SetStatusCondition(&out, metav1.Condition{Type: "Stalled", Status: metav1.ConditionFalse, Reason: "AsExpected",
 			Message: "", ObservedGeneration: generation})
 		return out
 	}

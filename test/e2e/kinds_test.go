@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -32,9 +34,15 @@ type kind struct {
 	spec func(obj client.Object) any
 	// replicas is how many pods the object asks for.
 	replicas func(obj client.Object) int32
-	// available returns nil once the status reports every replica ready and the object
-	// Available, for the generation it was given.
-	available func(obj client.Object) error
+	// rolledOut returns nil once the status reports every replica ready and the condition of
+	// type ready True, for the generation it was given.
+	rolledOut func(obj client.Object, ready string) error
+}
+
+// available returns nil once obj, of kind k, reports every replica ready and the object Ready,
+// for the generation it was given, as this tree's operator reports it.
+func (k kind) available(obj client.Object) error {
+	return k.rolledOut(obj, conditions.Ready)
 }
 
 // defaultImagePolicy is the DeployObject image policy of a manager deployed without
@@ -58,12 +66,12 @@ var kinds = map[string]kind{
 		},
 		spec:     func(obj client.Object) any { return obj.(*authv1alpha1.Welcome).Spec },
 		replicas: func(obj client.Object) int32 { return *obj.(*authv1alpha1.Welcome).Spec.Replicas },
-		available: func(obj client.Object) error {
+		rolledOut: func(obj client.Object, ready string) error {
 			w := obj.(*authv1alpha1.Welcome)
 			if w.Status.ServiceURL == "" {
 				return errors.New("status.serviceURL is empty")
 			}
-			return rolledOut(w, w.Status.ObservedGeneration, w.Status.ReadyReplicas, *w.Spec.Replicas, w.Status.Conditions, conditions.Available)
+			return rolledOut(w, w.Status.ObservedGeneration, w.Status.ReadyReplicas, *w.Spec.Replicas, w.Status.Conditions, ready)
 		},
 	},
 	"Memcached": {
@@ -76,12 +84,12 @@ var kinds = map[string]kind{
 		},
 		spec:     func(obj client.Object) any { return obj.(*cachev1alpha1.Memcached).Spec },
 		replicas: func(obj client.Object) int32 { return *obj.(*cachev1alpha1.Memcached).Spec.Size },
-		available: func(obj client.Object) error {
+		rolledOut: func(obj client.Object, ready string) error {
 			m := obj.(*cachev1alpha1.Memcached)
 			if len(m.Status.Nodes) != int(*m.Spec.Size) {
 				return fmt.Errorf("status.nodes %v, want %d", m.Status.Nodes, *m.Spec.Size)
 			}
-			return rolledOut(m, m.Status.ObservedGeneration, m.Status.Replicas, *m.Spec.Size, m.Status.Conditions, conditions.Available)
+			return rolledOut(m, m.Status.ObservedGeneration, m.Status.Replicas, *m.Spec.Size, m.Status.Conditions, ready)
 		},
 	},
 	"DeployObject": {
@@ -94,26 +102,28 @@ var kinds = map[string]kind{
 		},
 		spec:     func(obj client.Object) any { return obj.(*appv1.DeployObject).Spec },
 		replicas: func(obj client.Object) int32 { return *obj.(*appv1.DeployObject).Spec.Replicas },
-		available: func(obj client.Object) error {
+		rolledOut: func(obj client.Object, ready string) error {
 			d := obj.(*appv1.DeployObject)
-			var mirrored []metav1.Condition
-			for _, c := range d.Status.DeploymentConditions {
-				mirrored = append(mirrored, metav1.Condition{Type: string(c.Type), Status: metav1.ConditionStatus(c.Status), Reason: c.Reason})
+			if !slices.ContainsFunc(d.Status.DeploymentConditions, func(c appsv1.DeploymentCondition) bool {
+				return c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue
+			}) {
+				return fmt.Errorf("the Deployment's Available condition, as mirrored, is not True: %+v", d.Status.DeploymentConditions)
 			}
-			return rolledOut(d, d.Status.ObservedGeneration, d.Status.ReadyReplicas, *d.Spec.Replicas, mirrored, string(appsv1.DeploymentAvailable))
+			return rolledOut(d, d.Status.ObservedGeneration, d.Status.ReadyReplicas, *d.Spec.Replicas, d.Status.Conditions, ready)
 		},
 	},
 }
 
-func rolledOut(obj client.Object, observedGeneration int64, ready, want int32, conditions []metav1.Condition, available string) error {
+func rolledOut(obj client.Object, observedGeneration int64, ready, want int32, conditions []metav1.Condition, readyType string) error {
 	if observedGeneration != obj.GetGeneration() {
 		return fmt.Errorf("status describes generation %d, not %d", observedGeneration, obj.GetGeneration())
 	}
 	if ready != want {
 		return fmt.Errorf("%d of %d replicas ready", ready, want)
 	}
-	if !meta.IsStatusConditionTrue(conditions, available) {
-		return fmt.Errorf("not %s: %+v", available, meta.FindStatusCondition(conditions, available))
+	c := meta.FindStatusCondition(conditions, readyType)
+	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != obj.GetGeneration() {
+		return fmt.Errorf("not %s for generation %d: %+v", readyType, obj.GetGeneration(), c)
 	}
 	return nil
 }

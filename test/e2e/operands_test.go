@@ -28,6 +28,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 )
@@ -187,10 +188,17 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 })
 
 // waitAvailable waits until obj, of one of the operator's kinds, reports every replica ready and
-// Available for its generation.
+// Ready for its generation.
 func waitAvailable(ctx context.Context, kind string, obj client.Object) {
-	EventuallyWithOffset(1, func(g Gomega) {
-		g.Expect(kinds[kind].available(get(ctx, g, client.ObjectKeyFromObject(obj), kinds[kind].newObject()))).To(Succeed())
+	waitRolledOut(ctx, kind, obj, conditions.Ready)
+}
+
+// waitRolledOut waits until obj, of one of the operator's kinds, reports every replica ready and
+// the condition of type ready True for its generation: Ready in this tree, Available in an
+// earlier commit.
+func waitRolledOut(ctx context.Context, kind string, obj client.Object, ready string) {
+	EventuallyWithOffset(2, func(g Gomega) {
+		g.Expect(kinds[kind].rolledOut(get(ctx, g, client.ObjectKeyFromObject(obj), kinds[kind].newObject()), ready)).To(Succeed())
 	}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "%s %s", kind, obj.GetName())
 }
 

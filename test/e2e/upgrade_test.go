@@ -20,6 +20,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
@@ -61,8 +62,12 @@ func observeUpgradeState(ctx context.Context, g Gomega, namespace string, object
 	return state
 }
 
+// previousReady is the condition type by which the previous version reports an object rolled
+// out: Available, which Ready replaced.
+const previousReady = "Available"
+
 // createEveryKind creates an AdmissionPolicy and a Welcome, a Memcached and a DeployObject in
-// namespace, and waits until each has rolled out.
+// namespace, and waits until each has rolled out under the previous version.
 func createEveryKind(ctx context.Context, namespace string) []client.Object {
 	objects := []client.Object{
 		&policyv1alpha1.AdmissionPolicy{
@@ -93,15 +98,17 @@ func createEveryKind(ctx context.Context, namespace string) []client.Object {
 	for _, obj := range objects {
 		ExpectWithOffset(1, k8s.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
 	}
-	waitEveryKindAvailable(ctx, objects)
+	waitEveryKindRolledOut(ctx, objects, previousReady)
 	return objects
 }
 
-func waitEveryKindAvailable(ctx context.Context, objects []client.Object) {
+// waitEveryKindRolledOut waits until every object of the operator's app kinds reports every
+// replica ready and the condition of type ready True for its generation.
+func waitEveryKindRolledOut(ctx context.Context, objects []client.Object, ready string) {
 	for _, kind := range []string{"Welcome", "Memcached", "DeployObject"} {
 		for _, obj := range objects {
 			if strings.HasSuffix(fmt.Sprintf("%T", obj), "."+kind) {
-				waitAvailable(ctx, kind, obj)
+				waitRolledOut(ctx, kind, obj, ready)
 			}
 		}
 	}
@@ -141,7 +148,12 @@ func expectUpgradedInPlace(ctx context.Context, namespace string, objects []clie
 	ConsistentlyWithOffset(1, func(g Gomega) upgradeState { return observeUpgradeState(ctx, g, namespace, objects) }).
 		WithContext(ctx).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Equal(before),
 		"custom resources, children and operand pods after the upgrade (uids; a Deployment's generation changes with its pod template)")
-	waitEveryKindAvailable(ctx, objects)
+	waitEveryKindRolledOut(ctx, objects, conditions.Ready)
+	for _, obj := range objects {
+		ExpectWithOffset(1, get(ctx, Default, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))).
+			To(HaveField("Status.Conditions", Not(ContainElement(HaveField("Type", previousReady)))),
+				"%T %s still reports the previous version's %s", obj, obj.GetName(), previousReady)
+	}
 
 	load.finish(ctx, what)
 }

@@ -288,8 +288,8 @@ var _ = Describe("DeployObject controller", func() {
 				"Reason": Equal("MinimumReplicasAvailable"), "Message": Equal(available.Message),
 			})))
 			g.Expect(got.Status.Conditions).To(ContainElements(
-				condition(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, got.Generation),
-				condition(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation),
+				condition(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, got.Generation),
+				condition(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation),
 			))
 		}).Should(Succeed())
 	})
@@ -302,11 +302,11 @@ var _ = Describe("DeployObject controller", func() {
 		Eventually(func(g Gomega) {
 			got := &appv1.DeployObject{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), got)).To(Succeed())
-			degraded := meta.FindStatusCondition(got.Status.Conditions, conditions.Degraded)
-			g.Expect(degraded).To(PointTo(MatchFields(IgnoreExtras, Fields{
+			stalled := meta.FindStatusCondition(got.Status.Conditions, conditions.Stalled)
+			g.Expect(stalled).To(PointTo(MatchFields(IgnoreExtras, Fields{
 				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(conditions.ReasonInvalidSpec),
 			})))
-			g.Expect(degraded.Message).To(ContainSubstring("spec.image"))
+			g.Expect(stalled.Message).To(ContainSubstring("spec.image"))
 		}).Should(Succeed())
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{}))).To(BeTrue())
 		Eventually(func(g Gomega) {

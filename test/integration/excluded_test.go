@@ -70,9 +70,9 @@ var _ = Describe("Objects in the namespaces the webhooks never see", Serial, fun
 
 		By("holding it back as InvalidSpec, with nothing rolled out")
 		Eventually(func(g Gomega) {
-			degraded := degradedOf(g, ctx, safetyKinds[2], d)
-			g.Expect(degraded.Reason).To(Equal(conditions.ReasonInvalidSpec))
-			g.Expect(degraded.Message).To(ContainSubstring("(rule deployobject.image.pinned)"))
+			stalled := stalledOf(g, ctx, safetyKinds[2], d)
+			g.Expect(stalled.Reason).To(Equal(conditions.ReasonInvalidSpec))
+			g.Expect(stalled.Message).To(ContainSubstring("(rule deployobject.image.pinned)"))
 		}).Should(Succeed())
 		expectEvent(ctx, excludedNamespace, "DeployObject", d.Name, conditions.ReasonInvalidSpec, "(rule deployobject.image.pinned)")
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{}))).To(BeTrue())
@@ -107,7 +107,7 @@ var _ = Describe("Objects in the namespaces the webhooks never see", Serial, fun
 				g.Expect(dep.Spec.Template.Spec.Containers).To(ConsistOf(HaveField("Image", forbidden)))
 				got := emptyOf(c.obj)
 				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c.obj), got)).To(Succeed())
-				g.Expect(meta.FindStatusCondition(c.conds(got), conditions.Degraded)).To(
+				g.Expect(meta.FindStatusCondition(c.conds(got), conditions.Stalled)).To(
 					Or(BeNil(), HaveField("Reason", Not(Equal(conditions.ReasonInvalidSpec)))))
 			}).Should(Succeed())
 

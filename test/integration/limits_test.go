@@ -129,7 +129,7 @@ var _ = Describe("The size limits", admission, func() {
 		Eventually(func(g Gomega) {
 			w := &authv1alpha1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stored), w)).To(Succeed())
-			degraded := meta.FindStatusCondition(w.Status.Conditions, conditions.Degraded)
+			degraded := meta.FindStatusCondition(w.Status.Conditions, conditions.Stalled)
 			g.Expect(degraded).NotTo(BeNil())
 			g.Expect(degraded.Reason).To(Equal(conditions.ReasonInvalidSpec))
 			g.Expect(degraded.Message).To(ContainSubstring("(rule welcome.replicas.max)"))
@@ -152,7 +152,7 @@ var _ = Describe("The size limits", admission, func() {
 				g.Expect(replicasOf(g, name)).To(HaveValue(Equal(int32(101))), "the Deployment of %s", name)
 				w := &authv1alpha1.Welcome{}
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w)).To(Succeed())
-				g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, conditions.Degraded)).To(BeFalse(), "%s is Degraded", name)
+				g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, conditions.Stalled)).To(BeFalse(), "%s is Degraded", name)
 				compliant := meta.FindStatusCondition(w.Status.Conditions, conditions.Compliant)
 				g.Expect(compliant).NotTo(BeNil())
 				g.Expect(compliant.Status).To(Equal(metav1.ConditionFalse))

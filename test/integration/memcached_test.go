@@ -255,8 +255,8 @@ var _ = Describe("Memcached controller", func() {
 			g.Expect(got.Status.Replicas).To(BeEquivalentTo(2))
 			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 			g.Expect(got.Status.Conditions).To(ContainElements(
-				condition(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, got.Generation),
-				condition(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation),
+				condition(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, got.Generation),
+				condition(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation),
 			))
 		}).Should(Succeed())
 
@@ -294,12 +294,12 @@ var _ = Describe("Memcached controller", func() {
 
 		Eventually(func(g Gomega) {
 			got := getMemcached(g, ctx, "legacy")
-			degraded := meta.FindStatusCondition(got.Status.Conditions, conditions.Degraded)
-			g.Expect(degraded).To(PointTo(MatchFields(IgnoreExtras, Fields{
+			stalled := meta.FindStatusCondition(got.Status.Conditions, conditions.Stalled)
+			g.Expect(stalled).To(PointTo(MatchFields(IgnoreExtras, Fields{
 				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(conditions.ReasonInvalidSpec),
 				"ObservedGeneration": Equal(got.Generation),
 			})))
-			g.Expect(degraded.Message).To(ContainSubstring("spec.size: Invalid value: 5: must be between 1 and 3"))
+			g.Expect(stalled.Message).To(ContainSubstring("spec.size: Invalid value: 5: must be between 1 and 3"))
 		}).Should(Succeed())
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &appsv1.Deployment{}))).To(BeTrue())
 	})

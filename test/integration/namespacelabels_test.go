@@ -33,12 +33,12 @@ var _ = Describe("A namespace's labels", func() {
 			namespace.Labels = labels
 			Expect(k8s.Update(ctx, namespace)).To(Succeed())
 		}
-		// degraded is the Memcached's Degraded condition and its Compliant message.
-		degraded := func(g Gomega, m *cachev1alpha1.Memcached) (*metav1.Condition, string) {
+		// stalled is the Memcached's Stalled condition and its Compliant message.
+		stalled := func(g Gomega, m *cachev1alpha1.Memcached) (*metav1.Condition, string) {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
 			compliant := meta.FindStatusCondition(m.Status.Conditions, conditions.Compliant)
 			g.Expect(compliant).NotTo(BeNil())
-			return meta.FindStatusCondition(m.Status.Conditions, conditions.Degraded), compliant.Message
+			return meta.FindStatusCondition(m.Status.Conditions, conditions.Stalled), compliant.Message
 		}
 
 		By("admitting and rolling out 5 memcached instances where the override Warns")
@@ -49,15 +49,15 @@ var _ = Describe("A namespace's labels", func() {
 			d := &appsv1.Deployment{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), d)).To(Succeed())
 			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))))
-			c, compliant := degraded(g, big)
-			g.Expect(c == nil || c.Status == metav1.ConditionFalse).To(BeTrue(), "Degraded: %v", c)
+			c, compliant := stalled(g, big)
+			g.Expect(c == nil || c.Status == metav1.ConditionFalse).To(BeTrue(), "Stalled: %v", c)
 			g.Expect(compliant).To(HavePrefix("breaks memcached.size.range (Warn): "))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("holding the spec back as soon as the label goes, with no edit of the Memcached")
 		label(nil)
 		Eventually(func(g Gomega) {
-			c, compliant := degraded(g, big)
+			c, compliant := stalled(g, big)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(c.Reason).To(Equal(conditions.ReasonInvalidSpec))
@@ -67,8 +67,8 @@ var _ = Describe("A namespace's labels", func() {
 		By("rolling it out again as soon as the label is back")
 		label(map[string]string{"env": "lab"})
 		Eventually(func(g Gomega) {
-			c, compliant := degraded(g, big)
-			g.Expect(c == nil || c.Status == metav1.ConditionFalse).To(BeTrue(), "Degraded: %v", c)
+			c, compliant := stalled(g, big)
+			g.Expect(c == nil || c.Status == metav1.ConditionFalse).To(BeTrue(), "Stalled: %v", c)
 			g.Expect(compliant).To(HavePrefix("breaks memcached.size.range (Warn): "))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 	})

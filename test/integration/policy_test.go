@@ -75,7 +75,8 @@ func storePastTheWebhook(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpe
 }
 
 // expectAccepted waits until the AdmissionPolicy's status describes its generation with an Accepted
-// condition of status and reason, whose message starts with message, and returns the policy.
+// condition of status and reason, whose message starts with message, a Ready condition that says
+// the same and a Stalled condition that says the opposite, and returns the policy.
 func expectAccepted(ctx SpecContext, status metav1.ConditionStatus, reason, message string) *policyv1alpha1.AdmissionPolicy {
 	p := &policyv1alpha1.AdmissionPolicy{}
 	EventuallyWithOffset(1, func(g Gomega) {
@@ -87,6 +88,17 @@ func expectAccepted(ctx SpecContext, status metav1.ConditionStatus, reason, mess
 		g.Expect(accepted.Status).To(Equal(status))
 		g.Expect(accepted.Reason).To(Equal(reason))
 		g.Expect(accepted.Message).To(HavePrefix(message))
+		stalled := metav1.ConditionTrue
+		if status == metav1.ConditionTrue {
+			stalled = metav1.ConditionFalse
+		}
+		for conditionType, want := range map[string]metav1.ConditionStatus{conditions.Ready: status, conditions.Stalled: stalled} {
+			c := meta.FindStatusCondition(p.Status.Conditions, conditionType)
+			g.Expect(c).NotTo(BeNil(), "no %s condition", conditionType)
+			g.Expect(c.ObservedGeneration).To(Equal(p.Generation), conditionType)
+			g.Expect(c.Status).To(Equal(want), conditionType)
+		}
+		g.Expect(meta.FindStatusCondition(p.Status.Conditions, conditions.Ready).Reason).To(Equal(reason))
 	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 	return p
 }
@@ -226,7 +238,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 			g.Expect(compliant.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(compliant.Reason).To(Equal(conditions.ReasonRulesBroken))
 			g.Expect(compliant.Message).To(HavePrefix("breaks welcome.email.format (Warn): "))
-			g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, conditions.Degraded)).To(BeFalse(), "a Warned rule does not hold the spec back")
+			g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, conditions.Stalled)).To(BeFalse(), "a Warned rule does not hold the spec back")
 			events := &eventsv1.EventList{}
 			g.Expect(k8s.List(ctx, events, client.InNamespace(dev))).To(Succeed())
 			var notes []string
@@ -267,7 +279,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))))
 			m := &cachev1alpha1.Memcached{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, conditions.Degraded)).To(BeFalse())
+			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, conditions.Stalled)).To(BeFalse())
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("looking at every object again when the policy changes: Enforced again, the spec is held back, and what runs keeps running")
@@ -275,7 +287,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		Eventually(func(g Gomega) {
 			m := &cachev1alpha1.Memcached{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
-			c := meta.FindStatusCondition(m.Status.Conditions, conditions.Degraded)
+			c := meta.FindStatusCondition(m.Status.Conditions, conditions.Stalled)
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(conditions.ReasonInvalidSpec))
 			g.Expect(c.Message).To(ContainSubstring("(rule memcached.size.range)"))
@@ -287,7 +299,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		Eventually(func(g Gomega) {
 			m := &cachev1alpha1.Memcached{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
-			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, conditions.Degraded)).To(BeFalse())
+			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, conditions.Stalled)).To(BeFalse())
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("replacing --allowed-registries with the policy's, and restoring it when the policy goes")
@@ -309,7 +321,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 			compliant := meta.FindStatusCondition(d.Status.Conditions, conditions.Compliant)
 			g.Expect(compliant).NotTo(BeNil())
 			g.Expect(compliant.Message).To(HavePrefix("breaks deployobject.image.registry (Enforce): "))
-			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, conditions.Degraded)).To(BeFalse(),
+			g.Expect(meta.IsStatusConditionTrue(d.Status.Conditions, conditions.Stalled)).To(BeFalse(),
 				"an image admitted before the allow-list changed keeps running")
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		deletePolicy(ctx)

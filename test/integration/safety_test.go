@@ -65,13 +65,13 @@ func emptyOf(obj client.Object) client.Object {
 	return obj.DeepCopyObject().(client.Object)
 }
 
-func degradedOf(g Gomega, ctx SpecContext, k safetyKind, obj client.Object) *metav1.Condition {
+func stalledOf(g Gomega, ctx SpecContext, k safetyKind, obj client.Object) *metav1.Condition {
 	got := emptyOf(obj)
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
-	degraded := meta.FindStatusCondition(k.conditions(got), "Degraded")
-	g.Expect(degraded).NotTo(BeNil(), "no Degraded condition yet")
-	g.Expect(degraded.ObservedGeneration).To(Equal(got.GetGeneration()))
-	return degraded
+	stalled := meta.FindStatusCondition(k.conditions(got), "Stalled")
+	g.Expect(stalled).NotTo(BeNil(), "no Stalled condition yet")
+	g.Expect(stalled.ObservedGeneration).To(Equal(got.GetGeneration()))
+	return stalled
 }
 
 // expectEvent waits for a Warning Event of reason regarding the object whose note says note.
@@ -129,9 +129,9 @@ var _ = Describe("Names that cannot name a Service", func() {
 			Eventually(func() error { return k8s.Create(ctx, obj) }).Should(Succeed())
 
 			Eventually(func(g Gomega) {
-				degraded := degradedOf(g, ctx, k, obj)
-				g.Expect(degraded.Reason).To(Equal("InvalidSpec"))
-				g.Expect(degraded.Message).To(ContainSubstring(`metadata.name: Invalid value: "hello.world"`))
+				stalled := stalledOf(g, ctx, k, obj)
+				g.Expect(stalled.Reason).To(Equal("InvalidSpec"))
+				g.Expect(stalled.Message).To(ContainSubstring(`metadata.name: Invalid value: "hello.world"`))
 			}).Should(Succeed())
 			// The condition is written in the reconcile that refuses to apply, so nothing exists now.
 			Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), &appsv1.Deployment{}))).To(BeTrue())
@@ -215,8 +215,8 @@ var _ = Describe("DeployObject admission of what the Pod and Service APIs refuse
 				stored := &appv1.DeployObject{}
 				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), stored)).To(Succeed())
 				g.Expect(stored.Status.ObservedGeneration).To(Equal(stored.Generation))
-				if degraded := meta.FindStatusCondition(stored.Status.Conditions, "Degraded"); degraded != nil {
-					g.Expect(degraded.Status).To(Equal(metav1.ConditionFalse), "%s: %s", d.Name, degraded.Message)
+				if stalled := meta.FindStatusCondition(stored.Status.Conditions, "Stalled"); stalled != nil {
+					g.Expect(stalled.Status).To(Equal(metav1.ConditionFalse), "%s: %s", d.Name, stalled.Message)
 				}
 			}).Should(Succeed(), "%s", d.Name)
 		}
@@ -290,10 +290,10 @@ var _ = Describe("Objects the operator did not create", func() {
 				obj := k.newObject(ns, "shop")
 				Expect(k8s.Create(ctx, obj)).To(Succeed())
 				Eventually(func(g Gomega) {
-					degraded := degradedOf(g, ctx, k, obj)
-					g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
-					g.Expect(degraded.Reason).To(Equal("NameConflict"))
-					g.Expect(degraded.Message).To(ContainSubstring(taken.kind + " shop already exists and is not this " + k.kind + "'s: it has no controller"))
+					stalled := stalledOf(g, ctx, k, obj)
+					g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+					g.Expect(stalled.Reason).To(Equal("NameConflict"))
+					g.Expect(stalled.Message).To(ContainSubstring(taken.kind + " shop already exists and is not this " + k.kind + "'s: it has no controller"))
 				}).Should(Succeed())
 				expectEvent(ctx, ns, k.kind, "shop", "NameConflict", taken.kind+" shop already exists")
 
@@ -309,12 +309,12 @@ var _ = Describe("Objects the operator did not create", func() {
 				Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), other))).To(BeTrue())
 				if taken.labelled {
 					By("looking again, past the recheck, and still applying nothing")
-					recheck := degradedOf(Default, ctx, k, obj).LastTransitionTime
+					recheck := stalledOf(Default, ctx, k, obj).LastTransitionTime
 					Consistently(func(g Gomega) {
 						now := emptyOf(users)
 						g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(users), now)).To(Succeed())
 						g.Expect(now.GetResourceVersion()).To(Equal(stored.GetResourceVersion()), "the user's %s was written to", taken.kind)
-						g.Expect(degradedOf(g, ctx, k, obj).LastTransitionTime).To(Equal(recheck))
+						g.Expect(stalledOf(g, ctx, k, obj).LastTransitionTime).To(Equal(recheck))
 					}, ownership.RecheckAfter+2*time.Second, time.Second).Should(Succeed())
 				}
 
@@ -333,7 +333,7 @@ var _ = Describe("Objects the operator did not create", func() {
 			obj := k.newObject(ns, "shop")
 			Expect(k8s.Create(ctx, obj)).To(Succeed())
 			Eventually(func(g Gomega) {
-				g.Expect(degradedOf(g, ctx, k, obj).Reason).To(Equal("NameConflict"))
+				g.Expect(stalledOf(g, ctx, k, obj).Reason).To(Equal("NameConflict"))
 			}).Should(Succeed())
 
 			Expect(k8s.Delete(ctx, users)).To(Succeed())
@@ -344,7 +344,7 @@ var _ = Describe("Objects the operator did not create", func() {
 						"Kind": Equal(k.kind), "UID": Equal(obj.GetUID()),
 					})))
 				}
-				g.Expect(degradedOf(g, ctx, k, obj).Reason).NotTo(Equal("NameConflict"))
+				g.Expect(stalledOf(g, ctx, k, obj).Reason).NotTo(Equal("NameConflict"))
 			}, "30s").Should(Succeed())
 		})
 	}
@@ -403,9 +403,9 @@ var _ = Describe("A DeployObject whose new Service the API server refuses", func
 		d.Spec.Ports = []corev1.ServicePort{{Name: "http", Port: 7777, TargetPort: intstr.FromInt32(7777)}}
 		Expect(k8s.Patch(ctx, d, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
-			degraded := degradedOf(g, ctx, safetyKinds[2], d)
-			g.Expect(degraded.Reason).To(Equal("ApplyFailed"))
-			g.Expect(degraded.Message).To(And(ContainSubstring("applying the Service"), ContainSubstring("port 7777 is reserved")))
+			stalled := stalledOf(g, ctx, safetyKinds[2], d)
+			g.Expect(stalled.Reason).To(Equal("ApplyFailed"))
+			g.Expect(stalled.Message).To(And(ContainSubstring("applying the Service"), ContainSubstring("port 7777 is reserved")))
 		}).Should(Succeed())
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), deployment)).To(Succeed())
 		Expect(deployment.Spec.Template.Spec.Containers[0].Ports).To(Equal(rolledOut), "the Deployment rolled out before the Service was refused")
@@ -477,11 +477,11 @@ var _ = Describe("Long lists of violations", func() {
 
 		k := safetyKinds[2]
 		Eventually(func(g Gomega) {
-			degraded := degradedOf(g, ctx, k, d)
-			g.Expect(degraded.Reason).To(Equal("InvalidSpec"))
-			g.Expect(len(degraded.Message)).To(BeNumerically("<=", 32768))
-			g.Expect(degraded.Message).To(HavePrefix(`[spec.env[0].name: Invalid value: "V0="`))
-			g.Expect(degraded.Message).To(MatchRegexp(`, and \d+ more\]$`))
+			stalled := stalledOf(g, ctx, k, d)
+			g.Expect(stalled.Reason).To(Equal("InvalidSpec"))
+			g.Expect(len(stalled.Message)).To(BeNumerically("<=", 32768))
+			g.Expect(stalled.Message).To(HavePrefix(`[spec.env[0].name: Invalid value: "V0="`))
+			g.Expect(stalled.Message).To(MatchRegexp(`, and \d+ more\]$`))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			events := &eventsv1.EventList{}

@@ -229,9 +229,9 @@ var _ = Describe("Welcome controller", func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.ServiceURL).To(Equal(fmt.Sprintf("http://hello.%s.svc:8088/hello/ (node port %d)", ns, nodePort)))
 			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Available)).To(
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Ready)).To(
 				PointTo(MatchFields(IgnoreExtras, Fields{"Status": Equal(metav1.ConditionFalse), "Reason": Equal(conditions.ReasonReplicasUnavailable)})))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Progressing)).To(
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Reconciling)).To(
 				PointTo(MatchFields(IgnoreExtras, Fields{"Status": Equal(metav1.ConditionTrue), "Reason": Equal(conditions.ReasonReconciling)})))
 		}).Should(Succeed())
 	})
@@ -355,9 +355,9 @@ var _ = Describe("Welcome controller", func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.ReadyReplicas).To(BeEquivalentTo(2))
 			g.Expect(got.Status.Conditions).To(ConsistOf(
-				condition(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, got.Generation),
-				condition(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, got.Generation),
-				condition(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation),
+				condition(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, got.Generation),
+				condition(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, got.Generation),
+				condition(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation),
 				condition(conditions.Compliant, metav1.ConditionTrue, conditions.ReasonAsExpected, got.Generation),
 			))
 		}).Should(Succeed())
@@ -377,13 +377,14 @@ var _ = Describe("Welcome controller", func() {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.ReadyReplicas).To(BeEquivalentTo(1))
 			g.Expect(got.Status.Conditions).To(ContainElements(
-				condition(conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, got.Generation),
-				condition(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonRolloutFailed, got.Generation),
+				condition(conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, got.Generation),
+				condition(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, got.Generation),
+				condition(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonRolloutFailed, got.Generation),
 			))
 		}).Should(Succeed())
 	})
 
-	It("reports a Deployment it cannot apply as Degraded, with an event", func(ctx SpecContext) {
+	It("reports a Deployment it cannot apply as Stalled, with an event", func(ctx SpecContext) {
 		By("allowing no Deployment in the namespace through a ResourceQuota")
 		quota := &corev1.ResourceQuota{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-deployments"},
@@ -398,11 +399,11 @@ var _ = Describe("Welcome controller", func() {
 		Eventually(func(g Gomega) {
 			got := &authv1alpha1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
-			degraded := meta.FindStatusCondition(got.Status.Conditions, conditions.Degraded)
-			g.Expect(degraded).To(PointTo(MatchFields(IgnoreExtras, Fields{
+			stalled := meta.FindStatusCondition(got.Status.Conditions, conditions.Stalled)
+			g.Expect(stalled).To(PointTo(MatchFields(IgnoreExtras, Fields{
 				"Status": Equal(metav1.ConditionTrue), "Reason": Equal(conditions.ReasonApplyFailed),
 			})))
-			g.Expect(degraded.Message).To(And(ContainSubstring("applying the Deployment"), ContainSubstring("exceeded quota")))
+			g.Expect(stalled.Message).To(And(ContainSubstring("applying the Deployment"), ContainSubstring("exceeded quota")))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			events := &eventsv1.EventList{}
@@ -426,10 +427,10 @@ var _ = Describe("Welcome controller", func() {
 			got := &authv1alpha1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.Conditions).To(ContainElements(
-				condition(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec, got.Generation),
-				condition(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec, got.Generation),
+				condition(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonInvalidSpec, got.Generation),
+				condition(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonInvalidSpec, got.Generation),
 			))
-			g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Degraded).Message).To(
+			g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Stalled).Message).To(
 				ContainSubstring("spec.port: Invalid value: 70000: must be between 1 and 65535"))
 		}).Should(Succeed())
 		// The condition is written in the reconcile that refuses to apply, so nothing exists now.
@@ -456,7 +457,7 @@ var _ = Describe("Welcome controller", func() {
 			got := &authv1alpha1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.Conditions).To(ContainElement(
-				condition(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation)))
+				condition(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation)))
 		}).Should(Succeed())
 	})
 })

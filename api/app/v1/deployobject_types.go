@@ -49,8 +49,10 @@ type DeployObjectSpec struct {
 
 // DeployObjectStatus is the observed state of the app: the Deployment's status and our own conditions.
 type DeployObjectStatus struct {
-	// ObservedGeneration is the generation of the spec this status describes.
+	// ObservedGeneration is the generation of the spec this status describes; 0 until the
+	// operator first reports, so that no tool takes an object it has not seen for done.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Replicas is the number of pods the Deployment targets.
@@ -78,7 +80,9 @@ type DeployObjectStatus struct {
 	// +listType=atomic
 	DeploymentConditions []appsv1.DeploymentCondition `json:"deploymentConditions,omitempty"`
 
-	// Conditions are Available, Progressing, Degraded and Compliant.
+	// Conditions are Ready, Reconciling, Stalled and Compliant, as kstatus reads them: Ready is True
+	// once the spec is fully rolled out, Reconciling while it is being rolled out, Stalled when it
+	// cannot progress without a change (docs/operations.md#conditions).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -90,16 +94,20 @@ type DeployObjectStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=dobj,categories=seedlabs
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Compliant",type=string,JSONPath=`.status.conditions[?(@.type=="Compliant")].status`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready Replicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="Image",type=string,JSONPath=`.spec.image`
-// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
-// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type DeployObject struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   DeployObjectSpec   `json:"spec"`
+	Spec DeployObjectSpec `json:"spec"`
+	// +kubebuilder:default={}
 	Status DeployObjectStatus `json:"status,omitzero"`
 }
 

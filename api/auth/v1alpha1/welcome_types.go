@@ -84,11 +84,15 @@ type WelcomeStatus struct {
 	// +optional
 	ServiceURL string `json:"serviceURL,omitempty"`
 
-	// ObservedGeneration is the generation of the spec this status describes.
+	// ObservedGeneration is the generation of the spec this status describes; 0 until the
+	// operator first reports, so that no tool takes an object it has not seen for done.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Available, Progressing, Degraded and Compliant.
+	// Conditions are Ready, Reconciling, Stalled and Compliant, as kstatus reads them: Ready is True
+	// once the spec is fully rolled out, Reconciling while it is being rolled out, Stalled when it
+	// cannot progress without a change (docs/operations.md#conditions).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -100,9 +104,11 @@ type WelcomeStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=wlc,categories=seedlabs
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Compliant",type=string,JSONPath=`.status.conditions[?(@.type=="Compliant")].status`
 // +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
-// +kubebuilder:printcolumn:name="Ready",type=integer,JSONPath=`.status.readyReplicas`
-// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
+// +kubebuilder:printcolumn:name="Ready Replicas",type=integer,JSONPath=`.status.readyReplicas`
 // +kubebuilder:printcolumn:name="URL",type=string,JSONPath=`.status.serviceURL`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Welcome struct {
@@ -110,7 +116,8 @@ type Welcome struct {
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +required
-	Spec   WelcomeSpec   `json:"spec"`
+	Spec WelcomeSpec `json:"spec"`
+	// +kubebuilder:default={}
 	Status WelcomeStatus `json:"status,omitzero"`
 }
 

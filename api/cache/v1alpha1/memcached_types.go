@@ -52,11 +52,15 @@ type MemcachedStatus struct {
 	// +optional
 	Selector string `json:"selector,omitempty"`
 
-	// ObservedGeneration is the generation of the spec this status describes.
+	// ObservedGeneration is the generation of the spec this status describes; 0 until the
+	// operator first reports, so that no tool takes an object it has not seen for done.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions are Available, Progressing, Degraded and Compliant.
+	// Conditions are Ready, Reconciling, Stalled and Compliant, as kstatus reads them: Ready is True
+	// once the spec is fully rolled out, Reconciling while it is being rolled out, Stalled when it
+	// cannot progress without a change (docs/operations.md#conditions).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -74,16 +78,19 @@ type MemcachedStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=mc,categories=seedlabs
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
+// +kubebuilder:printcolumn:name="Compliant",type=string,JSONPath=`.status.conditions[?(@.type=="Compliant")].status`
 // +kubebuilder:printcolumn:name="Size",type=integer,JSONPath=`.spec.size`
 // +kubebuilder:printcolumn:name="Current",type=integer,JSONPath=`.status.replicas`
-// +kubebuilder:printcolumn:name="Available",type=string,JSONPath=`.status.conditions[?(@.type=="Available")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Memcached struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
 	// +optional
-	Spec   MemcachedSpec   `json:"spec,omitempty"`
+	Spec MemcachedSpec `json:"spec,omitempty"`
+	// +kubebuilder:default={}
 	Status MemcachedStatus `json:"status,omitzero"`
 }
 

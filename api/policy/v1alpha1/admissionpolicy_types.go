@@ -75,13 +75,17 @@ type NamespaceAction struct {
 // AdmissionPolicyStatus is what the operator made of the policy: the leader writes it, from the
 // same compilation every replica applies.
 type AdmissionPolicyStatus struct {
-	// ObservedGeneration is the generation of the spec the conditions describe.
+	// ObservedGeneration is the generation of the spec the conditions describe; 0 until the
+	// operator first reports, so that no tool takes a policy it has not seen for applied.
 	// +optional
+	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// Conditions: Accepted is True when every rule and registry of the spec is applied, and False
 	// when some cannot be (reason PartlyApplied, the message naming each and why: a policy stored
-	// past its webhook) or the policy is not the one the operator reads (reason NotRead).
+	// past its webhook) or the policy is not the one the operator reads (reason NotRead). Ready
+	// says the same as Accepted, and Stalled the opposite, with the same reason, as kstatus reads
+	// them (docs/operations.md#conditions).
 	// +optional
 	// +listType=map
 	// +listMapKey=type
@@ -96,8 +100,8 @@ type AdmissionPolicyStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=ap,categories=seedlabs
-// +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
-// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].reason`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type AdmissionPolicy struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -107,6 +111,7 @@ type AdmissionPolicy struct {
 	Spec AdmissionPolicySpec `json:"spec,omitempty"`
 
 	// +optional
+	// +kubebuilder:default={}
 	Status AdmissionPolicyStatus `json:"status,omitempty"`
 }
 

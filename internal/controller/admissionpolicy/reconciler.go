@@ -26,7 +26,8 @@ const ControllerName = "admissionpolicy"
 // +kubebuilder:rbac:groups=policy.seedlabs.dev,resources=admissionpolicies/status,verbs=get;patch
 
 // Reconciler compiles each AdmissionPolicy as every replica applies it (webhooks.NewPolicy, with
-// the manager's --allowed-registries where it names none) and reports the result in Accepted.
+// the manager's --allowed-registries where it names none) and reports the result in Accepted,
+// Ready and Stalled.
 // It runs on the leader alone, so the status is written once.
 type Reconciler struct {
 	client.Client
@@ -46,15 +47,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	p.SetObservedGeneration(p.Generation)
 	switch _, errs := webhooks.NewPolicy(p, r.Images); {
 	case p.Name != policyv1alpha1.PolicyName:
-		status.Set(p, conditions.Accepted, metav1.ConditionFalse, conditions.ReasonNotRead,
+		setAccepted(p, false, conditions.ReasonNotRead,
 			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s; this one is not applied", policyv1alpha1.PolicyName))
 	case len(errs) > 0:
-		status.Set(p, conditions.Accepted, metav1.ConditionFalse, conditions.ReasonPartlyApplied,
+		setAccepted(p, false, conditions.ReasonPartlyApplied,
 			message.Truncate("applied but for what cannot be: "+message.Violations(errs, message.ConditionLimit), message.ConditionLimit))
 	default:
-		status.Set(p, conditions.Accepted, metav1.ConditionTrue, conditions.ReasonApplied, "every rule and registry is applied")
+		setAccepted(p, true, conditions.ReasonApplied, "every rule and registry is applied")
 	}
 	return ctrl.Result{}, nil
+}
+
+// setAccepted sets Accepted, and Ready and Stalled as kstatus reads them: a policy applied whole
+// is Ready; one that is not cannot become so without an edit (a spec stored past the webhook) or
+// ever (a policy of another name), so it is Stalled, with the same reason and message.
+func setAccepted(p *policyv1alpha1.AdmissionPolicy, accepted bool, reason, msg string) {
+	if accepted {
+		status.Set(p, conditions.Accepted, metav1.ConditionTrue, reason, msg)
+		status.Set(p, conditions.Ready, metav1.ConditionTrue, reason, msg)
+		status.Set(p, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "")
+		return
+	}
+	status.Set(p, conditions.Accepted, metav1.ConditionFalse, reason, msg)
+	status.Set(p, conditions.Ready, metav1.ConditionFalse, reason, msg)
+	status.Set(p, conditions.Stalled, metav1.ConditionTrue, reason, msg)
 }
 
 // SetupWithManager has mgr run the controller.

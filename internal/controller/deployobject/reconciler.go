@@ -95,9 +95,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// A new spec's Service is tried first with a server-side dry run, so that a Service the API
 	// server refuses never leaves the new pods rolled out behind the old Service's ports. The rules
 	// already refuse at admission what the API server would; this holds for a spec that never
-	// passed admission, and for whatever the rules missed, at one request per spec change.
-	// The dry run gets a configuration of its own: Apply fills the one it is given with the reply.
-	if d.Status.ObservedGeneration != d.Generation {
+	// passed admission, and for whatever the rules missed, at one request per spec change, and
+	// per retry of a spec not applied yet (one whose Service was refused is tried again the same
+	// way). The dry run gets a configuration of its own: Apply fills the one it is given with the
+	// reply.
+	if !status.Applied(d) {
 		trial := resources.DeployObjectService(desired).WithOwnerReferences(owner)
 		if err := r.Apply(ctx, trial, apply.Options(client.DryRunAll)...); err != nil {
 			return ctrl.Result{}, status.ApplyFailed(r.Recorder, d, fmt.Errorf("applying the Service: %w", err))

@@ -13,7 +13,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -104,9 +103,9 @@ func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
 	if d.Status.ObservedGeneration != 1 {
 		t.Errorf("status.observedGeneration = %d, want 1", d.Status.ObservedGeneration)
 	}
-	reconciletest.ExpectCondition(t, d, conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable)
-	reconciletest.ExpectCondition(t, d, conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling)
-	reconciletest.ExpectCondition(t, d, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
+	reconciletest.ExpectCondition(t, d, conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable)
+	reconciletest.ExpectCondition(t, d, conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling)
+	reconciletest.ExpectCondition(t, d, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected)
 
 	wantOwner := []metav1.OwnerReference{{
 		APIVersion: "app.seedlabs.dev/v1", Kind: "DeployObject", Name: "shop", UID: d.UID,
@@ -167,7 +166,7 @@ func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
 	if d.Status.ObservedGeneration != 2 {
 		t.Errorf("status.observedGeneration = %d, want 2", d.Status.ObservedGeneration)
 	}
-	reconciletest.ExpectCondition(t, d, conditions.Available, metav1.ConditionTrue, conditions.ReasonScaledToZero)
+	reconciletest.ExpectCondition(t, d, conditions.Ready, metav1.ConditionTrue, conditions.ReasonScaledToZero)
 
 	// Someone edits fields the operator owns, by hand.
 	dep = reconciletest.Get(t, h, &appsv1.Deployment{})
@@ -208,9 +207,9 @@ func TestReconcileRollsOutEveryEditAndPutsDriftBack(t *testing.T) {
 	if !reflect.DeepEqual(d.Status.DeploymentConditions, dep.Status.Conditions) {
 		t.Errorf("status.deploymentConditions = %+v, want %+v", d.Status.DeploymentConditions, dep.Status.Conditions)
 	}
-	reconciletest.ExpectCondition(t, d, conditions.Available, metav1.ConditionTrue, conditions.ReasonScaledToZero)
-	reconciletest.ExpectCondition(t, d, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut)
-	reconciletest.ExpectCondition(t, d, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
+	reconciletest.ExpectCondition(t, d, conditions.Ready, metav1.ConditionTrue, conditions.ReasonScaledToZero)
+	reconciletest.ExpectCondition(t, d, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut)
+	reconciletest.ExpectCondition(t, d, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected)
 	h.ExpectEvents(t)
 }
 
@@ -232,9 +231,9 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 	h.ExpectEvents(t, invalidSpecEvent)
 
 	d := reconciletest.Get(t, h, &appv1.DeployObject{})
-	reconciletest.ExpectCondition(t, d, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
-	reconciletest.ExpectCondition(t, d, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
-	reconciletest.ExpectCondition(t, d, conditions.Available, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, d, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, d, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, d, conditions.Ready, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
 	if d.Status.ObservedGeneration != d.Generation {
 		t.Errorf("status.observedGeneration = %d, want %d", d.Status.ObservedGeneration, d.Generation)
 	}
@@ -246,7 +245,8 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 }
 
 // TestReconcileKeepsTheLastGoodRollout shows that a spec broken after a rollout leaves the
-// Deployment as it is and still mirrors it, and that fixing the spec rolls out again.
+// Deployment as it is and still mirrors it, though the object is no longer Ready (its current spec
+// is not rolled out), and that fixing the spec rolls out again.
 func TestReconcileKeepsTheLastGoodRollout(t *testing.T) {
 	ctx := context.Background()
 	h := newHarness(t, nil, newDeployObject(shopSpec()))
@@ -259,7 +259,7 @@ func TestReconcileKeepsTheLastGoodRollout(t *testing.T) {
 		t.Fatalf("updating the Deployment status: %v", err)
 	}
 	h.MustReconcile(t)
-	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut)
+	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut)
 
 	editSpec(t, h, func(s *appv1.DeployObjectSpec) { s.Image = "shop"; s.Replicas = ptr.To[int32](-1) })
 	h.MustReconcile(t)
@@ -271,10 +271,9 @@ func TestReconcileKeepsTheLastGoodRollout(t *testing.T) {
 	if d.Status.ReadyReplicas != 2 || d.Status.AvailableReplicas != 2 || d.Status.ObservedGeneration != 2 {
 		t.Errorf("status = %+v, want the running Deployment's 2 ready replicas at generation 2", d.Status)
 	}
-	reconciletest.ExpectCondition(t, d, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
-	if c := meta.FindStatusCondition(d.Status.Conditions, conditions.Available); c == nil || c.Reason != conditions.ReasonRolledOut {
-		t.Errorf("Available = %+v, want the RolledOut condition of the running pods kept", c)
-	}
+	reconciletest.ExpectCondition(t, d, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, d, conditions.Ready, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, d, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
 
 	editSpec(t, h, func(s *appv1.DeployObjectSpec) { s.Image = otherImage; s.Replicas = ptr.To[int32](2) })
 	h.MustReconcile(t)
@@ -282,7 +281,7 @@ func TestReconcileKeepsTheLastGoodRollout(t *testing.T) {
 	if img := reconciletest.Get(t, h, &appsv1.Deployment{}).Spec.Template.Spec.Containers[0].Image; img != otherImage {
 		t.Errorf("Deployment image = %s, want %s", img, otherImage)
 	}
-	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
+	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected)
 }
 
 func TestReconcileApplyFailure(t *testing.T) {
@@ -302,7 +301,7 @@ func TestReconcileApplyFailure(t *testing.T) {
 		}
 	}
 	h.ExpectEvents(t, "Warning ApplyFailed applying the Deployment: "+applyErr.Error())
-	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed)
+	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Stalled, metav1.ConditionTrue, conditions.ReasonApplyFailed)
 	if err := h.Client.Get(context.Background(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Service: %v, want NotFound: nothing is applied after a failure", err)
 	}
@@ -327,13 +326,22 @@ func TestReconcileTriesANewSpecsServiceFirst(t *testing.T) {
 		},
 	}, newDeployObject(shopSpec()))
 
-	if err := h.ReconcileNow(t); !errors.Is(err, refused) {
-		t.Errorf("Reconcile() = %v, want %v", err, refused)
+	// The retry, at the same generation, which the failure recorded as observed, tries the
+	// Service first again.
+	for i := range 2 {
+		if err := h.ReconcileNow(t); !errors.Is(err, refused) {
+			t.Errorf("Reconcile() #%d = %v, want %v", i+1, err, refused)
+		}
 	}
-	if want := []string{"dry run *v1.ServiceApplyConfiguration"}; !reflect.DeepEqual(applied, want) {
+	dryRun := "dry run *v1.ServiceApplyConfiguration"
+	if want := []string{dryRun, dryRun}; !reflect.DeepEqual(applied, want) {
 		t.Errorf("applied %q, want only %q", applied, want)
 	}
-	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &appv1.DeployObject{}), conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed)
+	d := reconciletest.Get(t, h, &appv1.DeployObject{})
+	reconciletest.ExpectCondition(t, d, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonApplyFailed)
+	if d.Status.ObservedGeneration != d.Generation {
+		t.Errorf("status.observedGeneration = %d, want %d: Stalled describes the current generation", d.Status.ObservedGeneration, d.Generation)
+	}
 }
 
 func TestReconcileIgnoresDeletedAndDeleting(t *testing.T) {

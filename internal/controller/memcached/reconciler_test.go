@@ -71,9 +71,9 @@ func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 	if m.Status.ObservedGeneration != m.Generation || m.Status.Selector != "app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached" {
 		t.Errorf("status = %+v, want observedGeneration %d and the pod selector", m.Status, m.Generation)
 	}
-	reconciletest.ExpectCondition(t, m, conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable)
-	reconciletest.ExpectCondition(t, m, conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling)
-	reconciletest.ExpectCondition(t, m, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
+	reconciletest.ExpectCondition(t, m, conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable)
+	reconciletest.ExpectCondition(t, m, conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling)
+	reconciletest.ExpectCondition(t, m, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected)
 
 	wantOwner := []metav1.OwnerReference{{
 		APIVersion: "cache.seedlabs.dev/v1alpha1", Kind: "Memcached", Name: "cache", UID: m.UID,
@@ -160,9 +160,9 @@ func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 	if m.Status.Replicas != 2 {
 		t.Errorf("status.replicas = %d, want 2", m.Status.Replicas)
 	}
-	reconciletest.ExpectCondition(t, m, conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut)
-	reconciletest.ExpectCondition(t, m, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut)
-	reconciletest.ExpectCondition(t, m, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
+	reconciletest.ExpectCondition(t, m, conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut)
+	reconciletest.ExpectCondition(t, m, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut)
+	reconciletest.ExpectCondition(t, m, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected)
 	h.ExpectEvents(t)
 }
 
@@ -177,11 +177,11 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 	h.ExpectEvents(t, "Warning InvalidSpec spec is not rolled out: spec.size: Invalid value: 5: must be between 1 and 3 (rule memcached.size.range)")
 
 	m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
-	reconciletest.ExpectCondition(t, m, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
-	reconciletest.ExpectCondition(t, m, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
-	if c := meta.FindStatusCondition(m.Status.Conditions, conditions.Degraded); c != nil &&
+	reconciletest.ExpectCondition(t, m, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, m, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
+	if c := meta.FindStatusCondition(m.Status.Conditions, conditions.Stalled); c != nil &&
 		c.Message != "spec.size: Invalid value: 5: must be between 1 and 3 (rule memcached.size.range)" {
-		t.Errorf("Degraded message = %q", c.Message)
+		t.Errorf("Stalled message = %q", c.Message)
 	}
 	if len(m.Finalizers) != 0 {
 		t.Errorf("finalizers = %q, want none: nothing was created for an invalid spec", m.Finalizers)
@@ -277,7 +277,7 @@ func TestReconcileApplyFailure(t *testing.T) {
 	}
 	h.ExpectEvents(t, "Warning ApplyFailed applying the Deployment: "+applyErr.Error())
 	m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
-	reconciletest.ExpectCondition(t, m, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed)
+	reconciletest.ExpectCondition(t, m, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonApplyFailed)
 	if err := h.Client.Get(context.Background(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Service: %v, want NotFound: nothing is applied after a failure", err)
 	}

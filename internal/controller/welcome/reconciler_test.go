@@ -60,9 +60,9 @@ func TestReconcileRollsOut(t *testing.T) {
 	if w.Status.ObservedGeneration != 1 || w.Status.ReadyReplicas != 0 || w.Status.ServiceURL != "http://hello.demo.svc:8088/hello/" {
 		t.Errorf("status = %+v, want generation 1, no ready replica and the Service's URL", w.Status)
 	}
-	reconciletest.ExpectCondition(t, w, conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable)
-	reconciletest.ExpectCondition(t, w, conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling)
-	reconciletest.ExpectCondition(t, w, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected)
+	reconciletest.ExpectCondition(t, w, conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable)
+	reconciletest.ExpectCondition(t, w, conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling)
+	reconciletest.ExpectCondition(t, w, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected)
 	reconciletest.ExpectCondition(t, w, conditions.Compliant, metav1.ConditionTrue, conditions.ReasonAsExpected)
 
 	wantOwner := []metav1.OwnerReference{{
@@ -93,8 +93,8 @@ func TestReconcileRollsOut(t *testing.T) {
 	if w.Status.ReadyReplicas != 1 {
 		t.Errorf("status.readyReplicas = %d, want 1", w.Status.ReadyReplicas)
 	}
-	reconciletest.ExpectCondition(t, w, conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut)
-	reconciletest.ExpectCondition(t, w, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut)
+	reconciletest.ExpectCondition(t, w, conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut)
+	reconciletest.ExpectCondition(t, w, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut)
 }
 
 // TestReconcileRefusesInvalidSpec: a spec that never passed admission is not rolled out, and the
@@ -124,8 +124,8 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 	// One Warning, though the controller looked twice.
 	h.ExpectEvents(t, "Warning InvalidSpec spec is not rolled out: spec.port: Invalid value: 70000: must be between 1 and 65535 (rule welcome.port.range)")
 	w = reconciletest.Get(t, h, &authv1alpha1.Welcome{})
-	reconciletest.ExpectCondition(t, w, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
-	reconciletest.ExpectCondition(t, w, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, w, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
+	reconciletest.ExpectCondition(t, w, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
 	if w.Status.ObservedGeneration != 2 || w.Status.ReadyReplicas != 1 {
 		t.Errorf("status = %+v, want generation 2 and the running pod counted", w.Status)
 	}
@@ -148,7 +148,7 @@ func TestReconcileLeavesAUsersServiceAlone(t *testing.T) {
 	}
 	h.ExpectEvents(t, "Warning NameConflict Service hello already exists and is not this Welcome's: it has no controller. "+
 		"Nothing is applied until it is deleted or renamed, or this Welcome is created under another name")
-	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &authv1alpha1.Welcome{}), conditions.Degraded, metav1.ConditionTrue, conditions.ReasonNameConflict)
+	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &authv1alpha1.Welcome{}), conditions.Stalled, metav1.ConditionTrue, conditions.ReasonNameConflict)
 	if err := h.Client.Get(context.Background(), key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Deployment: %v, want NotFound: nothing is applied beside a foreign object", err)
 	}
@@ -174,8 +174,10 @@ func TestReconcileApplyFailure(t *testing.T) {
 	}
 	h.ExpectEvents(t, "Warning ApplyFailed applying the Service: "+applyErr.Error())
 	w := reconciletest.Get(t, h, &authv1alpha1.Welcome{})
-	reconciletest.ExpectCondition(t, w, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed)
-	if w.Status.ObservedGeneration != 0 {
-		t.Errorf("status.observedGeneration = %d, want 0: generation 1 is not applied", w.Status.ObservedGeneration)
+	reconciletest.ExpectCondition(t, w, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonApplyFailed)
+	reconciletest.ExpectCondition(t, w, conditions.Ready, metav1.ConditionFalse, conditions.ReasonApplyFailed)
+	reconciletest.ExpectCondition(t, w, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonApplyFailed)
+	if w.Status.ObservedGeneration != w.Generation {
+		t.Errorf("status.observedGeneration = %d, want %d: Stalled describes the current generation", w.Status.ObservedGeneration, w.Generation)
 	}
 }

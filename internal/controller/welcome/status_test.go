@@ -80,9 +80,9 @@ func TestSetRolloutStatus(t *testing.T) {
 		return corev1ac.Service("hello", "demo").WithSpec(corev1ac.ServiceSpec().WithType(serviceType).WithPorts(p))
 	}
 	rolledOut := []metav1.Condition{
-		cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, "2 of 2 replicas available", gen),
-		cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 2 replicas", gen),
-		cond(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, "", gen),
+		cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "2 of 2 replicas available", gen),
+		cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 2 replicas", gen),
+		cond(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "", gen),
 	}
 
 	tests := []struct {
@@ -124,9 +124,9 @@ func TestSetRolloutStatus(t *testing.T) {
 			wantReady:   0,
 			wantURL:     "http://hello.demo.svc:9000/hello/ (node port 31555)",
 			wantConds: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "0 of 2 replicas available", gen),
-				cond(conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 2 running, 2 updated, 0 available", gen),
-				cond(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, "", gen),
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "0 of 2 replicas available", gen),
+				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 2 running, 2 updated, 0 available", gen),
+				cond(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "", gen),
 			},
 		},
 	}

@@ -79,46 +79,56 @@ func (r Rollout) Failure() string {
 	return message.Truncate(failure, message.ConditionLimit)
 }
 
-// Complete reports whether exactly the desired replicas run the current spec and are available,
-// and no replica of an older spec is left.
+// Complete reports whether the Deployment has seen its latest spec and exactly the desired
+// replicas run it, updated, ready and available, with no replica of an older spec left.
 func (r Rollout) Complete() bool {
 	st := r.Status
-	return r.Current() && st.UpdatedReplicas == r.Desired && st.Replicas == r.Desired && st.AvailableReplicas == r.Desired
+	return r.Current() && st.Replicas == r.Desired && st.UpdatedReplicas == r.Desired &&
+		st.ReadyReplicas == r.Desired && st.AvailableReplicas == r.Desired
 }
 
-// SetRollout records that obj's generation is applied, and sets Available, Progressing and
-// Degraded from the rollout of its Deployment.
+// SetRollout records that obj's generation is applied, once its Deployment and Service both
+// are, and sets Ready, Reconciling and Stalled from the rollout of the Deployment: Stalled while
+// the Deployment reports a failure (and Ready False with the same reason), Ready once the rollout
+// is complete, Reconciling until then.
 func SetRollout(obj Object, r Rollout) {
 	obj.SetObservedGeneration(obj.GetGeneration())
+	dropRetired(obj)
 	available := r.Status.AvailableReplicas
+	failure := r.Failure()
+	complete := failure == "" && r.Complete()
 	switch {
-	case r.Desired == 0:
-		Set(obj, conditions.Available, metav1.ConditionTrue, conditions.ReasonScaledToZero, "no replica is requested")
-	case available < r.Desired:
-		Set(obj, conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable,
+	case complete && r.Desired == 0:
+		Set(obj, conditions.Ready, metav1.ConditionTrue, conditions.ReasonScaledToZero, "no replica is requested")
+	case complete:
+		Set(obj, conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut,
 			fmt.Sprintf("%d of %d replicas available", available, r.Desired))
-	case r.Complete():
-		Set(obj, conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut,
+	case failure != "":
+		// The reason of Stalled, as for a spec that is not applied: kubectl get shows it.
+		Set(obj, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, failure)
+	case available < r.Desired:
+		Set(obj, conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable,
 			fmt.Sprintf("%d of %d replicas available", available, r.Desired))
 	default:
-		// Every requested replica is available, but the Deployment is still being brought to
-		// the spec: pods of an older spec are being replaced, or it is scaling down.
-		Set(obj, conditions.Available, metav1.ConditionTrue, conditions.ReasonReconciling,
+		// Every requested replica is available, but the rollout is not done: pods of an older
+		// spec are being replaced, the Deployment is scaling down, or it has not yet seen its
+		// latest spec.
+		Set(obj, conditions.Ready, metav1.ConditionFalse, conditions.ReasonReconciling,
 			fmt.Sprintf("%d replicas available, %d requested", available, r.Desired))
 	}
 
-	if failure := r.Failure(); failure != "" {
-		Set(obj, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolloutFailed, failure)
-		Set(obj, conditions.Degraded, metav1.ConditionTrue, conditions.ReasonRolloutFailed, failure)
+	switch {
+	case failure != "":
+		Set(obj, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, failure)
+		Set(obj, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonRolloutFailed, failure)
 		return
-	}
-	if r.Complete() {
-		Set(obj, conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut,
+	case complete:
+		Set(obj, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut,
 			fmt.Sprintf("the Deployment runs the current spec with %d replicas", r.Desired))
-	} else {
-		Set(obj, conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling,
+	default:
+		Set(obj, conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling,
 			fmt.Sprintf("rolling out %d replicas: %d running, %d updated, %d available",
 				r.Desired, r.Status.Replicas, r.Status.UpdatedReplicas, available))
 	}
-	Set(obj, conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, "")
+	Set(obj, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "")
 }

@@ -208,7 +208,7 @@ func TestRolloutComplete(t *testing.T) {
 		want   bool
 	}{
 		{name: "every replica updated and available", mutate: func(*Rollout) {}, want: true},
-		{name: "ready lagging does not matter once available", mutate: func(r *Rollout) { r.Status.ReadyReplicas = 2 }, want: true},
+		{name: "not every replica ready", mutate: func(r *Rollout) { r.Status.ReadyReplicas = 2 }, want: false},
 		{name: "scaled to zero and no pod left", mutate: func(r *Rollout) { r.Desired = 0; r.Status = appsv1.DeploymentStatus{ObservedGeneration: 4} }, want: true},
 		{name: "current generation not observed yet", mutate: func(r *Rollout) { r.Status.ObservedGeneration = 3 }, want: false},
 		{name: "not every replica updated", mutate: func(r *Rollout) { r.Status.UpdatedReplicas = 2 }, want: false},
@@ -229,7 +229,7 @@ func TestRolloutComplete(t *testing.T) {
 
 func TestSetRollout(t *testing.T) {
 	const gen = 7
-	asExpected := cond(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, "", gen)
+	notStalled := cond(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "", gen)
 	counts := func(observed int64, replicas, updated, available int32) appsv1.DeploymentStatus {
 		return appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: replicas, UpdatedReplicas: updated, ReadyReplicas: available, AvailableReplicas: available}
 	}
@@ -248,72 +248,83 @@ func TestSetRollout(t *testing.T) {
 			name: "rolled out",
 			r:    Rollout{Desired: 3, Generation: 2, Status: counts(2, 3, 3, 3)},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, "3 of 3 replicas available", gen),
-				cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 3 replicas", gen),
-				asExpected,
+				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "3 of 3 replicas available", gen),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 3 replicas", gen),
+				notStalled,
 			},
 		},
 		{
 			name: "just applied, no status yet",
 			r:    Rollout{Desired: 2, Generation: 1},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "0 of 2 replicas available", gen),
-				cond(conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 0 running, 0 updated, 0 available", gen),
-				asExpected,
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "0 of 2 replicas available", gen),
+				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 0 running, 0 updated, 0 available", gen),
+				notStalled,
 			},
 		},
 		{
 			name: "pods starting",
 			r:    Rollout{Desired: 3, Generation: 2, Status: counts(2, 3, 3, 1)},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "1 of 3 replicas available", gen),
-				cond(conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 3 replicas: 3 running, 3 updated, 1 available", gen),
-				asExpected,
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "1 of 3 replicas available", gen),
+				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 3 replicas: 3 running, 3 updated, 1 available", gen),
+				notStalled,
 			},
 		},
 		{
-			name: "new image rolling out with a surge: the old pods serve",
+			name: "every pod available but one not ready: not done",
+			r: Rollout{Desired: 2, Generation: 2, Status: appsv1.DeploymentStatus{
+				ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 2,
+			}},
+			want: []metav1.Condition{
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReconciling, "2 replicas available, 2 requested", gen),
+				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 2 running, 2 updated, 2 available", gen),
+				notStalled,
+			},
+		},
+		{
+			name: "new image rolling out with a surge: the old pods serve, but the spec is not rolled out",
 			r:    Rollout{Desired: 2, Generation: 3, Status: counts(3, 3, 1, 2)},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonReconciling, "2 replicas available, 2 requested", gen),
-				cond(conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 3 running, 1 updated, 2 available", gen),
-				asExpected,
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReconciling, "2 replicas available, 2 requested", gen),
+				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 3 running, 1 updated, 2 available", gen),
+				notStalled,
 			},
 		},
 		{
 			name: "more replicas than requested: scaled up by hand, being put back",
 			r:    Rollout{Desired: 2, Generation: 3, Status: counts(3, 5, 5, 5)},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonReconciling, "5 replicas available, 2 requested", gen),
-				cond(conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 5 running, 5 updated, 5 available", gen),
-				asExpected,
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReconciling, "5 replicas available, 2 requested", gen),
+				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 5 running, 5 updated, 5 available", gen),
+				notStalled,
 			},
 		},
 		{
 			name: "new spec not yet observed by the Deployment controller",
 			r:    Rollout{Desired: 2, Generation: 4, Status: counts(3, 2, 2, 2)},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonReconciling, "2 replicas available, 2 requested", gen),
-				cond(conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 2 running, 2 updated, 2 available", gen),
-				asExpected,
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReconciling, "2 replicas available, 2 requested", gen),
+				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 2 replicas: 2 running, 2 updated, 2 available", gen),
+				notStalled,
 			},
 		},
 		{
 			name: "scaled to zero, the last pod terminating",
 			r:    Rollout{Desired: 0, Generation: 5, Status: counts(5, 1, 1, 1)},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonScaledToZero, "no replica is requested", gen),
-				cond(conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 0 replicas: 1 running, 1 updated, 1 available", gen),
-				asExpected,
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReconciling, "1 replicas available, 0 requested", gen),
+				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 0 replicas: 1 running, 1 updated, 1 available", gen),
+				notStalled,
 			},
 		},
 		{
 			name: "scaled to zero",
 			r:    Rollout{Desired: 0, Generation: 5, Status: counts(5, 0, 0, 0)},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonScaledToZero, "no replica is requested", gen),
-				cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 0 replicas", gen),
-				asExpected,
+				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonScaledToZero, "no replica is requested", gen),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 0 replicas", gen),
+				notStalled,
 			},
 		},
 		{
@@ -321,9 +332,9 @@ func TestSetRollout(t *testing.T) {
 			r: Rollout{Desired: 3, Generation: 2, Status: failed(counts(2, 3, 3, 1),
 				deploymentCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, "ProgressDeadlineExceeded", deadlineMessage))},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "1 of 3 replicas available", gen),
-				cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "ProgressDeadlineExceeded: "+deadlineMessage, gen),
-				cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonRolloutFailed, "ProgressDeadlineExceeded: "+deadlineMessage, gen),
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "ProgressDeadlineExceeded: "+deadlineMessage, gen),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "ProgressDeadlineExceeded: "+deadlineMessage, gen),
+				cond(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonRolloutFailed, "ProgressDeadlineExceeded: "+deadlineMessage, gen),
 			},
 		},
 		{
@@ -331,9 +342,19 @@ func TestSetRollout(t *testing.T) {
 			r: Rollout{Desired: 2, Generation: 2, Status: failed(counts(2, 0, 0, 0),
 				deploymentCondition(appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, "FailedCreate", quotaMessage))},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "0 of 2 replicas available", gen),
-				cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
-				cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
+				cond(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
+			},
+		},
+		{
+			name: "a failure the Deployment still reports once every replica is available is not Ready",
+			r: Rollout{Desired: 2, Generation: 2, Status: failed(counts(2, 2, 2, 2),
+				deploymentCondition(appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, "FailedCreate", quotaMessage))},
+			want: []metav1.Condition{
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
+				cond(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
 			},
 		},
 		{
@@ -341,23 +362,39 @@ func TestSetRollout(t *testing.T) {
 			r: Rollout{Desired: 3, Generation: 3, Status: failed(counts(2, 3, 3, 1),
 				deploymentCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, "ProgressDeadlineExceeded", deadlineMessage))},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "1 of 3 replicas available", gen),
-				cond(conditions.Progressing, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 3 replicas: 3 running, 3 updated, 1 available", gen),
-				asExpected,
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "1 of 3 replicas available", gen),
+				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 3 replicas: 3 running, 3 updated, 1 available", gen),
+				notStalled,
 			},
 		},
 		{
 			name: "recovery replaces the conditions of an older generation, InvalidSpec included",
 			prior: []metav1.Condition{
-				cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec, "spec.image: Required value", 6),
-				cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec, messageNotRolledOut, 6),
-				cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonInvalidSpec, messageNothingRolled, 6),
+				cond(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonInvalidSpec, "spec.image: Required value", 6),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonInvalidSpec, messageNotRolledOut, 6),
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonInvalidSpec, messageNotRolledOut, 6),
 			},
 			r: Rollout{Desired: 1, Generation: 1, Status: counts(1, 1, 1, 1)},
 			want: []metav1.Condition{
-				cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replicas available", gen),
-				cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replicas", gen),
-				asExpected,
+				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replicas available", gen),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replicas", gen),
+				notStalled,
+			},
+		},
+		{
+			name: "the conditions an earlier commit reported are removed; Compliant stays",
+			prior: []metav1.Condition{
+				cond("Available", metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replicas available", 6),
+				cond("Progressing", metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replicas", 6),
+				cond("Degraded", metav1.ConditionFalse, conditions.ReasonAsExpected, "", 6),
+				cond(conditions.Compliant, metav1.ConditionTrue, conditions.ReasonAsExpected, "", 6),
+			},
+			r: Rollout{Desired: 1, Generation: 1, Status: counts(1, 1, 1, 1)},
+			want: []metav1.Condition{
+				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replicas available", gen),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replicas", gen),
+				notStalled,
+				cond(conditions.Compliant, metav1.ConditionTrue, conditions.ReasonAsExpected, "", 6),
 			},
 		},
 	}
@@ -369,7 +406,38 @@ func TestSetRollout(t *testing.T) {
 			if d.Status.ObservedGeneration != gen {
 				t.Errorf("status.observedGeneration = %d, want %d: the generation is applied", d.Status.ObservedGeneration, gen)
 			}
+			if !Applied(d) {
+				t.Errorf("Applied() = false after SetRollout, want true")
+			}
+			assertAtMostOneTrue(t, d.Status.Conditions)
+			assertReadySaysWhyStalled(t, d.Status.Conditions)
 		})
+	}
+}
+
+// assertReadySaysWhyStalled fails t when Stalled is True and Ready does not carry its reason,
+// which kubectl get shows in the Reason column.
+func assertReadySaysWhyStalled(t *testing.T, got []metav1.Condition) {
+	t.Helper()
+	stalled, ready := meta.FindStatusCondition(got, conditions.Stalled), meta.FindStatusCondition(got, conditions.Ready)
+	if stalled != nil && stalled.Status == metav1.ConditionTrue && (ready == nil || ready.Reason != stalled.Reason) {
+		t.Errorf("Stalled is True with reason %s, Ready is %+v: want Ready False with the same reason", stalled.Reason, ready)
+	}
+}
+
+// assertAtMostOneTrue fails t when more than one of Ready, Reconciling and Stalled is True:
+// kstatus reads the first of Reconciling and Stalled it finds True, so both True would leave
+// the verdict to the order of the list.
+func assertAtMostOneTrue(t *testing.T, got []metav1.Condition) {
+	t.Helper()
+	var trueOnes []string
+	for _, conditionType := range []string{conditions.Ready, conditions.Reconciling, conditions.Stalled} {
+		if meta.IsStatusConditionTrue(got, conditionType) {
+			trueOnes = append(trueOnes, conditionType)
+		}
+	}
+	if len(trueOnes) > 1 {
+		t.Errorf("%v are all True, want at most one of Ready, Reconciling and Stalled", trueOnes)
 	}
 }
 
@@ -378,14 +446,14 @@ func TestSetRollout(t *testing.T) {
 func TestSetRolloutKeepsTransitionTimes(t *testing.T) {
 	const gen = 4
 	d := deployObjectAt(gen,
-		cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, "2 of 2 replicas available", 3),
-		cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 2 replicas", 3),
-		cond(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, "", 3),
+		cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "2 of 2 replicas available", 3),
+		cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 2 replicas", 3),
+		cond(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "", 3),
 	)
 	SetRollout(d, Rollout{Desired: 2, Generation: 5, Status: appsv1.DeploymentStatus{
 		ObservedGeneration: 5, Replicas: 3, UpdatedReplicas: 1, ReadyReplicas: 2, AvailableReplicas: 2,
 	}})
-	for conditionType, kept := range map[string]bool{conditions.Available: true, conditions.Progressing: false, conditions.Degraded: true} {
+	for conditionType, kept := range map[string]bool{conditions.Ready: false, conditions.Reconciling: false, conditions.Stalled: true} {
 		c := meta.FindStatusCondition(d.Status.Conditions, conditionType)
 		if got := c.LastTransitionTime.Equal(&longAgo); got != kept {
 			t.Errorf("%s kept lastTransitionTime: %t, want %t (%+v)", conditionType, got, kept, c)

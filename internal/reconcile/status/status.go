@@ -1,7 +1,8 @@
 // Package status is how every controller reports on its object the same way: conditions set for
-// the object's generation (as cluster-api's util/conditions), the conditions a Deployment's rollout
-// implies, the conditions and Events of a spec that is not applied, and one status patch however a
-// reconcile ends (as the deferred patch of cluster-api's MachineSet controller).
+// the object's generation (as cluster-api's util/conditions), the Ready, Reconciling and Stalled
+// conditions a Deployment's rollout implies, those and the Events of a spec that is not applied,
+// and one status patch however a reconcile ends (as the deferred patch of cluster-api's
+// MachineSet controller).
 package status
 
 import (
@@ -40,9 +41,21 @@ func Set(obj Object, conditionType string, status metav1.ConditionStatus, reason
 	return changed
 }
 
-// Has reports whether obj has a condition of the type.
-func Has(obj Object, conditionType string) bool {
-	return meta.FindStatusCondition(obj.GetConditions(), conditionType) != nil
+// retired are the condition types earlier commits of the operator reported, before Ready,
+// Reconciling and Stalled replaced them.
+var retired = []string{"Available", "Progressing", "Degraded"}
+
+// dropRetired removes from obj's status the conditions of retired types, so that an object
+// reported on by an earlier commit holds no stale condition once it is reported on again.
+func dropRetired(obj Object) {
+	conditions := obj.GetConditions()
+	removed := false
+	for _, conditionType := range retired {
+		removed = meta.RemoveStatusCondition(&conditions, conditionType) || removed
+	}
+	if removed {
+		obj.SetConditions(conditions)
+	}
 }
 
 // Patch writes the status of an object, as a reconcile left it, in one request.

@@ -21,10 +21,20 @@ import (
 )
 
 const (
-	messageNotRolledOut  = "the spec is not rolled out until it is fixed"
-	messageNothingRolled = "nothing was rolled out"
-	messageNoConflict    = "nothing is applied until the name conflict is resolved"
+	messageNotRolledOut = "the spec is not rolled out until it is fixed"
+	messageNoConflict   = "nothing is applied until the name conflict is resolved"
+	messageRetried      = "the apply is retried with backoff"
 )
+
+// notAppliedConditions are the conditions of generation gen not applied for reason: Stalled with the
+// message, Ready and Reconciling False saying what would unblock it.
+func notAppliedConditions(gen int64, reason, message, unblock string) []metav1.Condition {
+	return []metav1.Condition{
+		cond(conditions.Ready, metav1.ConditionFalse, reason, unblock, gen),
+		cond(conditions.Reconciling, metav1.ConditionFalse, reason, unblock, gen),
+		cond(conditions.Stalled, metav1.ConditionTrue, reason, message, gen),
+	}
+}
 
 // recorded drains the events recorded so far, as "type reason note".
 func recorded(rec *events.FakeRecorder) []string {
@@ -53,13 +63,8 @@ func TestInvalidSpec(t *testing.T) {
 	imageMsg := `spec.image: Invalid value: "shop": has no tag or digest`
 	bothMsg := "[" + imageMsg + ", spec.replicas: Invalid value: -1: must be 0 or more]"
 	invalid := func(message string) []metav1.Condition {
-		return []metav1.Condition{
-			cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonInvalidSpec, messageNothingRolled, gen),
-			cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec, messageNotRolledOut, gen),
-			cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec, message, gen),
-		}
+		return notAppliedConditions(gen, conditions.ReasonInvalidSpec, message, messageNotRolledOut)
 	}
-	servingOld := cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, "2 of 2 replicas available", 1)
 
 	tests := []struct {
 		name  string
@@ -74,23 +79,29 @@ func TestInvalidSpec(t *testing.T) {
 		{name: "other violations", prior: invalid(imageMsg), errs: field.ErrorList{imageErr, replicasErr}, want: invalid(bothMsg),
 			event: "Warning InvalidSpec spec is not rolled out: " + bothMsg},
 		{
-			name: "the Available condition of an earlier rollout is kept: those pods still serve",
+			name: "an earlier rollout's Ready is replaced: the current spec is not rolled out",
 			prior: []metav1.Condition{
-				servingOld,
-				cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 2 replicas", 1),
-				cond(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, "", 1),
+				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "2 of 2 replicas available", 1),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 2 replicas", 1),
+				cond(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "", 1),
 			},
-			errs: field.ErrorList{imageErr},
-			want: []metav1.Condition{
-				servingOld,
-				cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonInvalidSpec, messageNotRolledOut, gen),
-				cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonInvalidSpec, imageMsg, gen),
-			},
+			errs:  field.ErrorList{imageErr},
+			want:  invalid(imageMsg),
 			event: "Warning InvalidSpec spec is not rolled out: " + imageMsg,
 		},
 		{
 			name:  "after an apply failure",
-			prior: []metav1.Condition{cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed, imageMsg, gen)},
+			prior: notAppliedConditions(gen, conditions.ReasonApplyFailed, imageMsg, messageRetried),
+			errs:  field.ErrorList{imageErr},
+			want:  invalid(imageMsg),
+			event: "Warning InvalidSpec spec is not rolled out: " + imageMsg,
+		},
+		{
+			name: "the conditions an earlier commit reported are removed",
+			prior: []metav1.Condition{
+				cond("Available", metav1.ConditionTrue, conditions.ReasonRolledOut, "2 of 2 replicas available", 1),
+				cond("Degraded", metav1.ConditionFalse, conditions.ReasonAsExpected, "", 1),
+			},
 			errs:  field.ErrorList{imageErr},
 			want:  invalid(imageMsg),
 			event: "Warning InvalidSpec spec is not rolled out: " + imageMsg,
@@ -104,6 +115,9 @@ func TestInvalidSpec(t *testing.T) {
 			assertConditions(t, d.Status.Conditions, tt.want)
 			if d.Status.ObservedGeneration != gen {
 				t.Errorf("status.observedGeneration = %d, want %d", d.Status.ObservedGeneration, gen)
+			}
+			if Applied(d) {
+				t.Errorf("Applied() = true for a spec held back, want false")
 			}
 			var want []string
 			if tt.event != "" {
@@ -139,11 +153,7 @@ func TestNameConflict(t *testing.T) {
 		gen      = 2
 		conflict = "Service shop already exists and is not this DeployObject's: it has no controller"
 	)
-	want := []metav1.Condition{
-		cond(conditions.Available, metav1.ConditionFalse, conditions.ReasonNameConflict, messageNothingRolled, gen),
-		cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonNameConflict, messageNoConflict, gen),
-		cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonNameConflict, conflict, gen),
-	}
+	want := notAppliedConditions(gen, conditions.ReasonNameConflict, conflict, messageNoConflict)
 	d := deployObjectAt(gen)
 	rec := events.NewFakeRecorder(10)
 	NameConflict(rec, d, conflict)
@@ -156,14 +166,15 @@ func TestNameConflict(t *testing.T) {
 	NameConflict(rec, d, conflict)
 	assertConditions(t, d.Status.Conditions, want)
 	expectEvents(t, rec)
+	if Applied(d) {
+		t.Errorf("Applied() = true for a spec held back, want false")
+	}
 }
 
 func TestApplyFailed(t *testing.T) {
 	const gen = 3
 	err := errors.New(`applying the Service: services "shop" is forbidden: exceeded quota: services`)
-	available := cond(conditions.Available, metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replicas available", 2)
-	progressing := cond(conditions.Progressing, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replicas", 2)
-	failed := cond(conditions.Degraded, metav1.ConditionTrue, conditions.ReasonApplyFailed, err.Error(), gen)
+	failed := notAppliedConditions(gen, conditions.ReasonApplyFailed, err.Error(), messageRetried)
 
 	tests := []struct {
 		name  string
@@ -172,13 +183,27 @@ func TestApplyFailed(t *testing.T) {
 		news  bool
 	}{
 		{
-			name:  "first failure leaves the other conditions alone",
-			prior: []metav1.Condition{available, progressing, cond(conditions.Degraded, metav1.ConditionFalse, conditions.ReasonAsExpected, "", 2)},
-			want:  []metav1.Condition{available, progressing, failed},
-			news:  true,
+			name: "a failure after a rollout replaces its conditions",
+			prior: []metav1.Condition{
+				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replicas available", 2),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replicas", 2),
+				cond(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "", 2),
+			},
+			want: failed,
+			news: true,
 		},
-		{name: "no conditions yet", want: []metav1.Condition{failed}, news: true},
-		{name: "same failure again: no Event", prior: []metav1.Condition{available, progressing, failed}, want: []metav1.Condition{available, progressing, failed}},
+		{
+			name: "a failure while rolling out: Reconciling turns False, never True beside Stalled",
+			prior: []metav1.Condition{
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable, "0 of 1 replicas available", gen),
+				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 1 replicas: 1 running, 1 updated, 0 available", gen),
+				cond(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "", gen),
+			},
+			want: failed,
+			news: true,
+		},
+		{name: "no conditions yet", want: failed, news: true},
+		{name: "same failure again: no Event", prior: failed, want: failed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,14 +213,45 @@ func TestApplyFailed(t *testing.T) {
 				t.Errorf("ApplyFailed() = %v, want the apply's error for the work queue", got)
 			}
 			assertConditions(t, d.Status.Conditions, tt.want)
-			if d.Status.ObservedGeneration != 1 {
-				t.Errorf("status.observedGeneration = %d, want 1 (unchanged): the generation is not applied", d.Status.ObservedGeneration)
+			assertAtMostOneTrue(t, d.Status.Conditions)
+			assertReadySaysWhyStalled(t, d.Status.Conditions)
+			if d.Status.ObservedGeneration != gen {
+				t.Errorf("status.observedGeneration = %d, want %d: the generation is observed, and Stalled describes it", d.Status.ObservedGeneration, gen)
+			}
+			if Applied(d) {
+				t.Errorf("Applied() = true after a failed apply, want false: the next try starts over")
 			}
 			var want []string
 			if tt.news {
 				want = []string{"Warning ApplyFailed " + err.Error()}
 			}
 			expectEvents(t, rec, want...)
+		})
+	}
+}
+
+func TestApplied(t *testing.T) {
+	const gen = 5
+	tests := []struct {
+		name  string
+		prior []metav1.Condition
+		want  bool
+	}{
+		{name: "never reported on"},
+		{name: "reported on by an earlier commit", prior: []metav1.Condition{cond("Progressing", metav1.ConditionFalse, conditions.ReasonRolledOut, "", gen)}},
+		{name: "rolled out", prior: []metav1.Condition{cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "", gen)}, want: true},
+		{name: "rolling out", prior: []metav1.Condition{cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "", gen)}, want: true},
+		{name: "rollout failed", prior: []metav1.Condition{cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "", gen)}, want: true},
+		{name: "an earlier generation rolled out", prior: []metav1.Condition{cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "", gen-1)}},
+		{name: "apply failed", prior: []metav1.Condition{cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonApplyFailed, "", gen)}},
+		{name: "invalid spec", prior: []metav1.Condition{cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonInvalidSpec, "", gen)}},
+		{name: "name conflict", prior: []metav1.Condition{cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonNameConflict, "", gen)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Applied(deployObjectAt(gen, tt.prior...)); got != tt.want {
+				t.Errorf("Applied() = %t, want %t", got, tt.want)
+			}
 		})
 	}
 }

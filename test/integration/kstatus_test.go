@@ -1,0 +1,286 @@
+package integration
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	. "github.com/onsi/gomega/gstruct"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/cli-utils/pkg/kstatus/status"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/gitops"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+// gitopsKind is what the kstatus specs need of a kind: objects of two replicas, one that breaks an
+// Enforced rule and the merge patch that fixes it, and a merge patch of a spec edit that changes
+// the Deployment.
+type gitopsKind struct {
+	gvk     schema.GroupVersionKind
+	valid   func(ns, name string) client.Object
+	invalid func(ns, name string) client.Object
+	fix     string
+	edit    string
+}
+
+var gitopsKinds = []gitopsKind{
+	{
+		gvk: authv1alpha1.GroupVersion.WithKind("Welcome"),
+		valid: func(ns, name string) client.Object {
+			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)})
+		},
+		invalid: func(ns, name string) client.Object {
+			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), Port: ptr.To[int32](70000)})
+		},
+		fix:  `{"spec":{"port":8080}}`,
+		edit: `{"spec":{"name":"Grace"}}`,
+	},
+	{
+		gvk: cachev1alpha1.GroupVersion.WithKind("Memcached"),
+		valid: func(ns, name string) client.Object {
+			return newMemcached(ns, name, ptr.To[int32](2))
+		},
+		invalid: func(ns, name string) client.Object { return newMemcached(ns, name, ptr.To[int32](5)) },
+		fix:     `{"spec":{"size":2}}`,
+		edit:    `{"spec":{"containerPort":11311}}`,
+	},
+	{
+		gvk: appv1.GroupVersion.WithKind("DeployObject"),
+		valid: func(ns, name string) client.Object {
+			d := newDeployObject(ns, name, "nginx:1.27", httpPort(80))
+			d.Spec.Replicas = ptr.To[int32](2)
+			return d
+		},
+		invalid: func(ns, name string) client.Object {
+			d := newDeployObject(ns, name, "nginx:latest", httpPort(80))
+			d.Spec.Replicas = ptr.To[int32](2)
+			return d
+		},
+		fix:  `{"spec":{"image":"nginx:1.27"}}`,
+		edit: `{"spec":{"image":"nginx:1.28"}}`,
+	},
+}
+
+// judge returns kstatus' and the Argo CD health check's verdict on u, which must agree.
+func judge(g Gomega, u *unstructured.Unstructured) gitops.Verdict {
+	v, err := gitops.Judge(u)
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	g.ExpectWithOffset(1, v.Agree()).To(BeTrue(), "kstatus and Argo CD disagree on %s %s: %s", u.GetKind(), u.GetName(), v)
+	return v
+}
+
+// verdictOf reads the object of gvk and key from the API server, as a GitOps tool does, and
+// returns the verdict on it.
+func verdictOf(g Gomega, ctx SpecContext, gvk schema.GroupVersionKind, key types.NamespacedName) gitops.Verdict {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	g.ExpectWithOffset(1, k8s.Get(ctx, key, u)).To(Succeed())
+	return judge(g, u)
+}
+
+// expectVerdict waits until the verdict on the object is want, with a kstatus message that
+// contains message, and counts it under state.
+func expectVerdict(ctx SpecContext, gvk schema.GroupVersionKind, key types.NamespacedName, state string, want status.Status, message string) {
+	EventuallyWithOffset(1, func(g Gomega) gitops.Verdict {
+		return verdictOf(g, ctx, gvk, key)
+	}).WithContext(ctx).WithTimeout(30*time.Second).Should(And(HaveField("KStatus", want), HaveField("KStatusMessage", ContainSubstring(message))),
+		"%s %s: %s", gvk.Kind, key.Name, state)
+	count(gvk.Kind, state, want)
+}
+
+// expectVerdictStays checks that the verdict on the object stays want for a while: nothing
+// changes it until the spec asks for it.
+func expectVerdictStays(ctx SpecContext, gvk schema.GroupVersionKind, key types.NamespacedName, state string, want status.Status) {
+	ConsistentlyWithOffset(1, func(g Gomega) status.Status {
+		return verdictOf(g, ctx, gvk, key).KStatus
+	}).WithContext(ctx).WithTimeout(time.Second).WithPolling(100*time.Millisecond).Should(Equal(want), "%s %s: %s", gvk.Kind, key.Name, state)
+}
+
+// count records, in the spec's report, the verdict asserted in state.
+func count(kind, state string, verdict status.Status) {
+	AddReportEntry(fmt.Sprintf("verdict: %s, %s", kind, state), string(verdict))
+}
+
+// asUnstructured returns obj as the unstructured object a GitOps tool would apply.
+func asUnstructured(obj client.Object, gvk schema.GroupVersionKind) *unstructured.Unstructured {
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	u := &unstructured.Unstructured{Object: content}
+	u.SetGroupVersionKind(gvk)
+	return u
+}
+
+// setDeploymentStatus writes the status the Deployment controller, which envtest does not run,
+// would write for the Deployment of key: observed its current generation, with replicas pods of
+// which updated run the current template and available are ready and available.
+func setDeploymentStatus(ctx SpecContext, key types.NamespacedName, replicas, updated, available int32) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		dep := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, key, dep)).To(Succeed())
+		dep.Status = appsv1.DeploymentStatus{
+			ObservedGeneration: dep.Generation,
+			Replicas:           replicas, UpdatedReplicas: updated, ReadyReplicas: available, AvailableReplicas: available,
+			UnavailableReplicas: replicas - available,
+		}
+		g.Expect(k8s.Status().Update(ctx, dep)).To(Succeed())
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// rollOut simulates the Deployment of key rolling out its current generation completely, after
+// a look at it half done, which must not count as done.
+func rollOut(ctx SpecContext, k gitopsKind, key types.NamespacedName) {
+	setDeploymentStatus(ctx, key, 2, 2, 1)
+	expectVerdict(ctx, k.gvk, key, "one of two replicas available", status.InProgressStatus, "rolling out 2 replicas: 2 running, 2 updated, 1 available")
+	expectVerdictStays(ctx, k.gvk, key, "one of two replicas available", status.InProgressStatus)
+	setDeploymentStatus(ctx, key, 2, 2, 2)
+	expectVerdict(ctx, k.gvk, key, "rolled out", status.CurrentStatus, "Resource is Ready")
+}
+
+var _ = Describe("What kstatus and Argo CD make of the status", func() {
+	var ns string
+	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
+
+	for _, k := range gitopsKinds {
+		Context("of a "+k.gvk.Kind, func() {
+			It("is InProgress from its creation until the Deployment has rolled out, then Current; and after a spec edit, InProgress until the new generation has rolled out", func(ctx SpecContext) {
+				u := asUnstructured(k.valid(ns, "app"), k.gvk)
+				Expect(k8s.Create(ctx, u)).To(Succeed())
+				key := client.ObjectKeyFromObject(u)
+				By("being InProgress as stored, before the operator has reported: the CRD's default status holds observedGeneration 0")
+				observed, found, err := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+				Expect(err).NotTo(HaveOccurred())
+				Expect(found).To(BeTrue(), "the stored object has no status.observedGeneration: %v", u.Object["status"])
+				Expect(observed).To(BeZero())
+				Expect(judge(Default, u)).To(HaveField("KStatus", status.InProgressStatus))
+				count(k.gvk.Kind, "as stored", status.InProgressStatus)
+
+				By("being InProgress while nothing rolls out")
+				expectVerdict(ctx, k.gvk, key, "applied, no pod yet", status.InProgressStatus, "rolling out 2 replicas: 0 running, 0 updated, 0 available")
+				expectVerdictStays(ctx, k.gvk, key, "applied, no pod yet", status.InProgressStatus)
+				rollOut(ctx, k, key)
+
+				By("being InProgress at once after a spec edit, and until its generation has rolled out")
+				Expect(k8s.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(k.edit)))).To(Succeed())
+				Expect(judge(Default, u)).To(And(HaveField("KStatus", status.InProgressStatus),
+					HaveField("KStatusMessage", ContainSubstring(fmt.Sprintf("generation is %d, but latest observed generation is %d", u.GetGeneration(), u.GetGeneration()-1)))))
+				count(k.gvk.Kind, "spec edited, as stored", status.InProgressStatus)
+				expectVerdict(ctx, k.gvk, key, "spec edited, the Deployment's new generation not yet observed", status.InProgressStatus, "rolling out 2 replicas")
+				expectVerdictStays(ctx, k.gvk, key, "spec edited, the Deployment's new generation not yet observed", status.InProgressStatus)
+				rollOut(ctx, k, key)
+			})
+
+			It("is Failed for a stored spec that breaks the rules, and Current once it is fixed and rolled out", Serial, func(ctx SpecContext) {
+				bypassValidation(ctx, ns)
+				u := asUnstructured(k.invalid(ns, "legacy"), k.gvk)
+				Eventually(func() error { return k8s.Create(ctx, u) }).WithContext(ctx).Should(Succeed())
+				key := client.ObjectKeyFromObject(u)
+				expectVerdict(ctx, k.gvk, key, "InvalidSpec", status.FailedStatus, "spec.")
+				expectVerdictStays(ctx, k.gvk, key, "InvalidSpec", status.FailedStatus)
+
+				Expect(k8s.Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(k.fix)))).To(Succeed())
+				expectVerdict(ctx, k.gvk, key, "InvalidSpec fixed", status.InProgressStatus, "rolling out 2 replicas")
+				rollOut(ctx, k, key)
+			})
+
+			It("is Failed while a Service it does not control holds its name, and Current once the name is free", func(ctx SpecContext) {
+				theirs := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "taken"},
+					Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Port: 80}}}}
+				Expect(k8s.Create(ctx, theirs)).To(Succeed())
+				u := asUnstructured(k.valid(ns, "taken"), k.gvk)
+				Expect(k8s.Create(ctx, u)).To(Succeed())
+				key := client.ObjectKeyFromObject(u)
+				expectVerdict(ctx, k.gvk, key, "NameConflict", status.FailedStatus, "Service taken already exists and is not this "+k.gvk.Kind+"'s")
+				expectVerdictStays(ctx, k.gvk, key, "NameConflict", status.FailedStatus)
+
+				Expect(k8s.Delete(ctx, theirs)).To(Succeed())
+				expectVerdict(ctx, k.gvk, key, "NameConflict resolved", status.InProgressStatus, "rolling out 2 replicas")
+				rollOut(ctx, k, key)
+			})
+
+			It("is Failed once its Deployment's rollout exceeds its progress deadline, and Current once the rollout completes", func(ctx SpecContext) {
+				u := asUnstructured(k.valid(ns, "late"), k.gvk)
+				Expect(k8s.Create(ctx, u)).To(Succeed())
+				key := client.ObjectKeyFromObject(u)
+				expectVerdict(ctx, k.gvk, key, "applied, no pod yet", status.InProgressStatus, "rolling out 2 replicas")
+				Eventually(func(g Gomega) {
+					dep := &appsv1.Deployment{}
+					g.Expect(k8s.Get(ctx, key, dep)).To(Succeed())
+					dep.Status = appsv1.DeploymentStatus{
+						ObservedGeneration: dep.Generation, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 1, AvailableReplicas: 1, UnavailableReplicas: 1,
+						Conditions: []appsv1.DeploymentCondition{{
+							Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded",
+							Message: fmt.Sprintf("ReplicaSet %q has timed out progressing.", key.Name+"-5d4f8b9c7"),
+						}},
+					}
+					g.Expect(k8s.Status().Update(ctx, dep)).To(Succeed())
+				}).WithContext(ctx).Should(Succeed())
+				expectVerdict(ctx, k.gvk, key, "RolloutFailed", status.FailedStatus, "ProgressDeadlineExceeded: ReplicaSet")
+				expectVerdictStays(ctx, k.gvk, key, "RolloutFailed", status.FailedStatus)
+
+				// Then the pods turn ready after all, and the status no longer reports the deadline.
+				rollOut(ctx, k, key)
+			})
+
+			It("is Failed while the API server refuses its Deployment, and Current once it accepts it", func(ctx SpecContext) {
+				quota := &corev1.ResourceQuota{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-deployments"},
+					Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}},
+				}
+				Expect(k8s.Create(ctx, quota)).To(Succeed())
+				// envtest runs no quota controller: the status it would write is what admission reads.
+				quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}}
+				Expect(k8s.Status().Update(ctx, quota)).To(Succeed())
+
+				u := asUnstructured(k.valid(ns, "refused"), k.gvk)
+				Expect(k8s.Create(ctx, u)).To(Succeed())
+				key := client.ObjectKeyFromObject(u)
+				expectVerdict(ctx, k.gvk, key, "ApplyFailed", status.FailedStatus, "exceeded quota")
+				expectVerdictStays(ctx, k.gvk, key, "ApplyFailed", status.FailedStatus)
+
+				Expect(k8s.Delete(ctx, quota)).To(Succeed())
+				expectVerdict(ctx, k.gvk, key, "ApplyFailed resolved", status.InProgressStatus, "rolling out 2 replicas")
+				rollOut(ctx, k, key)
+			})
+		})
+	}
+})
+
+var _ = Describe("What kstatus and Argo CD make of the AdmissionPolicy", Serial, func() {
+	gvk := policyv1alpha1.GroupVersion.WithKind("AdmissionPolicy")
+	key := types.NamespacedName{Name: policyv1alpha1.PolicyName}
+
+	It("is InProgress as stored, Current once applied, Failed when stored past its webhook with what cannot be applied, and Current again once fixed", func(ctx SpecContext) {
+		DeferCleanup(deletePolicy)
+		deletePolicy(ctx)
+		u := asUnstructured(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
+			Spec: policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Audit)}}}, gvk)
+		Expect(k8s.Create(ctx, u)).To(Succeed())
+		Expect(judge(Default, u)).To(HaveField("KStatus", status.InProgressStatus), "as stored, before the operator has reported")
+		count(gvk.Kind, "as stored", status.InProgressStatus)
+		expectVerdict(ctx, gvk, key, "Applied", status.CurrentStatus, "Resource is Ready")
+
+		storePastTheWebhook(ctx, policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"not a registry"}})
+		expectVerdict(ctx, gvk, key, "PartlyApplied", status.FailedStatus, `allowed registry "not a registry" is not a registry host`)
+
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"registry.corp.example"}})
+		expectVerdict(ctx, gvk, key, "PartlyApplied fixed", status.CurrentStatus, "Resource is Ready")
+		Expect(verdictOf(Default, ctx, gvk, key)).To(MatchFields(IgnoreExtras, Fields{
+			"ArgoCD": Equal(gitops.Healthy), "ArgoCDMessage": Equal("Applied: every rule and registry is applied"),
+		}))
+	})
+})
