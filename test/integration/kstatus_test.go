@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/gomega/gstruct"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -237,14 +236,7 @@ var _ = Describe("What kstatus and Argo CD make of the status", func() {
 			})
 
 			It("is Failed while the API server refuses its Deployment, and Current once it accepts it", func(ctx SpecContext) {
-				quota := &corev1.ResourceQuota{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-deployments"},
-					Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}},
-				}
-				Expect(k8s.Create(ctx, quota)).To(Succeed())
-				// envtest runs no quota controller: the status it would write is what admission reads.
-				quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}}
-				Expect(k8s.Status().Update(ctx, quota)).To(Succeed())
+				quota := refuseDeployments(ctx, ns)
 
 				u := asUnstructured(k.valid(ns, "refused"), k.gvk)
 				Expect(k8s.Create(ctx, u)).To(Succeed())

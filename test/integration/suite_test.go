@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -139,4 +140,19 @@ func installNamespaceSelector(ctx SpecContext, operatorNamespace string) {
 		currentV.Webhooks = validating
 		Expect(k8s.Update(ctx, currentV)).To(Succeed())
 	})
+}
+
+// refuseDeployments creates a ResourceQuota that allows no Deployment in namespace ns, so that the
+// API server refuses the operator's apply, and returns it for the spec to delete.
+func refuseDeployments(ctx context.Context, ns string) *corev1.ResourceQuota {
+	GinkgoHelper()
+	quota := &corev1.ResourceQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-deployments"},
+		Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}},
+	}
+	Expect(k8s.Create(ctx, quota)).To(Succeed())
+	// envtest runs no quota controller: the status it would write is what admission reads.
+	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}}
+	Expect(k8s.Status().Update(ctx, quota)).To(Succeed())
+	return quota
 }

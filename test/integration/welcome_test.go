@@ -14,7 +14,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -386,13 +385,7 @@ var _ = Describe("Welcome controller", func() {
 
 	It("reports a Deployment it cannot apply as Stalled, with an event", func(ctx SpecContext) {
 		By("allowing no Deployment in the namespace through a ResourceQuota")
-		quota := &corev1.ResourceQuota{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "no-deployments"},
-			Spec:       corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}},
-		}
-		Expect(k8s.Create(ctx, quota)).To(Succeed())
-		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}}
-		Expect(k8s.Status().Update(ctx, quota)).To(Succeed())
+		refuseDeployments(ctx, ns)
 
 		w := newWelcome(ns, "clash", authv1alpha1.WelcomeSpec{Name: "Ada"})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
