@@ -1,15 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/seedlabs/webhook-operator/test/docblock"
 )
 
 // The rules page and the markers around the table generated into it.
@@ -34,32 +32,7 @@ func TestRulesPageIsInSync(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "\n\n" + table + "\n"
-
-	page, err := os.ReadFile(rulesPage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin := bytes.Index(page, []byte(rulesTableBegin))
-	end := bytes.Index(page, []byte(rulesTableEnd))
-	if begin < 0 || end < begin {
-		t.Fatalf("%s has no %s ... %s block", rulesPage, rulesTableBegin, rulesTableEnd)
-	}
-	begin += len(rulesTableBegin)
-	got := string(page[begin:end])
-	if got == want {
-		return
-	}
-	if os.Getenv("UPDATE_DOCS") == "1" {
-		updated := slices.Concat(page[:begin], []byte(want), page[end:])
-		if err := os.WriteFile(rulesPage, updated, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("rewrote the rule table of %s", rulesPage)
-		return
-	}
-	t.Errorf("the rule table of docs/rules.md is not what `kubectl webhook-operator rules -o json` lists; run `make docs` (-want +got):\n%s",
-		cmp.Diff(strings.Split(want, "\n"), strings.Split(got, "\n")))
+	docblock.Check(t, rulesPage, rulesTableBegin, rulesTableEnd, "\n\n"+table+"\n", "kubectl webhook-operator rules -o json")
 }
 
 // rulesTable renders rules as the Markdown table of docs/rules.md. A rule whose only allowed

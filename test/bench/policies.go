@@ -13,8 +13,8 @@ import (
 
 // welcomePolicies are the Welcome rules and defaults as admission policies, for the Welcome CRD's
 // copies in policyGroup and mutatingPolicyGroup. The CEL restates webhooks.ValidateWelcome closely
-// enough to cost the same kind of work: the name and the image are matched by regular
-// expressions where the webhook parses them.
+// enough to cost the same kind of work, size limits included: the name and the image are matched
+// by regular expressions where the webhook parses them.
 const welcomePolicies = `
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
@@ -38,17 +38,26 @@ spec:
   - expression: "object.spec.name.trim() != ''"
     message: "spec.name: the name to greet must not be empty"
     reason: Invalid
+  - expression: "bytes(object.spec.name).size() <= 256"
+    message: "spec.name must be at most 256 bytes"
+    reason: Invalid
   - expression: "!has(object.spec.userID) || (object.spec.userID >= 1 && object.spec.userID <= 65535)"
     message: "spec.userID must be between 1 and 65535 when set"
     reason: Invalid
   - expression: "!has(object.spec.groups) || object.spec.groups.all(g, g.trim() != '' && object.spec.groups.filter(h, h == g).size() == 1)"
     message: "spec.groups must be non-empty and unique"
     reason: Invalid
-  - expression: "!has(object.spec.email) || object.spec.email == '' || object.spec.email.matches('^[^@\\\\s<>()]+@[^@\\\\s<>()]+\\\\.[^@\\\\s<>()]+$')"
+  - expression: "!has(object.spec.groups) || (object.spec.groups.size() <= 32 && object.spec.groups.all(g, bytes(g).size() <= 256))"
+    message: "spec.groups must be at most 32 groups of at most 256 bytes"
+    reason: Invalid
+  - expression: "!has(object.spec.password) || bytes(object.spec.password).size() <= 256"
+    message: "spec.password must be at most 256 bytes"
+    reason: Invalid
+  - expression: "!has(object.spec.email) || object.spec.email == '' || bytes(object.spec.email).size() <= 254 && object.spec.email.matches('^[^@\\\\s<>()]+@[^@\\\\s<>()]+\\\\.[^@\\\\s<>()]+$')"
     message: "spec.email must be a bare email address"
     reason: Invalid
-  - expression: "!has(object.spec.replicas) || object.spec.replicas >= 0"
-    message: "spec.replicas must be 0 or more"
+  - expression: "!has(object.spec.replicas) || (object.spec.replicas >= 0 && object.spec.replicas <= 100)"
+    message: "spec.replicas must be between 0 and 100"
     reason: Invalid
   - expression: "!has(object.spec.port) || (object.spec.port >= 1 && object.spec.port <= 65535)"
     message: "spec.port must be between 1 and 65535"

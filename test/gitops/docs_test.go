@@ -1,7 +1,6 @@
 package gitops
 
 import (
-	"bytes"
 	"fmt"
 	"maps"
 	"os"
@@ -17,6 +16,7 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/docblock"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
@@ -83,28 +83,5 @@ func TestArgoCDPatchIsInSync(t *testing.T) {
 		}
 	}
 
-	want := "\n\n```yaml\n" + patch + "```\n\n"
-	path := filepath.Join(root, operationsPage)
-	page, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin := bytes.Index(page, []byte(argoCDBegin))
-	end := bytes.Index(page, []byte(argoCDEnd))
-	if begin < 0 || end < begin {
-		t.Fatalf("%s has no %s ... %s block", operationsPage, argoCDBegin, argoCDEnd)
-	}
-	begin += len(argoCDBegin)
-	if got := string(page[begin:end]); got == want {
-		return
-	}
-	if os.Getenv("UPDATE_DOCS") == "1" {
-		if err := os.WriteFile(path, slices.Concat(page[:begin], []byte(want), page[end:]), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("rewrote the argocd-cm patch of %s", operationsPage)
-		return
-	}
-	t.Errorf("the argocd-cm patch of %s is not %s's; run `make docs` (-want +got):\n%s", operationsPage, HealthScript,
-		cmp.Diff(strings.Split(want, "\n"), strings.Split(string(page[begin:end]), "\n")))
+	docblock.Check(t, filepath.Join(root, operationsPage), argoCDBegin, argoCDEnd, "\n\n```yaml\n"+patch+"```\n\n", HealthScript)
 }

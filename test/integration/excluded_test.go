@@ -6,7 +6,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,19 +32,7 @@ func createExcluded(ctx SpecContext, obj client.Object) {
 	})
 }
 
-// compliantOf is the Compliant condition of the stored obj, once the controller wrote one for its generation.
-func compliantOf(g Gomega, ctx SpecContext, obj client.Object, conds func(client.Object) []metav1.Condition) *metav1.Condition {
-	got := emptyOf(obj)
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
-	c := meta.FindStatusCondition(conds(got), conditions.Compliant)
-	g.Expect(c).NotTo(BeNil(), "no Compliant condition yet")
-	g.Expect(c.ObservedGeneration).To(Equal(got.GetGeneration()))
-	return c
-}
-
 var _ = Describe("Objects in the namespaces the webhooks never see", Serial, func() {
-	deployObjectConditions := func(obj client.Object) []metav1.Condition { return obj.(*appv1.DeployObject).Status.Conditions }
-	welcomeConditions := func(obj client.Object) []metav1.Condition { return obj.(*authv1alpha1.Welcome).Status.Conditions }
 	// quay.io is not among fixtures.AllowedRegistries, the suite manager's --allowed-registries.
 	const forbidden = "quay.io/team/app:1.0"
 
@@ -69,11 +56,7 @@ var _ = Describe("Objects in the namespaces the webhooks never see", Serial, fun
 		Expect(stored.Spec.Ports[0].TargetPort).To(Equal(intstr.IntOrString{}), "the mutating webhook would have set targetPort to the port")
 
 		By("holding it back as InvalidSpec, with nothing rolled out")
-		Eventually(func(g Gomega) {
-			stalled := stalledOf(g, ctx, safetyKinds[2], d)
-			g.Expect(stalled.Reason).To(Equal(conditions.ReasonInvalidSpec))
-			g.Expect(stalled.Message).To(ContainSubstring("(rule deployobject.image.pinned)"))
-		}).Should(Succeed())
+		Eventually(func(g Gomega) { expectHeldBack(g, ctx, d, "deployobject.image.pinned") }).Should(Succeed())
 		expectEvent(ctx, excludedNamespace, "DeployObject", d.Name, conditions.ReasonInvalidSpec, "(rule deployobject.image.pinned)")
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appsv1.Deployment{}))).To(BeTrue())
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &corev1.Service{}))).To(BeTrue())
@@ -92,28 +75,25 @@ var _ = Describe("Objects in the namespaces the webhooks never see", Serial, fun
 		createExcluded(ctx, w)
 
 		for _, c := range []struct {
-			obj   client.Object
-			kind  string
-			rule  string
-			conds func(client.Object) []metav1.Condition
+			obj  conditioned
+			kind string
+			rule string
 		}{
-			{d, "DeployObject", "deployobject.image.registry", deployObjectConditions},
-			{w, "Welcome", "welcome.image.registry", welcomeConditions},
+			{d, "DeployObject", "deployobject.image.registry"},
+			{w, "Welcome", "welcome.image.registry"},
 		} {
 			By("rolling out the " + c.kind + "'s image " + forbidden)
 			Eventually(func(g Gomega) {
 				dep := &appsv1.Deployment{}
 				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c.obj), dep)).To(Succeed())
 				g.Expect(dep.Spec.Template.Spec.Containers).To(ConsistOf(HaveField("Image", forbidden)))
-				got := emptyOf(c.obj)
-				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c.obj), got)).To(Succeed())
-				g.Expect(meta.FindStatusCondition(c.conds(got), conditions.Stalled)).To(
+				g.Expect(storedConditionOf(g, ctx, c.obj, conditions.Stalled)).To(
 					Or(BeNil(), HaveField("Reason", Not(Equal(conditions.ReasonInvalidSpec)))))
 			}).Should(Succeed())
 
 			By("reporting it in the " + c.kind + "'s Compliant condition and a PolicyViolation Event")
 			Eventually(func(g Gomega) {
-				compliant := compliantOf(g, ctx, c.obj, c.conds)
+				compliant := conditionOf(g, ctx, c.obj, conditions.Compliant)
 				g.Expect(compliant.Status).To(Equal(metav1.ConditionFalse))
 				g.Expect(compliant.Reason).To(Equal(conditions.ReasonRulesBroken))
 				g.Expect(compliant.Message).To(And(HavePrefix("breaks "+c.rule+" (Enforce): "),

@@ -126,14 +126,7 @@ var _ = Describe("The size limits", admission, func() {
 		stored := newWelcome(ns, "stored", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](101)})
 		Eventually(func() error { return k8s.Create(ctx, stored) }).WithContext(ctx).Should(Succeed())
 		restore()
-		Eventually(func(g Gomega) {
-			w := &authv1alpha1.Welcome{}
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stored), w)).To(Succeed())
-			degraded := meta.FindStatusCondition(w.Status.Conditions, conditions.Stalled)
-			g.Expect(degraded).NotTo(BeNil())
-			g.Expect(degraded.Reason).To(Equal(conditions.ReasonInvalidSpec))
-			g.Expect(degraded.Message).To(ContainSubstring("(rule welcome.replicas.max)"))
-		}).WithContext(ctx).Should(Succeed())
+		Eventually(func(g Gomega) { expectHeldBack(g, ctx, stored, webhooks.WelcomeReplicasMax) }).WithContext(ctx).Should(Succeed())
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(stored), &appsv1.Deployment{}))).To(BeTrue(),
 			"a spec that breaks an Enforced size limit was rolled out")
 

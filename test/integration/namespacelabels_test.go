@@ -7,7 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,10 +34,7 @@ var _ = Describe("A namespace's labels", func() {
 		}
 		// stalled is the Memcached's Stalled condition and its Compliant message.
 		stalled := func(g Gomega, m *cachev1alpha1.Memcached) (*metav1.Condition, string) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), m)).To(Succeed())
-			compliant := meta.FindStatusCondition(m.Status.Conditions, conditions.Compliant)
-			g.Expect(compliant).NotTo(BeNil())
-			return meta.FindStatusCondition(m.Status.Conditions, conditions.Stalled), compliant.Message
+			return storedConditionOf(g, ctx, m, conditions.Stalled), conditionOf(g, ctx, m, conditions.Compliant).Message
 		}
 
 		By("admitting and rolling out 5 memcached instances where the override Warns")

@@ -284,14 +284,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 
 		By("looking at every object again when the policy changes: Enforced again, the spec is held back, and what runs keeps running")
 		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Warn)}})
-		Eventually(func(g Gomega) {
-			m := &cachev1alpha1.Memcached{}
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
-			c := meta.FindStatusCondition(m.Status.Conditions, conditions.Stalled)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Reason).To(Equal(conditions.ReasonInvalidSpec))
-			g.Expect(c.Message).To(ContainSubstring("(rule memcached.size.range)"))
-		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) { expectHeldBack(g, ctx, big, webhooks.MemcachedSize) }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		d := &appsv1.Deployment{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), d)).To(Succeed())
 		Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))), "the running pool is not stopped by the policy change")

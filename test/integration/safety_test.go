@@ -23,55 +23,40 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
-// safetyKind is one of the three kinds, as the specs below need it: a valid object of a name,
-// and its conditions once stored.
+// safetyKind is one of the three kinds, as the specs below need it: a valid object of a name.
 type safetyKind struct {
-	kind       string
-	newObject  func(ns, name string) client.Object
-	conditions func(obj client.Object) []metav1.Condition
+	kind      string
+	newObject func(ns, name string) conditioned
 }
 
 var safetyKinds = []safetyKind{
 	{
 		kind: "Welcome",
-		newObject: func(ns, name string) client.Object {
+		newObject: func(ns, name string) conditioned {
 			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada"})
 		},
-		conditions: func(obj client.Object) []metav1.Condition { return obj.(*authv1alpha1.Welcome).Status.Conditions },
 	},
 	{
-		kind:       "Memcached",
-		newObject:  func(ns, name string) client.Object { return newMemcached(ns, name, ptr.To[int32](1)) },
-		conditions: func(obj client.Object) []metav1.Condition { return obj.(*cachev1alpha1.Memcached).Status.Conditions },
+		kind:      "Memcached",
+		newObject: func(ns, name string) conditioned { return newMemcached(ns, name, ptr.To[int32](1)) },
 	},
 	{
 		kind: "DeployObject",
-		newObject: func(ns, name string) client.Object {
+		newObject: func(ns, name string) conditioned {
 			return newDeployObject(ns, name, "docker.io/library/nginx:1.27", httpPort(8080))
 		},
-		conditions: func(obj client.Object) []metav1.Condition { return obj.(*appv1.DeployObject).Status.Conditions },
 	},
 }
 
 // emptyOf returns an empty object of the same type as obj, to read into.
 func emptyOf(obj client.Object) client.Object {
 	return obj.DeepCopyObject().(client.Object)
-}
-
-func stalledOf(g Gomega, ctx SpecContext, k safetyKind, obj client.Object) *metav1.Condition {
-	got := emptyOf(obj)
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
-	stalled := meta.FindStatusCondition(k.conditions(got), "Stalled")
-	g.Expect(stalled).NotTo(BeNil(), "no Stalled condition yet")
-	g.Expect(stalled.ObservedGeneration).To(Equal(got.GetGeneration()))
-	return stalled
 }
 
 // expectEvent waits for a Warning Event of reason regarding the object whose note says note.
@@ -129,7 +114,7 @@ var _ = Describe("Names that cannot name a Service", func() {
 			Eventually(func() error { return k8s.Create(ctx, obj) }).Should(Succeed())
 
 			Eventually(func(g Gomega) {
-				stalled := stalledOf(g, ctx, k, obj)
+				stalled := stalledOf(g, ctx, obj)
 				g.Expect(stalled.Reason).To(Equal("InvalidSpec"))
 				g.Expect(stalled.Message).To(ContainSubstring(`metadata.name: Invalid value: "hello.world"`))
 			}).Should(Succeed())
@@ -290,7 +275,7 @@ var _ = Describe("Objects the operator did not create", func() {
 				obj := k.newObject(ns, "shop")
 				Expect(k8s.Create(ctx, obj)).To(Succeed())
 				Eventually(func(g Gomega) {
-					stalled := stalledOf(g, ctx, k, obj)
+					stalled := stalledOf(g, ctx, obj)
 					g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
 					g.Expect(stalled.Reason).To(Equal("NameConflict"))
 					g.Expect(stalled.Message).To(ContainSubstring(taken.kind + " shop already exists and is not this " + k.kind + "'s: it has no controller"))
@@ -309,12 +294,12 @@ var _ = Describe("Objects the operator did not create", func() {
 				Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(obj), other))).To(BeTrue())
 				if taken.labelled {
 					By("looking again, past the recheck, and still applying nothing")
-					recheck := stalledOf(Default, ctx, k, obj).LastTransitionTime
+					recheck := stalledOf(Default, ctx, obj).LastTransitionTime
 					Consistently(func(g Gomega) {
 						now := emptyOf(users)
 						g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(users), now)).To(Succeed())
 						g.Expect(now.GetResourceVersion()).To(Equal(stored.GetResourceVersion()), "the user's %s was written to", taken.kind)
-						g.Expect(stalledOf(g, ctx, k, obj).LastTransitionTime).To(Equal(recheck))
+						g.Expect(stalledOf(g, ctx, obj).LastTransitionTime).To(Equal(recheck))
 					}, ownership.RecheckAfter+2*time.Second, time.Second).Should(Succeed())
 				}
 
@@ -333,7 +318,7 @@ var _ = Describe("Objects the operator did not create", func() {
 			obj := k.newObject(ns, "shop")
 			Expect(k8s.Create(ctx, obj)).To(Succeed())
 			Eventually(func(g Gomega) {
-				g.Expect(stalledOf(g, ctx, k, obj).Reason).To(Equal("NameConflict"))
+				g.Expect(stalledOf(g, ctx, obj).Reason).To(Equal("NameConflict"))
 			}).Should(Succeed())
 
 			Expect(k8s.Delete(ctx, users)).To(Succeed())
@@ -344,7 +329,7 @@ var _ = Describe("Objects the operator did not create", func() {
 						"Kind": Equal(k.kind), "UID": Equal(obj.GetUID()),
 					})))
 				}
-				g.Expect(stalledOf(g, ctx, k, obj).Reason).NotTo(Equal("NameConflict"))
+				g.Expect(stalledOf(g, ctx, obj).Reason).NotTo(Equal("NameConflict"))
 			}, "30s").Should(Succeed())
 		})
 	}
@@ -403,7 +388,7 @@ var _ = Describe("A DeployObject whose new Service the API server refuses", func
 		d.Spec.Ports = []corev1.ServicePort{{Name: "http", Port: 7777, TargetPort: intstr.FromInt32(7777)}}
 		Expect(k8s.Patch(ctx, d, patch)).To(Succeed())
 		Eventually(func(g Gomega) {
-			stalled := stalledOf(g, ctx, safetyKinds[2], d)
+			stalled := stalledOf(g, ctx, d)
 			g.Expect(stalled.Reason).To(Equal("ApplyFailed"))
 			g.Expect(stalled.Message).To(And(ContainSubstring("applying the Service"), ContainSubstring("port 7777 is reserved")))
 		}).Should(Succeed())
@@ -475,9 +460,8 @@ var _ = Describe("Long lists of violations", func() {
 		}
 		Eventually(func() error { return k8s.Create(ctx, d) }).Should(Succeed())
 
-		k := safetyKinds[2]
 		Eventually(func(g Gomega) {
-			stalled := stalledOf(g, ctx, k, d)
+			stalled := stalledOf(g, ctx, d)
 			g.Expect(stalled.Reason).To(Equal("InvalidSpec"))
 			g.Expect(len(stalled.Message)).To(BeNumerically("<=", 32768))
 			g.Expect(stalled.Message).To(HavePrefix(`[spec.env[0].name: Invalid value: "V0="`))

@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,7 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/testenv"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 var (
@@ -155,4 +158,45 @@ func refuseDeployments(ctx context.Context, ns string) *corev1.ResourceQuota {
 	quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{"count/deployments.apps": resource.MustParse("0")}}
 	Expect(k8s.Status().Update(ctx, quota)).To(Succeed())
 	return quota
+}
+
+// conditioned is one of the operator's custom resources: an object with status conditions.
+type conditioned interface {
+	client.Object
+	GetConditions() []metav1.Condition
+}
+
+// storedConditionOf is the condition of type t of the stored obj, nil if it has none; obj is left
+// as it is.
+func storedConditionOf(g Gomega, ctx SpecContext, obj conditioned, t string) *metav1.Condition {
+	c, _ := storedCondition(g, ctx, obj, t)
+	return c
+}
+
+// conditionOf is the condition of type t of the stored obj, once the controller wrote one for the
+// object's generation.
+func conditionOf(g Gomega, ctx SpecContext, obj conditioned, t string) *metav1.Condition {
+	c, generation := storedCondition(g, ctx, obj, t)
+	g.Expect(c).NotTo(BeNil(), "no %s condition yet", t)
+	g.Expect(c.ObservedGeneration).To(Equal(generation))
+	return c
+}
+
+func storedCondition(g Gomega, ctx SpecContext, obj conditioned, t string) (*metav1.Condition, int64) {
+	got := obj.DeepCopyObject().(conditioned)
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), got)).To(Succeed())
+	return meta.FindStatusCondition(got.GetConditions(), t), got.GetGeneration()
+}
+
+// stalledOf is the Stalled condition of the stored obj, of its generation.
+func stalledOf(g Gomega, ctx SpecContext, obj conditioned) *metav1.Condition {
+	return conditionOf(g, ctx, obj, conditions.Stalled)
+}
+
+// expectHeldBack requires that the controller holds obj's spec back as InvalidSpec for breaking rule.
+func expectHeldBack(g Gomega, ctx SpecContext, obj conditioned, rule webhooks.RuleID) {
+	stalled := stalledOf(g, ctx, obj)
+	g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+	g.Expect(stalled.Reason).To(Equal(conditions.ReasonInvalidSpec))
+	g.Expect(stalled.Message).To(ContainSubstring("(rule " + string(rule) + ")"))
 }
