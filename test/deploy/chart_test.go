@@ -102,6 +102,11 @@ func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 		kustomize: buildWithOptionalOverlays,
 		namespace: fixtures.Namespace,
 		set:       []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "networkPolicy.enabled=true"},
+	}, {
+		name:      "another namespace, with the ServiceMonitor, the alerts and the NetworkPolicies",
+		kustomize: func(t *testing.T) manifests { return buildConfig(t, "team-ops", true) },
+		namespace: "team-ops",
+		set:       []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "networkPolicy.enabled=true"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			built := tc.kustomize(t)

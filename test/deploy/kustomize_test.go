@@ -150,19 +150,7 @@ func TestOverlayIntoAnotherNamespace(t *testing.T) {
 // docs/install.md says.
 func buildIntoNamespace(t *testing.T, namespace string) manifests {
 	t.Helper()
-	config := filepath.Join(t.TempDir(), "config")
-	if err := os.CopyFS(config, os.DirFS(filepath.Join(moduleRoot(t), "config"))); err != nil {
-		t.Fatal(err)
-	}
-	overlay := filepath.Join(config, namespace)
-	if err := os.Mkdir(overlay, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	kustomization := "namespace: " + namespace + "\nresources:\n- ../default\ntransformers:\n- ../wiring\n"
-	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return kustomizeBuild(t, overlay)
+	return buildConfig(t, namespace, false)
 }
 
 // checkInstall holds what config/default installs, into namespace, to what the operator needs.
@@ -352,31 +340,51 @@ func TestConfigDefaultWithOptionalOverlays(t *testing.T) {
 }
 
 // buildWithOptionalOverlays builds config/default with config/prometheus and
-// config/network-policy enabled, in a copy of config/, as a user would by uncommenting them.
+// config/network-policy uncommented, as its comments say to enable them.
 func buildWithOptionalOverlays(t *testing.T) manifests {
+	t.Helper()
+	return buildConfig(t, fixtures.Namespace, true)
+}
+
+// buildConfig builds a copy of config/default, with config/prometheus and config/network-policy
+// uncommented when optional, into namespace: through an overlay written as docs/install.md says
+// unless namespace is config/default's own.
+func buildConfig(t *testing.T, namespace string, optional bool) manifests {
 	t.Helper()
 	config := filepath.Join(t.TempDir(), "config")
 	if err := os.CopyFS(config, os.DirFS(filepath.Join(moduleRoot(t), "config"))); err != nil {
 		t.Fatal(err)
 	}
-	kustomization := filepath.Join(config, "default", "kustomization.yaml")
-	data, err := os.ReadFile(kustomization)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := string(data)
-	for _, overlay := range []string{"../prometheus", "../network-policy"} {
-		disabled := "\n#- " + overlay + "\n"
-		if !strings.Contains(text, disabled) {
-			t.Fatalf("config/default/kustomization.yaml has no %q line to uncomment", strings.TrimSpace(disabled))
+	if optional {
+		kustomization := filepath.Join(config, "default", "kustomization.yaml")
+		data, err := os.ReadFile(kustomization)
+		if err != nil {
+			t.Fatal(err)
 		}
-		text = strings.Replace(text, disabled, "\n- "+overlay+"\n", 1)
+		text := string(data)
+		for _, overlay := range []string{"../prometheus", "../network-policy"} {
+			disabled := "\n#- " + overlay + "\n"
+			if !strings.Contains(text, disabled) {
+				t.Fatalf("config/default/kustomization.yaml has no %q line to uncomment", strings.TrimSpace(disabled))
+			}
+			text = strings.Replace(text, disabled, "\n- "+overlay+"\n", 1)
+		}
+		if err := os.WriteFile(kustomization, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	if err := os.WriteFile(kustomization, []byte(text), 0o600); err != nil {
+	if namespace == fixtures.Namespace {
+		return kustomizeBuild(t, filepath.Join(config, "default"))
+	}
+	overlay := filepath.Join(config, namespace)
+	if err := os.Mkdir(overlay, 0o700); err != nil {
 		t.Fatal(err)
 	}
-
-	return kustomizeBuild(t, filepath.Join(config, "default"))
+	kustomization := "namespace: " + namespace + "\nresources:\n- ../default\ntransformers:\n- ../wiring\n"
+	if err := os.WriteFile(filepath.Join(overlay, "kustomization.yaml"), []byte(kustomization), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kustomizeBuild(t, overlay)
 }
 
 // inNamespace is an inventory of config/default with the operator's namespace renamed.
