@@ -49,7 +49,7 @@ func testWebhooks(policy ImagePolicy) map[string]*admission.Webhook {
 var welcomeValidator admission.Validator[*authv1alpha1.Welcome] = validatorFunc[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
 	gvk: kindOf[authv1alpha1.Welcome](testScheme),
 	validate: func(_ *Policy, old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
-		return ValidateWelcome(old, w, ImagePolicy{})
+		return ValidateWelcome(old, w, nil)
 	},
 }
 
@@ -63,7 +63,7 @@ func memcachedValidator() admission.Validator[*cachev1alpha1.Memcached] {
 func deployObjectValidator(policy ImagePolicy) admission.Validator[*appv1.DeployObject] {
 	return validatorFunc[appv1.DeployObject, *appv1.DeployObject]{gvk: kindOf[appv1.DeployObject](testScheme),
 		validate: func(_ *Policy, old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
-			return ValidateDeployObject(old, d, policy)
+			return ValidateDeployObject(old, d, DefaultPolicy(policy))
 		}}
 }
 

@@ -55,9 +55,9 @@ func TestObjectNameIsAServiceName(t *testing.T) {
 			d := deployObject()
 			d.Name = tc.name
 			results := map[string]field.ErrorList{}
-			results["Welcome"], _ = ValidateWelcome(nil, w, ImagePolicy{})
+			results["Welcome"], _ = ValidateWelcome(nil, w, nil)
 			results["Memcached"], _ = ValidateMemcached(nil, m)
-			results["DeployObject"], _ = ValidateDeployObject(nil, d, ImagePolicy{})
+			results["DeployObject"], _ = ValidateDeployObject(nil, d, nil)
 			for kind, got := range results {
 				if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 					t.Errorf("%s errors (-want +got):\n%s", kind, diff)
@@ -66,9 +66,9 @@ func TestObjectNameIsAServiceName(t *testing.T) {
 
 			// The name is immutable: an object stored under it keeps being editable.
 			updated := map[string]field.ErrorList{}
-			updated["Welcome"], _ = ValidateWelcome(w, w.DeepCopy(), ImagePolicy{})
+			updated["Welcome"], _ = ValidateWelcome(w, w.DeepCopy(), nil)
 			updated["Memcached"], _ = ValidateMemcached(m, m.DeepCopy())
-			updated["DeployObject"], _ = ValidateDeployObject(d, d.DeepCopy(), ImagePolicy{})
+			updated["DeployObject"], _ = ValidateDeployObject(d, d.DeepCopy(), nil)
 			for kind, got := range updated {
 				if len(got) > 0 {
 					t.Errorf("%s: an unchanged update is refused: %v", kind, got)
@@ -298,11 +298,11 @@ func TestAppProtocolIsAQualifiedName(t *testing.T) {
 	d := deployObject(func(s *appv1.DeployObjectSpec) {
 		s.Ports[0].AppProtocol = ptr.To("kubernetes.io/h2c")
 	})
-	if errs, _ := ValidateDeployObject(nil, d, ImagePolicy{}); len(errs) > 0 {
+	if errs, _ := ValidateDeployObject(nil, d, nil); len(errs) > 0 {
 		t.Errorf("kubernetes.io/h2c refused: %v", errs)
 	}
 	d.Spec.Ports[0].AppProtocol = ptr.To("HTTP 2")
-	errs, _ := ValidateDeployObject(nil, d, ImagePolicy{})
+	errs, _ := ValidateDeployObject(nil, d, nil)
 	want := field.ErrorList{invalid("spec.ports[0].appProtocol", "HTTP 2",
 		"name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')")}
 	if diff := gocmp.Diff(want, errs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
@@ -328,12 +328,12 @@ func TestWelcomeImageFollowsTheImageRules(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.image, func(t *testing.T) {
 			w := welcome(func(s *authv1alpha1.WelcomeSpec) { s.Image = tc.image })
-			got, _ := ValidateWelcome(nil, w, policy)
+			got, _ := ValidateWelcome(nil, w, DefaultPolicy(policy))
 			if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 			// An image stored before the allow-list changed stays admitted while it is untouched.
-			if got, _ := ValidateWelcome(w, w.DeepCopy(), policy); len(got) > 0 {
+			if got, _ := ValidateWelcome(w, w.DeepCopy(), DefaultPolicy(policy)); len(got) > 0 {
 				t.Errorf("an unchanged update is refused: %v", got)
 			}
 		})
@@ -363,7 +363,7 @@ func TestDeployObjectEdges(t *testing.T) {
 			d := fixtures.EdgeDeployObject("default", "edge")
 			tc.Edit(d)
 			DefaultDeployObject(d)
-			errs, _ := ValidateDeployObject(nil, d, ImagePolicy{})
+			errs, _ := ValidateDeployObject(nil, d, nil)
 			got := make([]string, 0, len(errs))
 			for _, e := range errs {
 				got = append(got, e.Field)

@@ -43,11 +43,11 @@ func DefaultDeployObject(d *appv1.DeployObject) {
 	}
 }
 
-// ValidateDeployObject returns every rule the DeployObject breaks under the image policy, and
+// ValidateDeployObject returns every rule the DeployObject breaks under the policy, and
 // warnings for what is allowed but unwise. old is nil on create; on update, violations old
 // already had are not held against the update, so an image admitted under an earlier policy
 // stays admitted while it is left untouched.
-func ValidateDeployObject(old, d *appv1.DeployObject, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
+func ValidateDeployObject(old, d *appv1.DeployObject, policy *Policy) (field.ErrorList, admission.Warnings) {
 	errs, warnings := validateDeployObject(d, policy)
 	if old != nil && len(errs) > 0 {
 		oldErrs, _ := validateDeployObject(old, policy)
@@ -62,17 +62,17 @@ var deployObjectImageRules = imageRules{
 	latestWithDigest: DeployObjectImageLatestDigest,
 }
 
-func validateDeployObject(d *appv1.DeployObject, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
+func validateDeployObject(d *appv1.DeployObject, policy *Policy) (field.ErrorList, admission.Warnings) {
 	errs, warnings := validateDeployObjectSpec(&d.Spec, policy, field.NewPath("spec"))
 	return append(tagged(validateObjectName(d.Name), DeployObjectObjectName), errs...), warnings
 }
 
-func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy ImagePolicy, path *field.Path) (field.ErrorList, admission.Warnings) {
-	errs, warnings := validateImage(spec.Image, policy, path.Child("image"), deployObjectImageRules)
+func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy *Policy, path *field.Path) (field.ErrorList, admission.Warnings) {
+	errs, warnings := validateImage(spec.Image, policy.Images(), path.Child("image"), deployObjectImageRules)
 	if spec.Replicas != nil && *spec.Replicas < 0 {
 		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more").WithOrigin(string(DeployObjectReplicas)))
 	}
-	errs = append(errs, validateReplicasCap(spec.Replicas, path.Child("replicas"), DeployObjectReplicasMax)...)
+	errs = append(errs, validateReplicasCap(spec.Replicas, policy.MaxReplicas(), path.Child("replicas"), DeployObjectReplicasMax)...)
 	errs = append(errs, tagged(validateServicePorts(spec.Ports, path.Child("ports")), DeployObjectPorts)...)
 	envErrs, envWarnings := validateEnv(spec.Env, path.Child("env"))
 	errs = append(errs, tagged(envErrs, DeployObjectEnv)...)

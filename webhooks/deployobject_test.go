@@ -1105,7 +1105,7 @@ func TestValidateDeployObject(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.object.DeepCopy()
 
-			gotErrs, gotWarnings := ValidateDeployObject(nil, tc.object, imagePolicy(t, tc.allowed...))
+			gotErrs, gotWarnings := ValidateDeployObject(nil, tc.object, DefaultPolicy(imagePolicy(t, tc.allowed...)))
 
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
@@ -1128,7 +1128,7 @@ func TestValidateDeployObjectUpdate(t *testing.T) {
 		return func(s *appv1.DeployObjectSpec) { s.Replicas = ptr.To(n) }
 	}
 	admittedEarlier := deployObject(image("quay.io/x:1"))
-	if errs, warnings := ValidateDeployObject(nil, admittedEarlier, imagePolicy(t)); len(errs) != 0 || len(warnings) != 0 {
+	if errs, warnings := ValidateDeployObject(nil, admittedEarlier, DefaultPolicy(imagePolicy(t))); len(errs) != 0 || len(warnings) != 0 {
 		t.Fatalf("the stored object was not admitted under the empty policy: %v, %q", errs, warnings)
 	}
 
@@ -1237,7 +1237,7 @@ func TestValidateDeployObjectUpdate(t *testing.T) {
 			}
 			newBefore := tc.new.DeepCopy()
 
-			gotErrs, gotWarnings := ValidateDeployObject(tc.old, tc.new, imagePolicy(t, tc.allowed...))
+			gotErrs, gotWarnings := ValidateDeployObject(tc.old, tc.new, DefaultPolicy(imagePolicy(t, tc.allowed...)))
 
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)

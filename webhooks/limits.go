@@ -8,20 +8,23 @@ import (
 
 // The size limits hold what a tenant's custom resource may make the manager keep: every Welcome
 // and DeployObject is cached whole, with the Deployment built from it. They are rules that are not
-// part of the contract, so a cluster admin raises them, for the cluster or for some namespaces, by
-// setting their rules to Warn or Audit in the AdmissionPolicy.
+// part of the contract, so a cluster admin lifts them, for the cluster or for some namespaces, by
+// setting their rules to Warn or Audit in the AdmissionPolicy; its maxReplicas raises the
+// replica cap for the cluster.
 
-// maxReplicas is the most pods a Welcome or DeployObject may ask for.
-const maxReplicas = 100
+// defaultMaxReplicas is the most pods a Welcome or DeployObject may ask for unless the
+// AdmissionPolicy's maxReplicas raises it. The may-be-refused matchConditions send the validating
+// webhooks every object over it.
+const defaultMaxReplicas = 100
 
-// validateReplicasCap refuses replicas above maxReplicas, as rule id.
-func validateReplicasCap(replicas *int32, path *field.Path, id RuleID) field.ErrorList {
-	if replicas == nil || *replicas <= maxReplicas {
+// validateReplicasCap refuses replicas above limit, as rule id.
+func validateReplicasCap(replicas *int32, limit int32, path *field.Path, id RuleID) field.ErrorList {
+	if replicas == nil || *replicas <= limit {
 		return nil
 	}
 	return field.ErrorList{field.Invalid(path, *replicas, fmt.Sprintf(
-		"must be at most %d; lower it, or ask a cluster admin to raise the cap: an AdmissionPolicy that sets this rule to Warn admits more",
-		maxReplicas)).WithOrigin(string(id))}
+		"must be at most %d; lower it, or ask a cluster admin to raise the cap: the AdmissionPolicy's maxReplicas raises it, and setting this rule to Warn lifts it",
+		limit)).WithOrigin(string(id))}
 }
 
 // tooLong is a field.TooLong error of a value of size bytes, over limit, whose detail says how long

@@ -31,10 +31,13 @@ func tooLongError(path string, size, limit int, fix string, id RuleID) *field.Er
 	return ruled(field.ErrorTypeTooLong, path, "<value omitted>", fmt.Sprintf("is %d bytes, more than the %d allowed; %s", size, limit, fix), id)
 }
 
-const (
-	replicasCapDetail = "must be at most 100; lower it, or ask a cluster admin to raise the cap: an AdmissionPolicy that sets this rule to Warn admits more"
-	envValueFix       = "read a long value from a ConfigMap with valueFrom.configMapKeyRef"
-)
+const envValueFix = "read a long value from a ConfigMap with valueFrom.configMapKeyRef"
+
+// replicasCapDetail is the detail of the refusal of more replicas than limit.
+func replicasCapDetail(limit int) string {
+	return fmt.Sprintf("must be at most %d; lower it, or ask a cluster admin to raise the cap: "+
+		"the AdmissionPolicy's maxReplicas raises it, and setting this rule to Warn lifts it", limit)
+}
 
 // distinctGroups are n group names of size bytes each, all different.
 func distinctGroups(n, size int) []string {
@@ -131,12 +134,12 @@ func TestWelcomeSizeLimits(t *testing.T) {
 		{
 			name:     "101 replicas",
 			change:   func(s *authv1alpha1.WelcomeSpec) { s.Replicas = ptr.To[int32](101) },
-			wantErrs: field.ErrorList{ruled(field.ErrorTypeInvalid, "spec.replicas", int32(101), replicasCapDetail, WelcomeReplicasMax)},
+			wantErrs: field.ErrorList{ruled(field.ErrorTypeInvalid, "spec.replicas", int32(101), replicasCapDetail(100), WelcomeReplicasMax)},
 		},
 		{
 			name:     "the most replicas int32 holds",
 			change:   func(s *authv1alpha1.WelcomeSpec) { s.Replicas = ptr.To[int32](math.MaxInt32) },
-			wantErrs: field.ErrorList{ruled(field.ErrorTypeInvalid, "spec.replicas", int32(math.MaxInt32), replicasCapDetail, WelcomeReplicasMax)},
+			wantErrs: field.ErrorList{ruled(field.ErrorTypeInvalid, "spec.replicas", int32(math.MaxInt32), replicasCapDetail(100), WelcomeReplicasMax)},
 		},
 		{
 			name: "every limit broken at once, in one reply",
@@ -153,14 +156,14 @@ func TestWelcomeSizeLimits(t *testing.T) {
 				tooLongError("spec.groups[32]", 257, 256, "shorten the group name", WelcomeGroupsSize),
 				tooLongError("spec.email", 1000, 254, "no email address is longer (RFC 5321)", WelcomeEmail),
 				tooLongError("spec.password", 257, 256, "shorten it, or better, keep the secret in a Secret", WelcomePasswordLength),
-				ruled(field.ErrorTypeInvalid, "spec.replicas", int32(300), replicasCapDetail, WelcomeReplicasMax),
+				ruled(field.ErrorTypeInvalid, "spec.replicas", int32(300), replicasCapDetail(100), WelcomeReplicasMax),
 			},
 			wantWarnings: admission.Warnings{passwordWarning},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			errs, warnings := ValidateWelcome(nil, welcome(tc.change), ImagePolicy{})
+			errs, warnings := ValidateWelcome(nil, welcome(tc.change), nil)
 			if diff := gocmp.Diff(tc.wantErrs, errs, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
@@ -211,7 +214,7 @@ func TestDeployObjectSizeLimits(t *testing.T) {
 		{
 			name:     "101 replicas",
 			change:   func(s *appv1.DeployObjectSpec) { s.Replicas = ptr.To[int32](101) },
-			wantErrs: field.ErrorList{ruled(field.ErrorTypeInvalid, "spec.replicas", int32(101), replicasCapDetail, DeployObjectReplicasMax)},
+			wantErrs: field.ErrorList{ruled(field.ErrorTypeInvalid, "spec.replicas", int32(101), replicasCapDetail(100), DeployObjectReplicasMax)},
 		},
 		{
 			name:   "101 variables",
@@ -243,7 +246,7 @@ func TestDeployObjectSizeLimits(t *testing.T) {
 				s.Env = append([]corev1.EnvVar{{Name: "A=B", Value: strings.Repeat("v", 1<<20)}}, envOfBytes(100, 1000)...)
 			},
 			wantErrs: field.ErrorList{
-				ruled(field.ErrorTypeInvalid, "spec.replicas", int32(1000), replicasCapDetail, DeployObjectReplicasMax),
+				ruled(field.ErrorTypeInvalid, "spec.replicas", int32(1000), replicasCapDetail(100), DeployObjectReplicasMax),
 				ruled(field.ErrorTypeInvalid, "spec.env[0].name", "A=B",
 					"a valid environment variable name must consist only of printable ASCII characters other than '='", DeployObjectEnv),
 				ruled(field.ErrorTypeTooMany, "spec.env", 101, "must have at most 100 variables; drop the ones the app does not read", DeployObjectEnvSize),
@@ -254,7 +257,7 @@ func TestDeployObjectSizeLimits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			errs, warnings := ValidateDeployObject(nil, deployObject(tc.change), ImagePolicy{})
+			errs, warnings := ValidateDeployObject(nil, deployObject(tc.change), nil)
 			if diff := gocmp.Diff(tc.wantErrs, errs, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
@@ -277,9 +280,9 @@ func TestSizeLimitsCanBeRaised(t *testing.T) {
 	w := welcome(func(s *authv1alpha1.WelcomeSpec) {
 		s.Name, s.Groups, s.Password, s.Replicas = strings.Repeat("n", 257), distinctGroups(33, 8), strings.Repeat("p", 257), ptr.To[int32](101)
 	})
-	welcomeErrs, _ := ValidateWelcome(nil, w, ImagePolicy{})
+	welcomeErrs, _ := ValidateWelcome(nil, w, nil)
 	d := deployObject(func(s *appv1.DeployObjectSpec) { s.Replicas, s.Env = ptr.To[int32](101), envOfBytes(101, 1000) })
-	deployObjectErrs, _ := ValidateDeployObject(nil, d, ImagePolicy{})
+	deployObjectErrs, _ := ValidateDeployObject(nil, d, nil)
 	errs := append(welcomeErrs, deployObjectErrs...)
 	var broken []RuleID
 	for _, e := range errs {
@@ -335,14 +338,14 @@ func TestSizeLimitsRatchet(t *testing.T) {
 	old := welcome(func(s *authv1alpha1.WelcomeSpec) { s.Name, s.Replicas = long, ptr.To[int32](150) })
 	edited := old.DeepCopy()
 	edited.Spec.Port = ptr.To[int32](9000)
-	if errs, _ := ValidateWelcome(old, edited, ImagePolicy{}); len(errs) > 0 {
+	if errs, _ := ValidateWelcome(old, edited, nil); len(errs) > 0 {
 		t.Errorf("an edit that keeps the stored name and replicas is refused: %v", errs)
 	}
 	edited.Spec.Name, edited.Spec.Replicas = long+"!", ptr.To[int32](151)
-	errs, _ := ValidateWelcome(old, edited, ImagePolicy{})
+	errs, _ := ValidateWelcome(old, edited, nil)
 	want := field.ErrorList{
 		tooLongError("spec.name", 301, 256, "shorten the name to greet", WelcomeNameLength),
-		ruled(field.ErrorTypeInvalid, "spec.replicas", int32(151), replicasCapDetail, WelcomeReplicasMax),
+		ruled(field.ErrorTypeInvalid, "spec.replicas", int32(151), replicasCapDetail(100), WelcomeReplicasMax),
 	}
 	if diff := gocmp.Diff(want, errs, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("an edit to new values over the limits (-want +got):\n%s", diff)
@@ -351,14 +354,81 @@ func TestSizeLimitsRatchet(t *testing.T) {
 	oldObject := deployObject(func(s *appv1.DeployObjectSpec) { s.Env = envOfBytes(101, 1000) })
 	editedObject := oldObject.DeepCopy()
 	editedObject.Spec.Image = "nginx:1.28"
-	if errs, _ := ValidateDeployObject(oldObject, editedObject, ImagePolicy{}); len(errs) > 0 {
+	if errs, _ := ValidateDeployObject(oldObject, editedObject, nil); len(errs) > 0 {
 		t.Errorf("an edit that keeps the stored environment is refused: %v", errs)
 	}
 	editedObject.Spec.Env = append(editedObject.Spec.Env, corev1.EnvVar{Name: "MORE", Value: "1"})
-	errs, _ = ValidateDeployObject(oldObject, editedObject, ImagePolicy{})
+	errs, _ = ValidateDeployObject(oldObject, editedObject, nil)
 	want = field.ErrorList{ruled(field.ErrorTypeTooMany, "spec.env", 102,
 		"must have at most 100 variables; drop the ones the app does not read", DeployObjectEnvSize)}
 	if diff := gocmp.Diff(want, errs, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("an edit that adds a variable past the limit (-want +got):\n%s", diff)
+	}
+}
+
+// TestMaxReplicasRaisesTheCap holds the AdmissionPolicy's maxReplicas: it raises the cap of both
+// kinds' replica rules to the number it gives, is refused below the default cap, which then stays,
+// and leaves the rules' actions as they are.
+func TestMaxReplicasRaisesTheCap(t *testing.T) {
+	compile := func(t *testing.T, maxReplicas *int32, rules ...policyv1alpha1.RulePolicy) (*Policy, field.ErrorList) {
+		t.Helper()
+		ap := admissionPolicy()
+		ap.Spec.MaxReplicas, ap.Spec.Rules = maxReplicas, rules
+		return NewPolicy(ap, ImagePolicy{})
+	}
+	validate := func(p *Policy, replicas int32) field.ErrorList {
+		w := welcome(func(s *authv1alpha1.WelcomeSpec) { s.Replicas = ptr.To(replicas) })
+		d := deployObject(func(s *appv1.DeployObjectSpec) { s.Replicas = ptr.To(replicas) })
+		welcomeErrs, _ := ValidateWelcome(nil, w, p)
+		deployObjectErrs, _ := ValidateDeployObject(nil, d, p)
+		return append(welcomeErrs, deployObjectErrs...)
+	}
+
+	raised, errs := compile(t, ptr.To[int32](150))
+	if len(errs) > 0 {
+		t.Fatalf("maxReplicas 150 is refused: %v", errs)
+	}
+	if got := raised.MaxReplicas(); got != 150 {
+		t.Errorf("MaxReplicas() = %d, want 150", got)
+	}
+	if errs := validate(raised, 150); len(errs) > 0 {
+		t.Errorf("150 replicas under a cap of 150: %v", errs)
+	}
+	want := field.ErrorList{
+		ruled(field.ErrorTypeInvalid, "spec.replicas", int32(151), replicasCapDetail(150), WelcomeReplicasMax),
+		ruled(field.ErrorTypeInvalid, "spec.replicas", int32(151), replicasCapDetail(150), DeployObjectReplicasMax),
+	}
+	if diff := gocmp.Diff(want, validate(raised, 151)); diff != "" {
+		t.Errorf("151 replicas under a cap of 150 (-want +got):\n%s", diff)
+	}
+	if got := raised.WithoutImagePolicy().MaxReplicas(); got != 150 {
+		t.Errorf("WithoutImagePolicy() loses the cap: %d", got)
+	}
+
+	for _, m := range []*int32{nil, ptr.To[int32](defaultMaxReplicas)} {
+		p, errs := compile(t, m)
+		if len(errs) > 0 || p.MaxReplicas() != defaultMaxReplicas {
+			t.Errorf("maxReplicas %v: cap %d, errors %v; want %d and none", m, p.MaxReplicas(), errs, defaultMaxReplicas)
+		}
+	}
+	var unset *Policy
+	if got := unset.MaxReplicas(); got != defaultMaxReplicas {
+		t.Errorf("a nil policy's cap is %d, want %d", got, defaultMaxReplicas)
+	}
+
+	lowered, errs := compile(t, ptr.To[int32](50), policyv1alpha1.RulePolicy{ID: string(WelcomeReplicasMax), Action: policyv1alpha1.Warn})
+	wantErrs := field.ErrorList{field.Invalid(field.NewPath("spec", "maxReplicas"), int32(50),
+		"may only raise the cap of 100 replicas: the API server does not call the webhooks for 100 or fewer; to refuse fewer, set a ResourceQuota")}
+	if diff := gocmp.Diff(wantErrs, errs); diff != "" {
+		t.Errorf("maxReplicas 50 (-want +got):\n%s", diff)
+	}
+	if got := lowered.MaxReplicas(); got != defaultMaxReplicas {
+		t.Errorf("maxReplicas 50, refused, gives a cap of %d, want %d", got, defaultMaxReplicas)
+	}
+	if got := lowered.Action(WelcomeReplicasMax, nil); got != policyv1alpha1.Warn {
+		t.Errorf("the rule beside a refused maxReplicas is %s, want Warn: only maxReplicas is dropped", got)
+	}
+	if got := len(validate(lowered, 60)); got != 0 {
+		t.Errorf("60 replicas under a refused maxReplicas of 50: %d errors, want none", got)
 	}
 }

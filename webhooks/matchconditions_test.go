@@ -252,12 +252,12 @@ func requireWelcomeCall(tb testing.TB, m *webhookMatcher, policies []ImagePolicy
 		return
 	}
 	for _, policy := range policies {
-		errs, warnings := ValidateWelcome(nil, w, policy)
+		errs, warnings := ValidateWelcome(nil, w, DefaultPolicy(policy))
 		if len(errs) > 0 || len(warnings) > 0 {
 			tb.Fatalf("the validating webhook is not called for %+v, which it refuses or warns about: %v %v", w, errs, warnings)
 		}
 		if old != nil {
-			if errs, warnings := ValidateWelcome(old, w, policy); len(errs) > 0 || len(warnings) > 0 {
+			if errs, warnings := ValidateWelcome(old, w, DefaultPolicy(policy)); len(errs) > 0 || len(warnings) > 0 {
 				tb.Fatalf("the validating webhook is not called for an update to %+v, which it refuses or warns about: %v %v", w, errs, warnings)
 			}
 		}

@@ -21,12 +21,14 @@ import (
 // admissionPolicyPath serves the validating webhook of the AdmissionPolicy.
 const admissionPolicyPath = "/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy"
 
-// Policy is an AdmissionPolicy made ready to apply: the image policy, and the action of every
-// rule it changes. The zero Policy enforces every rule under no image policy; a nil *Policy is
-// the zero Policy.
+// Policy is an AdmissionPolicy made ready to apply: the image policy, the replica cap, and the
+// action of every rule it changes. The zero Policy enforces every rule under no image policy and
+// the default cap; a nil *Policy is the zero Policy.
 type Policy struct {
 	images ImagePolicy
-	rules  map[RuleID]rulePolicy
+	// maxReplicas is the raised replica cap; 0 is the default, defaultMaxReplicas.
+	maxReplicas int32
+	rules       map[RuleID]rulePolicy
 }
 
 // rulePolicy is the action of one rule, and its overrides by namespace, first match first.
@@ -53,6 +55,7 @@ func DefaultPolicy(images ImagePolicy) *Policy {
 //   - allowedRegistries absent: the registries of defaults (the manager's --allowed-registries);
 //     [] allows any; otherwise the valid entries alone, so a list of no valid entry allows none
 //     (an invalid entry never widens what is allowed);
+//   - maxReplicas below the default cap (stored past the CRD's schema) is dropped: the cap stays;
 //   - a rule with an unknown or repeated ID (the first of an ID applies, if valid), an action it
 //     cannot take, or an invalid namespace selector is dropped whole, and the rule keeps its
 //     default action.
@@ -67,6 +70,15 @@ func NewPolicy(p *policyv1alpha1.AdmissionPolicy, defaults ImagePolicy) (*Policy
 	if p.Spec.AllowedRegistries != nil {
 		images, imageErrs := compileImagePolicy(p.Spec.AllowedRegistries, spec.Child("allowedRegistries"))
 		compiled.images, errs = images, append(errs, imageErrs...)
+	}
+	if m := p.Spec.MaxReplicas; m != nil {
+		if *m < defaultMaxReplicas {
+			errs = append(errs, field.Invalid(spec.Child("maxReplicas"), *m, fmt.Sprintf(
+				"may only raise the cap of %d replicas: the API server does not call the webhooks for %d or fewer; to refuse fewer, set a ResourceQuota",
+				defaultMaxReplicas, defaultMaxReplicas)))
+		} else {
+			compiled.maxReplicas = *m
+		}
 	}
 	seen := map[string]bool{}
 	for i, r := range p.Spec.Rules {
@@ -110,6 +122,26 @@ func (p *Policy) Images() ImagePolicy {
 		return ImagePolicy{}
 	}
 	return p.images
+}
+
+// MaxReplicas is the most replicas a Welcome or DeployObject may ask for under
+// welcome.replicas.max and deployobject.replicas.max.
+func (p *Policy) MaxReplicas() int32 {
+	if p == nil || p.maxReplicas == 0 {
+		return defaultMaxReplicas
+	}
+	return p.maxReplicas
+}
+
+// WithoutImagePolicy is the policy with no image policy: what a stored spec is held back by, as
+// the registry allow-list never holds back an image admitted before the list changed.
+func (p *Policy) WithoutImagePolicy() *Policy {
+	if p == nil {
+		return nil
+	}
+	without := *p
+	without.images = ImagePolicy{}
+	return &without
 }
 
 // SelectsNamespaces reports whether an action depends on the namespace's labels.
@@ -260,15 +292,21 @@ type StaticPolicy struct{ Policy *Policy }
 // Current implements PolicySource.
 func (s StaticPolicy) Current() *Policy { return s.Policy }
 
-// String names the policy's changed rules, for logs.
+// String names the policy's changed rules and a raised replica cap, for logs.
 func (p *Policy) String() string {
-	if p == nil || len(p.rules) == 0 {
-		return "every rule at its default action"
-	}
-	parts := make([]string, 0, len(p.rules))
-	for id, r := range p.rules {
-		parts = append(parts, fmt.Sprintf("%s=%s(+%d namespace overrides)", id, r.action, len(r.overrides)))
+	var parts []string
+	if p != nil {
+		for id, r := range p.rules {
+			parts = append(parts, fmt.Sprintf("%s=%s(+%d namespace overrides)", id, r.action, len(r.overrides)))
+		}
 	}
 	slices.Sort(parts)
-	return strings.Join(parts, ", ")
+	rules := "every rule at its default action"
+	if len(parts) > 0 {
+		rules = strings.Join(parts, ", ")
+	}
+	if p.MaxReplicas() != defaultMaxReplicas {
+		rules += fmt.Sprintf("; at most %d replicas", p.MaxReplicas())
+	}
+	return rules
 }

@@ -139,13 +139,13 @@ func TestRatchetDeployObject(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if errs, _ := ValidateDeployObject(nil, tc.stored, ImagePolicy{}); len(errs) == 0 {
+			if errs, _ := ValidateDeployObject(nil, tc.stored, nil); len(errs) == 0 {
 				t.Fatal("the stored object breaks no rule, so there is nothing to ratchet")
 			}
 			updated := tc.stored.DeepCopy()
 			tc.update(updated)
 
-			got, _ := ValidateDeployObject(tc.stored, updated, ImagePolicy{})
+			got, _ := ValidateDeployObject(tc.stored, updated, nil)
 
 			if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
@@ -176,7 +176,7 @@ func TestRatchetWelcome(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := ValidateWelcome(stored, tc.updated, ImagePolicy{})
+			got, _ := ValidateWelcome(stored, tc.updated, nil)
 			if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}

@@ -78,7 +78,7 @@ func TestEveryRuleIsReachable(t *testing.T) {
 	} {
 		w := welcome()
 		w.Name, w.Spec = "hello.world", spec
-		record(ValidateWelcome(nil, w, strict))
+		record(ValidateWelcome(nil, w, DefaultPolicy(strict)))
 	}
 
 	for _, c := range []struct{ old, size, port *int32 }{
@@ -109,7 +109,7 @@ func TestEveryRuleIsReachable(t *testing.T) {
 	} {
 		d := deployObject()
 		d.Name, d.Spec = "hello.world", spec
-		record(ValidateDeployObject(nil, d, strict))
+		record(ValidateDeployObject(nil, d, DefaultPolicy(strict)))
 	}
 
 	for _, r := range Rules() {

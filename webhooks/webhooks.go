@@ -75,7 +75,7 @@ func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissi
 		"/mutate-auth-seedlabs-dev-v1alpha1-welcome": defaultingWebhook(scheme, DefaultWelcome),
 		"/validate-auth-seedlabs-dev-v1alpha1-welcome": validatingWebhook(scheme, j,
 			func(p *Policy, old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
-				return ValidateWelcome(old, w, p.Images())
+				return ValidateWelcome(old, w, p)
 			}),
 		"/mutate-cache-seedlabs-dev-v1alpha1-memcached": defaultingWebhook(scheme, DefaultMemcached),
 		"/validate-cache-seedlabs-dev-v1alpha1-memcached": validatingWebhook(scheme, j,
@@ -86,7 +86,7 @@ func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissi
 		"/mutate-app-seedlabs-dev-v1-deployobject": defaultingWebhook(scheme, DefaultDeployObject),
 		"/validate-app-seedlabs-dev-v1-deployobject": validatingWebhook(scheme, j,
 			func(p *Policy, old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
-				return ValidateDeployObject(old, d, p.Images())
+				return ValidateDeployObject(old, d, p)
 			}),
 		admissionPolicyPath: validatingWebhook(scheme, judge{},
 			func(_ *Policy, _, p *policyv1alpha1.AdmissionPolicy) (field.ErrorList, admission.Warnings) {

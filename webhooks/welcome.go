@@ -60,9 +60,9 @@ func DefaultWelcome(w *authv1alpha1.Welcome) {
 // unwise. old is nil on create; on update, violations old already had are not held against the update.
 // Unset fields that defaulting fills are not violations.
 //
-// spec.image, when set, is held to the image rules of a DeployObject under the same policy, so
-// that a Welcome is no way around them.
-func ValidateWelcome(old, w *authv1alpha1.Welcome, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
+// spec.image, when set, is held to the image rules of a DeployObject under the same policy's
+// image policy, so that a Welcome is no way around them; spec.replicas to the policy's cap.
+func ValidateWelcome(old, w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, admission.Warnings) {
 	errs, warnings := validateWelcome(w, policy)
 	if old != nil && len(errs) > 0 {
 		oldErrs, _ := validateWelcome(old, policy)
@@ -76,17 +76,17 @@ var welcomeImageRules = imageRules{
 	reference: WelcomeImageReference, pinned: WelcomeImagePinned, registry: WelcomeImageRegistry, latestWithDigest: WelcomeImageLatestDigest,
 }
 
-func validateWelcome(w *authv1alpha1.Welcome, policy ImagePolicy) (field.ErrorList, admission.Warnings) {
+func validateWelcome(w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, admission.Warnings) {
 	errs := tagged(validateObjectName(w.Name), WelcomeObjectName)
-	errs = append(errs, validateWelcomeSpec(&w.Spec, field.NewPath("spec"))...)
+	errs = append(errs, validateWelcomeSpec(&w.Spec, policy.MaxReplicas(), field.NewPath("spec"))...)
 	if w.Spec.Image == "" {
 		return errs, nil
 	}
-	imageErrs, warnings := validateImage(w.Spec.Image, policy, field.NewPath("spec", "image"), welcomeImageRules)
+	imageErrs, warnings := validateImage(w.Spec.Image, policy.Images(), field.NewPath("spec", "image"), welcomeImageRules)
 	return append(errs, imageErrs...), warnings
 }
 
-func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, path *field.Path) field.ErrorList {
+func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, maxReplicas int32, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if strings.TrimSpace(spec.Name) == "" {
 		errs = append(errs, field.Required(path.Child("name"), "the name to greet must not be empty").WithOrigin(string(WelcomeName)))
@@ -114,7 +114,7 @@ func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, path *field.Path) field
 	if spec.Replicas != nil && *spec.Replicas < 0 {
 		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more").WithOrigin(string(WelcomeReplicas)))
 	}
-	errs = append(errs, validateReplicasCap(spec.Replicas, path.Child("replicas"), WelcomeReplicasMax)...)
+	errs = append(errs, validateReplicasCap(spec.Replicas, maxReplicas, path.Child("replicas"), WelcomeReplicasMax)...)
 	if spec.Port != nil {
 		errs = append(errs, tagged(validatePort(*spec.Port, path.Child("port")), WelcomePort)...)
 	}

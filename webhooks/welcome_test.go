@@ -543,7 +543,7 @@ func TestValidateWelcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.welcome.DeepCopy()
 
-			gotErrs, gotWarnings := ValidateWelcome(nil, tc.welcome, ImagePolicy{})
+			gotErrs, gotWarnings := ValidateWelcome(nil, tc.welcome, nil)
 
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
@@ -681,7 +681,7 @@ func TestValidateWelcomeUpdate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			gotErrs, gotWarnings := ValidateWelcome(tc.old, tc.new, ImagePolicy{})
+			gotErrs, gotWarnings := ValidateWelcome(tc.old, tc.new, nil)
 
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)

@@ -303,13 +303,13 @@ func (l Linter) object(data []byte) Result {
 	switch o := obj.(type) {
 	case *authv1alpha1.Welcome:
 		webhooks.DefaultWelcome(o)
-		errs, warnings = webhooks.ValidateWelcome(nil, o, l.Policy.Images())
+		errs, warnings = webhooks.ValidateWelcome(nil, o, l.Policy)
 	case *cachev1alpha1.Memcached:
 		webhooks.DefaultMemcached(o)
 		errs, warnings = webhooks.ValidateMemcached(nil, o)
 	case *appv1.DeployObject:
 		webhooks.DefaultDeployObject(o)
-		errs, warnings = webhooks.ValidateDeployObject(nil, o, l.Policy.Images())
+		errs, warnings = webhooks.ValidateDeployObject(nil, o, l.Policy)
 	}
 	namespaceLabels := maps.Clone(l.NamespaceLabels)
 	if namespaceLabels == nil {

@@ -35,6 +35,23 @@ const (
 )
 
 // emailPolicy audits welcome.email.format, but enforces it in the namespace named prod.
+// maxReplicasPolicy is a policy that raises the replica cap to maxReplicas.
+func maxReplicasPolicy(t *testing.T, maxReplicas int32) *webhooks.Policy {
+	t.Helper()
+	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
+		Spec:       policyv1alpha1.AdmissionPolicySpec{MaxReplicas: &maxReplicas},
+	}, webhooks.ImagePolicy{})
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	return p
+}
+
+// pastCap150 is the violation of 151 replicas under a cap of 150.
+const pastCap150 = "Invalid value: 151: must be at most 150; lower it, or ask a cluster admin to raise the cap: " +
+	"the AdmissionPolicy's maxReplicas raises it, and setting this rule to Warn lifts it (rule welcome.replicas.max)"
+
 func emailPolicy(t *testing.T) *webhooks.Policy {
 	t.Helper()
 	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{
@@ -127,6 +144,16 @@ func TestLint(t *testing.T) {
 				Violations: []Violation{{Field: "spec.email", Type: "FieldValueInvalid", Message: badEmail}}},
 			{Source: "-", Document: 2, APIVersion: welcomeGV, Kind: "Welcome", Namespace: "dev", Name: "in-dev", Verdict: Valid,
 				Audited: []string{string(webhooks.WelcomeEmail)}},
+		},
+	}, {
+		name:     "the policy's maxReplicas, which raises the replica cap",
+		linter:   Linter{Policy: maxReplicasPolicy(t, 150)},
+		manifest: welcome + "metadata: {name: at-cap}\nspec: {name: Ada, replicas: 150}\n---\n" + welcome + "metadata: {name: past-cap}\nspec: {name: Ada, replicas: 151}\n",
+		want: []Result{
+			{Source: "-", Document: 1, APIVersion: welcomeGV, Kind: "Welcome", Namespace: "default", Name: "at-cap", Verdict: Valid},
+			{Source: "-", Document: 2, APIVersion: welcomeGV, Kind: "Welcome", Namespace: "default", Name: "past-cap", Verdict: Invalid,
+				Message:    `Welcome.auth.seedlabs.dev "past-cap" is invalid: spec.replicas: ` + pastCap150,
+				Violations: []Violation{{Field: "spec.replicas", Type: "FieldValueInvalid", Message: pastCap150}}},
 		},
 	}, {
 		name:     "kubectl's --namespace, which an object may not contradict",

@@ -45,14 +45,14 @@ func (k kind) available(obj client.Object) error {
 	return k.rolledOut(obj, conditions.Ready)
 }
 
-// defaultImagePolicy is the DeployObject image policy of a manager deployed without
-// --allowed-registries, as config/default deploys it.
-var defaultImagePolicy = func() webhooks.ImagePolicy {
+// defaultPolicy is the policy of a manager deployed without --allowed-registries, as
+// config/default deploys it, and no AdmissionPolicy.
+var defaultPolicy = func() *webhooks.Policy {
 	p, err := webhooks.NewImagePolicy(nil)
 	if err != nil {
 		panic(err)
 	}
-	return p
+	return webhooks.DefaultPolicy(p)
 }()
 
 var kinds = map[string]kind{
@@ -61,7 +61,7 @@ var kinds = map[string]kind{
 		admit: func(obj client.Object) field.ErrorList {
 			w := obj.(*authv1alpha1.Welcome)
 			webhooks.DefaultWelcome(w)
-			errs, _ := webhooks.ValidateWelcome(nil, w, defaultImagePolicy)
+			errs, _ := webhooks.ValidateWelcome(nil, w, defaultPolicy)
 			return errs
 		},
 		spec:     func(obj client.Object) any { return obj.(*authv1alpha1.Welcome).Spec },
@@ -97,7 +97,7 @@ var kinds = map[string]kind{
 		admit: func(obj client.Object) field.ErrorList {
 			d := obj.(*appv1.DeployObject)
 			webhooks.DefaultDeployObject(d)
-			errs, _ := webhooks.ValidateDeployObject(nil, d, defaultImagePolicy)
+			errs, _ := webhooks.ValidateDeployObject(nil, d, defaultPolicy)
 			return errs
 		},
 		spec:     func(obj client.Object) any { return obj.(*appv1.DeployObject).Spec },

@@ -50,7 +50,7 @@ func deployObjectCase(source string, d *appv1.DeployObject, policy webhooks.Imag
 	return contractCase{kind: "DeployObject", source: source, obj: d, exact: true,
 		admit: func() field.ErrorList {
 			webhooks.DefaultDeployObject(d)
-			errs, _ := webhooks.ValidateDeployObject(nil, d, policy)
+			errs, _ := webhooks.ValidateDeployObject(nil, d, webhooks.DefaultPolicy(policy))
 			return errs
 		},
 		children: func(obj client.Object) []runtime.ApplyConfiguration {
@@ -68,7 +68,7 @@ func welcomeCase(source string, w *authv1alpha1.Welcome, policy webhooks.ImagePo
 	return contractCase{kind: "Welcome", source: source, obj: w, exact: true,
 		admit: func() field.ErrorList {
 			webhooks.DefaultWelcome(w)
-			errs, _ := webhooks.ValidateWelcome(nil, w, policy)
+			errs, _ := webhooks.ValidateWelcome(nil, w, webhooks.DefaultPolicy(policy))
 			return errs
 		},
 		children: func(obj client.Object) []runtime.ApplyConfiguration {

@@ -25,7 +25,7 @@ import (
 
 // replicasCapped is how the API server words the refusal of 101 replicas, and a Warned rule's warning.
 const replicasCapped = "spec.replicas: Invalid value: 101: must be at most 100; lower it, or ask a cluster admin to raise the cap: " +
-	"an AdmissionPolicy that sets this rule to Warn admits more (rule %s)"
+	"the AdmissionPolicy's maxReplicas raises it, and setting this rule to Warn lifts it (rule %s)"
 
 // groupsOf are n group names of size bytes each, all different.
 func groupsOf(n, size int) []string {
@@ -159,6 +159,65 @@ var _ = Describe("The size limits", admission, func() {
 			err := c.Create(ctx, newWelcome(ns, "probe", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](101)}), client.DryRunAll)
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 			g.Expect(causes(err)).To(ConsistOf("spec.replicas"))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	It("are raised by the AdmissionPolicy's maxReplicas for both kinds, and the controllers roll out what the raised cap admits", Serial, func(ctx SpecContext) {
+		DeferCleanup(deletePolicy)
+		ns := newNamespace(ctx)
+		c, warnings, err := env.NewClientWithWarnings()
+		Expect(err).NotTo(HaveOccurred())
+
+		By("refusing, in the CRD's schema, a maxReplicas that would lower the cap")
+		lowered := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
+			Spec: policyv1alpha1.AdmissionPolicySpec{MaxReplicas: ptr.To[int32](50)}}
+		err = k8s.Create(ctx, lowered, client.DryRunAll)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(causes(err)).To(ConsistOf("spec.maxReplicas"))
+
+		By("holding back, under the default cap, a Welcome of 120 replicas stored past the webhook")
+		restore := bypassValidation(ctx, ns)
+		stored := newWelcome(ns, "stored", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](120)})
+		Eventually(func() error { return k8s.Create(ctx, stored) }).WithContext(ctx).Should(Succeed())
+		restore()
+		Eventually(func(g Gomega) { expectHeldBack(g, ctx, stored, webhooks.WelcomeReplicasMax) }).WithContext(ctx).Should(Succeed())
+
+		By("admitting 150 replicas of each kind, with no warning, under maxReplicas 150")
+		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{MaxReplicas: ptr.To[int32](150)})
+		welcome := newWelcome(ns, "raised", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](150)})
+		deployObject := newDeployObject(ns, "raised-app", "docker.io/library/nginx:1.27", httpPort(8080))
+		deployObject.Spec.Replicas = ptr.To[int32](150)
+		Eventually(func(g Gomega) {
+			warnings.Take()
+			g.Expect(c.Create(ctx, welcome.DeepCopy(), client.DryRunAll)).To(Succeed())
+			g.Expect(c.Create(ctx, deployObject.DeepCopy(), client.DryRunAll)).To(Succeed())
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		Expect(c.Create(ctx, welcome)).To(Succeed())
+		Expect(c.Create(ctx, deployObject)).To(Succeed())
+		Expect(warnings.Take()).To(BeEmpty())
+
+		By("refusing 151 replicas of each kind, naming the raised cap")
+		tooMany := newWelcome(ns, "too-many", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](151)})
+		tooManyApp := newDeployObject(ns, "too-many-app", "docker.io/library/nginx:1.27", httpPort(8080))
+		tooManyApp.Spec.Replicas = ptr.To[int32](151)
+		for _, obj := range []client.Object{tooMany, tooManyApp} {
+			err := c.Create(ctx, obj, client.DryRunAll)
+			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+			Expect(causes(err)).To(ConsistOf("spec.replicas"))
+			Expect(err.Error()).To(ContainSubstring("spec.replicas: Invalid value: 151: must be at most 150; "))
+		}
+
+		By("rolling out the admitted objects and the Welcome held back, each Compliant")
+		Eventually(func(g Gomega) {
+			for name, want := range map[string]int32{"raised": 150, "raised-app": 150, "stored": 120} {
+				d := &appsv1.Deployment{}
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+				g.Expect(d.Spec.Replicas).To(HaveValue(Equal(want)), "the Deployment of %s", name)
+			}
+			for _, obj := range []conditioned{stored, welcome, deployObject} {
+				g.Expect(storedConditionOf(g, ctx, obj, conditions.Stalled)).To(Or(BeNil(), HaveField("Status", metav1.ConditionFalse)))
+				g.Expect(conditionOf(g, ctx, obj, conditions.Compliant).Status).To(Equal(metav1.ConditionTrue))
+			}
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 })

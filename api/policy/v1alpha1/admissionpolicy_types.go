@@ -34,6 +34,14 @@ type AdmissionPolicySpec struct {
 	// +listType=set
 	AllowedRegistries []string `json:"allowedRegistries"`
 
+	// MaxReplicas raises the cap of welcome.replicas.max and deployobject.replicas.max, the most
+	// replicas a Welcome or DeployObject may ask for, from 100. It only raises: the API server
+	// does not call the validating webhooks for 100 replicas or fewer. To lift the cap, or to
+	// lift it only in some namespaces, set those rules to Warn or Audit.
+	// +optional
+	// +kubebuilder:validation:Minimum=100
+	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
+
 	// Rules set the action of rules by ID (kubectl webhook-operator rules lists them, and
 	// docs/rules.md). A rule not listed keeps its default: Enforce for the rules that refuse,
 	// Warn for those that warn. Contract rules, which protect what the operator builds, are

@@ -74,8 +74,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// The Deployment of an earlier spec, if any, keeps running while a new one is held back.
 	mirrorDeploymentStatus(d, children.DeploymentStatus())
 	desired, errs, err := guard.Check(ctx, r.Guard, d, webhooks.DefaultDeployObject,
-		func(d *appv1.DeployObject, images webhooks.ImagePolicy) (field.ErrorList, admission.Warnings) {
-			return webhooks.ValidateDeployObject(nil, d, images)
+		func(d *appv1.DeployObject, policy *webhooks.Policy) (field.ErrorList, admission.Warnings) {
+			return webhooks.ValidateDeployObject(nil, d, policy)
 		})
 	if err != nil {
 		return ctrl.Result{}, err

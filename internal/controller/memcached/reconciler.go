@@ -88,7 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	setPoolStatus(m, current.DeploymentStatus().Replicas, current.pods)
 	desired, errs, err := guard.Check(ctx, r.Guard, m, webhooks.DefaultMemcached,
-		func(m *cachev1alpha1.Memcached, _ webhooks.ImagePolicy) (field.ErrorList, admission.Warnings) {
+		func(m *cachev1alpha1.Memcached, _ *webhooks.Policy) (field.ErrorList, admission.Warnings) {
 			return webhooks.ValidateMemcached(nil, m)
 		})
 	if err != nil {

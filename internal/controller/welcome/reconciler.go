@@ -71,8 +71,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// The pods of an earlier spec keep serving while a new one is held back.
 	w.Status.ReadyReplicas = children.DeploymentStatus().ReadyReplicas
 	desired, errs, err := guard.Check(ctx, r.Guard, w, webhooks.DefaultWelcome,
-		func(w *authv1alpha1.Welcome, images webhooks.ImagePolicy) (field.ErrorList, admission.Warnings) {
-			return webhooks.ValidateWelcome(nil, w, images)
+		func(w *authv1alpha1.Welcome, policy *webhooks.Policy) (field.ErrorList, admission.Warnings) {
+			return webhooks.ValidateWelcome(nil, w, policy)
 		})
 	if err != nil {
 		return ctrl.Result{}, err

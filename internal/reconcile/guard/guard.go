@@ -45,18 +45,19 @@ type Guard struct {
 // records a PolicyViolation Event when the broken rules change and nothing holds the spec back
 // (the InvalidSpec Event of a spec held back already says what it breaks).
 func Check[T status.Object](ctx context.Context, g Guard, obj T, defaults func(T),
-	validate func(obj T, images webhooks.ImagePolicy) (field.ErrorList, admission.Warnings),
+	validate func(obj T, policy *webhooks.Policy) (field.ErrorList, admission.Warnings),
 ) (desired T, enforced field.ErrorList, err error) {
 	desired, ok := obj.DeepCopyObject().(T)
 	if !ok {
 		return desired, nil, fmt.Errorf("copying %T", obj)
 	}
 	defaults(desired)
-	errs, _ := validate(desired, webhooks.ImagePolicy{})
+	policy := webhooks.CurrentPolicy(g.Policy)
+	errs, _ := validate(desired, policy.WithoutImagePolicy())
 	if enforced, err = webhooks.Enforced(ctx, g.Policy, g.Namespaces, obj.GetNamespace(), errs); err != nil {
 		return desired, nil, err
 	}
-	found, warnings := validate(desired, webhooks.CurrentPolicy(g.Policy).Images())
+	found, warnings := validate(desired, policy)
 	if err := g.audit(ctx, obj, found, warnings, len(enforced) == 0); err != nil {
 		return desired, nil, err
 	}

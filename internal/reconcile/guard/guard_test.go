@@ -33,8 +33,8 @@ func deployObject(image string) *appv1.DeployObject {
 	}
 }
 
-func validate(d *appv1.DeployObject, images webhooks.ImagePolicy) (field.ErrorList, admission.Warnings) {
-	return webhooks.ValidateDeployObject(nil, d, images)
+func validate(d *appv1.DeployObject, policy *webhooks.Policy) (field.ErrorList, admission.Warnings) {
+	return webhooks.ValidateDeployObject(nil, d, policy)
 }
 
 func policy(t *testing.T, spec policyv1alpha1.AdmissionPolicySpec) webhooks.PolicySource {
