@@ -27,6 +27,18 @@ import (
 const replicasCapped = "spec.replicas: Invalid value: 101: must be at most 100; lower it, or ask a cluster admin to raise the cap: " +
 	"the AdmissionPolicy's maxReplicas raises it, and setting this rule to Warn lifts it (rule %s)"
 
+// storeHeldBackWelcome stores, past the webhook, the Welcome "stored" of replicas over the cap, and
+// waits until its controller holds it back.
+func storeHeldBackWelcome(ctx SpecContext, ns string, replicas int32) *authv1alpha1.Welcome {
+	GinkgoHelper()
+	restore := bypassValidation(ctx, ns)
+	stored := newWelcome(ns, "stored", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To(replicas)})
+	Eventually(func() error { return k8s.Create(ctx, stored) }).WithContext(ctx).Should(Succeed())
+	restore()
+	Eventually(func(g Gomega) { expectHeldBack(g, ctx, stored, webhooks.WelcomeReplicasMax) }).WithContext(ctx).Should(Succeed())
+	return stored
+}
+
 // groupsOf are n group names of size bytes each, all different.
 func groupsOf(n, size int) []string {
 	groups := make([]string, n)
@@ -122,11 +134,7 @@ var _ = Describe("The size limits", admission, func() {
 		}
 
 		By("holding back, under the default policy, a Welcome of 101 replicas stored past the webhook")
-		restore := bypassValidation(ctx, ns)
-		stored := newWelcome(ns, "stored", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](101)})
-		Eventually(func() error { return k8s.Create(ctx, stored) }).WithContext(ctx).Should(Succeed())
-		restore()
-		Eventually(func(g Gomega) { expectHeldBack(g, ctx, stored, webhooks.WelcomeReplicasMax) }).WithContext(ctx).Should(Succeed())
+		stored := storeHeldBackWelcome(ctx, ns, 101)
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(stored), &appsv1.Deployment{}))).To(BeTrue(),
 			"a spec that breaks an Enforced size limit was rolled out")
 
@@ -176,11 +184,7 @@ var _ = Describe("The size limits", admission, func() {
 		Expect(causes(err)).To(ConsistOf("spec.maxReplicas"))
 
 		By("holding back, under the default cap, a Welcome of 120 replicas stored past the webhook")
-		restore := bypassValidation(ctx, ns)
-		stored := newWelcome(ns, "stored", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](120)})
-		Eventually(func() error { return k8s.Create(ctx, stored) }).WithContext(ctx).Should(Succeed())
-		restore()
-		Eventually(func(g Gomega) { expectHeldBack(g, ctx, stored, webhooks.WelcomeReplicasMax) }).WithContext(ctx).Should(Succeed())
+		stored := storeHeldBackWelcome(ctx, ns, 120)
 
 		By("admitting 150 replicas of each kind, with no warning, under maxReplicas 150")
 		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{MaxReplicas: ptr.To[int32](150)})
