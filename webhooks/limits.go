@@ -13,8 +13,8 @@ import (
 // replica cap for the cluster.
 
 // defaultMaxReplicas is the most pods a Welcome or DeployObject may ask for unless the
-// AdmissionPolicy's maxReplicas raises it. The may-be-refused matchConditions send the validating
-// webhooks every object over it.
+// AdmissionPolicy's maxReplicas raises it (never lowers it: the Welcome's may-be-refused
+// matchCondition sends its validating webhook only the objects over it).
 const defaultMaxReplicas = 100
 
 // validateReplicasCap refuses replicas above limit, as rule id.

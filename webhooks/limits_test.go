@@ -418,7 +418,7 @@ func TestMaxReplicasRaisesTheCap(t *testing.T) {
 
 	lowered, errs := compile(t, ptr.To[int32](50), policyv1alpha1.RulePolicy{ID: string(WelcomeReplicasMax), Action: policyv1alpha1.Warn})
 	wantErrs := field.ErrorList{field.Invalid(field.NewPath("spec", "maxReplicas"), int32(50),
-		"may only raise the cap of 100 replicas: the API server does not call the webhooks for 100 or fewer; to refuse fewer, set a ResourceQuota")}
+		"may only raise the cap of 100 replicas: the API server does not call the Welcome's webhook for 100 or fewer; to refuse fewer, set a ResourceQuota")}
 	if diff := gocmp.Diff(wantErrs, errs); diff != "" {
 		t.Errorf("maxReplicas 50 (-want +got):\n%s", diff)
 	}

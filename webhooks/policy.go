@@ -74,7 +74,7 @@ func NewPolicy(p *policyv1alpha1.AdmissionPolicy, defaults ImagePolicy) (*Policy
 	if m := p.Spec.MaxReplicas; m != nil {
 		if *m < defaultMaxReplicas {
 			errs = append(errs, field.Invalid(spec.Child("maxReplicas"), *m, fmt.Sprintf(
-				"may only raise the cap of %d replicas: the API server does not call the webhooks for %d or fewer; to refuse fewer, set a ResourceQuota",
+				"may only raise the cap of %d replicas: the API server does not call the Welcome's webhook for %d or fewer; to refuse fewer, set a ResourceQuota",
 				defaultMaxReplicas, defaultMaxReplicas)))
 		} else {
 			compiled.maxReplicas = *m

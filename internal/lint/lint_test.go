@@ -34,7 +34,6 @@ const (
 	nginx        = "spec: {image: 'docker.io/library/nginx:1.27', ports: [{port: 80}]}\n"
 )
 
-// emailPolicy audits welcome.email.format, but enforces it in the namespace named prod.
 // maxReplicasPolicy is a policy that raises the replica cap to maxReplicas.
 func maxReplicasPolicy(t *testing.T, maxReplicas int32) *webhooks.Policy {
 	t.Helper()
@@ -52,6 +51,7 @@ func maxReplicasPolicy(t *testing.T, maxReplicas int32) *webhooks.Policy {
 const pastCap150 = "Invalid value: 151: must be at most 150; lower it, or ask a cluster admin to raise the cap: " +
 	"the AdmissionPolicy's maxReplicas raises it, and setting this rule to Warn lifts it (rule welcome.replicas.max)"
 
+// emailPolicy audits welcome.email.format, but enforces it in the namespace named prod.
 func emailPolicy(t *testing.T) *webhooks.Policy {
 	t.Helper()
 	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{

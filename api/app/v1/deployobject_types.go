@@ -19,8 +19,8 @@ const ContainerName = "app"
 // Image rules and ranges are enforced by the validating webhook, not by this schema, so that one
 // bad object gets every violation in a single reply.
 type DeployObjectSpec struct {
-	// Replicas is the number of pods, at most 100 unless the AdmissionPolicy relaxes
-	// deployobject.replicas.max. Defaults to 1.
+	// Replicas is the number of pods, at most 100 unless the AdmissionPolicy's maxReplicas raises
+	// the cap or the policy relaxes deployobject.replicas.max. Defaults to 1.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=-2147483648

@@ -48,8 +48,9 @@ type WelcomeSpec struct {
 	// +optional
 	Password string `json:"password,omitempty"`
 
-	// Replicas is the number of web server pods, at most 100 unless the AdmissionPolicy relaxes
-	// welcome.replicas.max. Defaults to 1; 0 is allowed and stops the app.
+	// Replicas is the number of web server pods, at most 100 unless the AdmissionPolicy's
+	// maxReplicas raises the cap or the policy relaxes welcome.replicas.max. Defaults to 1; 0 is
+	// allowed and stops the app.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=-2147483648

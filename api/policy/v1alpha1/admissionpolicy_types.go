@@ -36,8 +36,9 @@ type AdmissionPolicySpec struct {
 
 	// MaxReplicas raises the cap of welcome.replicas.max and deployobject.replicas.max, the most
 	// replicas a Welcome or DeployObject may ask for, from 100. It only raises: the API server
-	// does not call the validating webhooks for 100 replicas or fewer. To lift the cap, or to
-	// lift it only in some namespaces, set those rules to Warn or Audit.
+	// does not call the Welcome's validating webhook for 100 replicas or fewer, so a lower cap
+	// could not be held at admission. To lift the cap, or to lift it only in some namespaces, set
+	// those rules to Warn or Audit.
 	// +optional
 	// +kubebuilder:validation:Minimum=100
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`

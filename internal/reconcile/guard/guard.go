@@ -52,23 +52,23 @@ func Check[T status.Object](ctx context.Context, g Guard, obj T, defaults func(T
 		return desired, nil, fmt.Errorf("copying %T", obj)
 	}
 	defaults(desired)
+	// One read of the policy in force, so that what is found and how it is judged agree.
 	policy := webhooks.CurrentPolicy(g.Policy)
 	errs, _ := validate(desired, policy.WithoutImagePolicy())
-	if enforced, err = webhooks.Enforced(ctx, g.Policy, g.Namespaces, obj.GetNamespace(), errs); err != nil {
+	if enforced, err = webhooks.Enforced(ctx, webhooks.StaticPolicy{Policy: policy}, g.Namespaces, obj.GetNamespace(), errs); err != nil {
 		return desired, nil, err
 	}
 	found, warnings := validate(desired, policy)
-	if err := g.audit(ctx, obj, found, warnings, len(enforced) == 0); err != nil {
+	if err := g.audit(ctx, policy, obj, found, warnings, len(enforced) == 0); err != nil {
 		return desired, nil, err
 	}
 	return desired, enforced, nil
 }
 
-// audit judges what the rules found in obj's stored spec (errs and warnings, under the policy's
+// audit judges what the rules found in obj's stored spec (errs and warnings, under p with its
 // image policy), sets obj's Compliant condition, and, when recordEvent is set and the condition
 // came to name other broken rules, records a PolicyViolation Event regarding obj.
-func (g Guard) audit(ctx context.Context, obj status.Object, errs field.ErrorList, warnings []string, recordEvent bool) error {
-	p := webhooks.CurrentPolicy(g.Policy)
+func (g Guard) audit(ctx context.Context, p *webhooks.Policy, obj status.Object, errs field.ErrorList, warnings []string, recordEvent bool) error {
 	var nsLabels labels.Set
 	if len(errs) > 0 || len(warnings) > 0 {
 		var err error
