@@ -19,6 +19,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
 // ruled is a field error of rule id as Validate<Kind> returns it: its detail ends with the rule.
@@ -37,16 +38,6 @@ const envValueFix = "read a long value from a ConfigMap with valueFrom.configMap
 func replicasCapDetail(limit int) string {
 	return fmt.Sprintf("must be at most %d; lower it, or ask a cluster admin to raise the cap: "+
 		"the AdmissionPolicy's maxReplicas raises it, and setting this rule to Warn lifts it", limit)
-}
-
-// distinctGroups are n group names of size bytes each, all different.
-func distinctGroups(n, size int) []string {
-	groups := make([]string, n)
-	for i := range groups {
-		prefix := fmt.Sprintf("g%02d-", i)
-		groups[i] = prefix + strings.Repeat("x", size-len(prefix))
-	}
-	return groups
 }
 
 // emailOfBytes is a bare address of size bytes, which isEmailAddress accepts at any length.
@@ -68,7 +59,7 @@ func TestWelcomeSizeLimits(t *testing.T) {
 			change: func(s *authv1alpha1.WelcomeSpec) {
 				s.Name = strings.Repeat("€", 85) + "a" // 256 bytes
 				s.Email = emailOfBytes(254)
-				s.Groups = distinctGroups(32, 256)
+				s.Groups = fixtures.GroupsOf(32, 256)
 				s.Password = strings.Repeat("p", 256)
 				s.Replicas = ptr.To[int32](100)
 			},
@@ -99,7 +90,7 @@ func TestWelcomeSizeLimits(t *testing.T) {
 		},
 		{
 			name:   "33 groups",
-			change: func(s *authv1alpha1.WelcomeSpec) { s.Groups = distinctGroups(33, 8) },
+			change: func(s *authv1alpha1.WelcomeSpec) { s.Groups = fixtures.GroupsOf(33, 8) },
 			wantErrs: field.ErrorList{ruled(field.ErrorTypeTooMany, "spec.groups", 33,
 				"must have at most 32 groups; keep only the ones the app needs", WelcomeGroupsSize)},
 		},
@@ -146,7 +137,7 @@ func TestWelcomeSizeLimits(t *testing.T) {
 			change: func(s *authv1alpha1.WelcomeSpec) {
 				s.Name = strings.Repeat("n", 1<<20)
 				s.Email = emailOfBytes(1000)
-				s.Groups = append(distinctGroups(32, 8), strings.Repeat("g", 257))
+				s.Groups = append(fixtures.GroupsOf(32, 8), strings.Repeat("g", 257))
 				s.Password = strings.Repeat("p", 257)
 				s.Replicas = ptr.To[int32](300)
 			},
@@ -278,7 +269,7 @@ var sizeLimitRules = []RuleID{
 // violation is admitted with a warning; Audited, silently.
 func TestSizeLimitsCanBeRaised(t *testing.T) {
 	w := welcome(func(s *authv1alpha1.WelcomeSpec) {
-		s.Name, s.Groups, s.Password, s.Replicas = strings.Repeat("n", 257), distinctGroups(33, 8), strings.Repeat("p", 257), ptr.To[int32](101)
+		s.Name, s.Groups, s.Password, s.Replicas = strings.Repeat("n", 257), fixtures.GroupsOf(33, 8), strings.Repeat("p", 257), ptr.To[int32](101)
 	})
 	welcomeErrs, _ := ValidateWelcome(nil, w, nil)
 	d := deployObject(func(s *appv1.DeployObjectSpec) { s.Replicas, s.Env = ptr.To[int32](101), envOfBytes(101, 1000) })

@@ -299,7 +299,7 @@ func TestWelcomeMayBeRefused(t *testing.T) {
 			s.UserID, s.Replicas, s.Port, s.ServiceType = ptr.To[int32](1), ptr.To[int32](1), ptr.To[int32](1), "ClusterIP"
 		})},
 		{"every size limit reached, in bytes of one character each", valid(func(s *authv1alpha1.WelcomeSpec) {
-			s.Name, s.Email, s.Groups, s.Replicas = strings.Repeat("n", 256), emailOfBytes(254), distinctGroups(32, 256), ptr.To[int32](100)
+			s.Name, s.Email, s.Groups, s.Replicas = strings.Repeat("n", 256), emailOfBytes(254), fixtures.GroupsOf(32, 256), ptr.To[int32](100)
 		})},
 		{"names of 256 bytes in 86 characters", valid(func(s *authv1alpha1.WelcomeSpec) {
 			s.Name, s.Groups = strings.Repeat("€", 85)+"a", []string{strings.Repeat("€", 85) + "g"}
@@ -328,7 +328,7 @@ func TestWelcomeMayBeRefused(t *testing.T) {
 		{"userID 65536", func(w *authv1alpha1.Welcome) { w.Spec.UserID = ptr.To[int32](65536) }},
 		{"an empty group", func(w *authv1alpha1.Welcome) { w.Spec.Groups = []string{"a", " "} }},
 		{"a duplicate group", func(w *authv1alpha1.Welcome) { w.Spec.Groups = []string{"a", "b", "a"} }},
-		{"33 groups", func(w *authv1alpha1.Welcome) { w.Spec.Groups = distinctGroups(33, 8) }},
+		{"33 groups", func(w *authv1alpha1.Welcome) { w.Spec.Groups = fixtures.GroupsOf(33, 8) }},
 		{"a group of 257 bytes", func(w *authv1alpha1.Welcome) { w.Spec.Groups = []string{"a", strings.Repeat("g", 257)} }},
 		{"a group of 259 bytes in 87 characters", func(w *authv1alpha1.Welcome) { w.Spec.Groups = []string{strings.Repeat("€", 86) + "g"} }},
 		{"an email of 255 bytes", func(w *authv1alpha1.Welcome) { w.Spec.Email = emailOfBytes(255) }},

@@ -418,6 +418,22 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 	}, SpecTimeout(5*time.Minute))
 })
 
+// deployWithNamespace, in a BeforeAll, runs make deploy, waits until every manager replica is
+// Ready and creates the restricted namespace ns; once the container's specs are done, it deletes
+// ns and runs make undeploy.
+func deployWithNamespace(ctx SpecContext, ns string) {
+	GinkgoHelper()
+	out, err := makeTarget(ctx, "deploy")
+	Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
+	DeferCleanup(func(ctx SpecContext) {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
+		out, err := makeTarget(ctx, "undeploy", "ignore-not-found=true")
+		Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
+	}, NodeTimeout(5*time.Minute))
+	waitManagerReady(ctx, 2*time.Minute)
+	Expect(k8s.Create(ctx, restrictedNamespace(ns))).To(Succeed())
+}
+
 func restrictedNamespace(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce":         "restricted",

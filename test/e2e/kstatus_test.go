@@ -35,15 +35,7 @@ const gitopsNamespace = "e2e-gitops"
 // while its pods really start on the node: never done before they are.
 var _ = Describe("What kstatus and Argo CD make of the status, with pods that really start", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
-		out, err := makeTarget(ctx, "deploy")
-		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
-		DeferCleanup(func(ctx SpecContext) {
-			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: gitopsNamespace}}))).To(Succeed())
-			out, err := makeTarget(ctx, "undeploy", "ignore-not-found=true")
-			Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
-		}, NodeTimeout(5*time.Minute))
-		waitManagerReady(ctx, 2*time.Minute)
-		Expect(k8s.Create(ctx, restrictedNamespace(gitopsNamespace))).To(Succeed())
+		deployWithNamespace(ctx, gitopsNamespace)
 	}, NodeTimeout(4*time.Minute))
 
 	// The objects are built when the spec runs, once the suite's settings (cfg) are read.

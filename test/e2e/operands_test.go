@@ -43,15 +43,8 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 	var clientset *kubernetes.Clientset
 
 	BeforeAll(func(ctx SpecContext) {
-		out, err := makeTarget(ctx, "deploy")
-		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
-		DeferCleanup(func(ctx SpecContext) {
-			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: operandsNamespace}}))).To(Succeed())
-			out, err := makeTarget(ctx, "undeploy", "ignore-not-found=true")
-			Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
-		}, NodeTimeout(5*time.Minute))
-		waitManagerReady(ctx, 2*time.Minute)
-		Expect(k8s.Create(ctx, restrictedNamespace(operandsNamespace))).To(Succeed())
+		deployWithNamespace(ctx, operandsNamespace)
+		var err error
 		clientset, err = kubernetes.NewForConfig(kube.Config)
 		Expect(err).NotTo(HaveOccurred())
 	}, NodeTimeout(4*time.Minute))

@@ -39,16 +39,6 @@ func storeHeldBackWelcome(ctx SpecContext, ns string, replicas int32) *authv1alp
 	return stored
 }
 
-// groupsOf are n group names of size bytes each, all different.
-func groupsOf(n, size int) []string {
-	groups := make([]string, n)
-	for i := range groups {
-		prefix := fmt.Sprintf("g%02d-", i)
-		groups[i] = prefix + strings.Repeat("x", size-len(prefix))
-	}
-	return groups
-}
-
 var _ = Describe("The size limits", admission, func() {
 	const validate = "/validate-auth-seedlabs-dev-v1alpha1-welcome"
 
@@ -57,7 +47,7 @@ var _ = Describe("The size limits", admission, func() {
 		atLimits := newWelcome(ns, "at-limits", authv1alpha1.WelcomeSpec{
 			Name:     strings.Repeat("€", 85) + "a", // 256 bytes
 			Email:    strings.Repeat("a", 64) + "@" + strings.Repeat("b", 185) + ".com",
-			Groups:   groupsOf(32, 256),
+			Groups:   fixtures.GroupsOf(32, 256),
 			Replicas: ptr.To[int32](100),
 		})
 		before := webhookCalls(validate)
@@ -83,7 +73,7 @@ var _ = Describe("The size limits", admission, func() {
 		By("refusing 33 groups, an email of 255 bytes and a password of 257 bytes")
 		err = k8s.Create(ctx, newWelcome(ns, "many", authv1alpha1.WelcomeSpec{
 			Name:     "Ada",
-			Groups:   groupsOf(33, 8),
+			Groups:   fixtures.GroupsOf(33, 8),
 			Email:    strings.Repeat("a", 64) + "@" + strings.Repeat("b", 186) + ".com",
 			Password: strings.Repeat("p", 257),
 		}))

@@ -237,6 +237,14 @@ func TestSetRollout(t *testing.T) {
 		st.Conditions = []appsv1.DeploymentCondition{c}
 		return st
 	}
+	// rolloutFailed are the three conditions of a rollout that failed, each saying message.
+	rolloutFailed := func(message string) []metav1.Condition {
+		return []metav1.Condition{
+			cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, message, gen),
+			cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, message, gen),
+			cond(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonRolloutFailed, message, gen),
+		}
+	}
 
 	tests := []struct {
 		name  string
@@ -331,31 +339,19 @@ func TestSetRollout(t *testing.T) {
 			name: "progress deadline exceeded",
 			r: Rollout{Desired: 3, Generation: 2, Status: failed(counts(2, 3, 3, 1),
 				deploymentCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, "ProgressDeadlineExceeded", deadlineMessage))},
-			want: []metav1.Condition{
-				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "ProgressDeadlineExceeded: "+deadlineMessage, gen),
-				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "ProgressDeadlineExceeded: "+deadlineMessage, gen),
-				cond(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonRolloutFailed, "ProgressDeadlineExceeded: "+deadlineMessage, gen),
-			},
+			want: rolloutFailed("ProgressDeadlineExceeded: " + deadlineMessage),
 		},
 		{
 			name: "replica failure",
 			r: Rollout{Desired: 2, Generation: 2, Status: failed(counts(2, 0, 0, 0),
 				deploymentCondition(appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, "FailedCreate", quotaMessage))},
-			want: []metav1.Condition{
-				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
-				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
-				cond(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
-			},
+			want: rolloutFailed("FailedCreate: " + quotaMessage),
 		},
 		{
 			name: "a failure the Deployment still reports once every replica is available is not Ready",
 			r: Rollout{Desired: 2, Generation: 2, Status: failed(counts(2, 2, 2, 2),
 				deploymentCondition(appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, "FailedCreate", quotaMessage))},
-			want: []metav1.Condition{
-				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
-				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
-				cond(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonRolloutFailed, "FailedCreate: "+quotaMessage, gen),
-			},
+			want: rolloutFailed("FailedCreate: " + quotaMessage),
 		},
 		{
 			name: "the deadline of the old image is not held against the fixed one",
