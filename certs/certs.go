@@ -88,7 +88,8 @@ func NewCA(commonName string, validity time.Duration) (*CA, error) {
 	}, nil
 }
 
-// ServingPair is a serving certificate and key in PEM.
+// ServingPair is a certificate and its key in PEM: a serving certificate, or a client one
+// (NewClientPair).
 type ServingPair struct {
 	// CertPEM is the serving certificate.
 	CertPEM []byte
@@ -155,6 +156,50 @@ func (ca *CA) NewServingPair(dnsNames []string, ips []net.IP, validity time.Dura
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
 		return nil, fmt.Errorf("certs: marshalling serving key: %w", err)
+	}
+	return &ServingPair{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}, nil
+}
+
+// NewClientPair issues a client certificate (ECDSA P-256, client auth) for subject, signed by the
+// CA, such as kube-apiserver presents to kubelet or to a webhook; it never outlives the CA.
+func (ca *CA) NewClientPair(subject pkix.Name, validity time.Duration) (*ServingPair, error) {
+	if subject.CommonName == "" {
+		return nil, errors.New("certs: client certificate needs a common name")
+	}
+	if validity <= 0 {
+		return nil, fmt.Errorf("certs: client certificate validity must be positive, got %s", validity)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("certs: generating client key: %w", err)
+	}
+	serial, err := randomSerialNumber()
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	notAfter := now.Add(validity)
+	if notAfter.After(ca.Cert.NotAfter) {
+		notAfter = ca.Cert.NotAfter
+	}
+	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
+		SerialNumber:          serial,
+		Subject:               subject,
+		NotBefore:             now.Add(-clockSkew),
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+		BasicConstraintsValid: true,
+	}, ca.Cert, key.Public(), ca.Key)
+	if err != nil {
+		return nil, fmt.Errorf("certs: creating the client certificate of %s: %w", subject.CommonName, err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return nil, fmt.Errorf("certs: marshalling client key: %w", err)
 	}
 	return &ServingPair{
 		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"time"
@@ -8,6 +9,7 @@ import (
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/lru"
@@ -47,26 +49,29 @@ const (
 	refusalEventNamespaces = 1024
 )
 
-// refusalEvents records refusals as Events, within the limits above.
+// refusalEvents records refusals as Events, within the limits above, in the namespaces it knows.
 type refusalEvents struct {
-	recorder events.EventRecorder
-	now      func() time.Time
+	recorder   events.EventRecorder
+	namespaces Namespaces
+	now        func() time.Time
 
-	mu         sync.Mutex
-	all        *rate.Limiter
-	namespaces *lru.Cache
+	mu     sync.Mutex
+	all    *rate.Limiter
+	limits *lru.Cache
 }
 
-// newRefusalEvents records refusals with recorder; nil records none.
-func newRefusalEvents(recorder events.EventRecorder) *refusalEvents {
-	if recorder == nil {
+// newRefusalEvents records refusals with recorder in the namespaces namespaces knows; a nil
+// recorder, or nil namespaces, records none.
+func newRefusalEvents(recorder events.EventRecorder, namespaces Namespaces) *refusalEvents {
+	if recorder == nil || namespaces == nil {
 		return nil
 	}
 	return &refusalEvents{
 		recorder:   recorder,
+		namespaces: namespaces,
 		now:        time.Now,
 		all:        rate.NewLimiter(refusalEventsPerSecond, refusalEventsBurst),
-		namespaces: lru.New(refusalEventNamespaces),
+		limits:     lru.New(refusalEventNamespaces),
 	}
 }
 
@@ -76,12 +81,12 @@ func (r *refusalEvents) allow(namespace string) bool {
 	defer r.mu.Unlock()
 	now := r.now()
 	var limiter *rate.Limiter
-	if l, ok := r.namespaces.Get(namespace); ok {
+	if l, ok := r.limits.Get(namespace); ok {
 		limiter, _ = l.(*rate.Limiter)
 	}
 	if limiter == nil {
 		limiter = rate.NewLimiter(rate.Every(refusalEventEvery), refusalEventBurst)
-		r.namespaces.Add(namespace, limiter)
+		r.limits.Add(namespace, limiter)
 	}
 	return limiter.AllowN(now, 1) && r.all.AllowN(now, 1)
 }
@@ -93,11 +98,16 @@ func (r *refusalEvents) allow(namespace string) bool {
 // same refusal repeated (the same object, operation and reason) into one Event's series, so a
 // GitOps tool retrying a bad object does not flood the namespace; refusals past the limits above
 // are not recorded.
-func (r *refusalEvents) record(d denial, errs field.ErrorList) {
+//
+// Whoever can reach the webhook can send it a review, naming any namespace and object: so an Event
+// is recorded only in a namespace the manager's cache knows, regarding an object whose name the
+// API server would have accepted, and its note, which quotes the object's values, is cut to the
+// API's limit. Others are counted as suppressed.
+func (r *refusalEvents) record(ctx context.Context, d denial, errs field.ErrorList) {
 	if r == nil || d.dryRun || d.namespace == "" || len(errs) == 0 {
 		return
 	}
-	if !r.allow(d.namespace) {
+	if len(validation.IsDNS1123Subdomain(d.name)) > 0 || !r.namespaces.HasNamespace(ctx, d.namespace) || !r.allow(d.namespace) {
 		refusalEventsSuppressed.Inc()
 		return
 	}

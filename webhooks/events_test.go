@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -18,7 +19,7 @@ import (
 func TestRefusalEvents(t *testing.T) {
 	recorder := events.NewFakeRecorder(10)
 	recorder.Verbose = true
-	h := admissionWebhooks(testScheme, Options{Recorder: recorder})[welcomeKind.validate]
+	h := admissionWebhooks(testScheme, Options{Recorder: recorder, Namespaces: everyNamespace})[welcomeKind.validate]
 	h.WithRecoverPanic(false)
 	const meta = `"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"greeting","namespace":"shop"}`
 	bad := `{` + meta + `,"spec":{"name":"x","port":0}}`
@@ -58,13 +59,13 @@ func TestRefusalEvents(t *testing.T) {
 // all namespaces together no more than theirs.
 func TestRefusalEventsAreBounded(t *testing.T) {
 	recorder := events.NewFakeRecorder(1000)
-	r := newRefusalEvents(recorder)
+	r := newRefusalEvents(recorder, everyNamespace)
 	now := time.Unix(0, 0)
 	r.now = func() time.Time { return now }
 	refused := field.ErrorList{field.Invalid(field.NewPath("spec", "port"), 0, "must be between 1 and 65535")}
 	refuse := func(namespace string, n int) {
 		for i := range n {
-			r.record(denial{gvk: welcomeGVK, namespace: namespace, name: fmt.Sprintf("probe-%d", i), operation: "CREATE"}, refused)
+			r.record(context.Background(), denial{gvk: welcomeGVK, namespace: namespace, name: fmt.Sprintf("probe-%d", i), operation: "CREATE"}, refused)
 		}
 	}
 	recorded := func() int {
@@ -107,5 +108,48 @@ func TestRefusalEventsAreBounded(t *testing.T) {
 	}
 	if got := recorded(); got != refusalEventsPerSecond {
 		t.Errorf("a second later, refusals in %d new namespaces recorded %d Events, want %d", 2*refusalEventsBurst, got, refusalEventsPerSecond)
+	}
+}
+
+// everyNamespace knows every namespace, with no labels.
+var everyNamespace = namespaceLabelsFunc(func(string) map[string]string { return nil })
+
+// knownNamespaces knows the namespaces it holds, with no labels.
+type knownNamespaces map[string]bool
+
+func (k knownNamespaces) NamespaceLabels(_ context.Context, name string) (map[string]string, error) {
+	if !k[name] {
+		return nil, fmt.Errorf("namespace %s is not known", name)
+	}
+	return nil, nil
+}
+
+func (k knownNamespaces) HasNamespace(_ context.Context, name string) bool { return k[name] }
+
+// TestRefusalEventsOnlyWhereTheyCanBe sends refusals as anyone who can reach the webhook can send
+// them, and requires an Event only for an object the API server could have sent: in a namespace the
+// manager knows, under a name the API server accepts; the others are counted as suppressed.
+func TestRefusalEventsOnlyWhereTheyCanBe(t *testing.T) {
+	recorder := events.NewFakeRecorder(10)
+	r := newRefusalEvents(recorder, knownNamespaces{"shop": true})
+	refused := field.ErrorList{field.Invalid(field.NewPath("spec", "port"), 0, "must be between 1 and 65535")}
+	before := testutil.ToFloat64(refusalEventsSuppressed)
+	for _, d := range []denial{
+		{gvk: welcomeGVK, namespace: "kube-system", name: "probe", operation: "CREATE"},
+		{gvk: welcomeGVK, namespace: "invented-12345", name: "probe", operation: "CREATE"},
+		{gvk: welcomeGVK, namespace: "shop", name: strings.Repeat("x", 254), operation: "CREATE"},
+		{gvk: welcomeGVK, namespace: "shop", name: "Not A Name", operation: "CREATE"},
+		{gvk: welcomeGVK, namespace: "shop", name: "probe", operation: "CREATE"},
+	} {
+		r.record(context.Background(), d, refused)
+	}
+	if got := len(recorder.Events); got != 1 {
+		t.Errorf("%d Events, want 1: only the refusal of probe in the known namespace shop", got)
+	}
+	if got := testutil.ToFloat64(refusalEventsSuppressed) - before; got != 4 {
+		t.Errorf("%v refusals counted as suppressed, want 4", got)
+	}
+	if newRefusalEvents(recorder, nil) != nil {
+		t.Error("a manager that knows no namespaces records Events")
 	}
 }

@@ -84,6 +84,9 @@ func (f namespaceLabelsFunc) NamespaceLabels(_ context.Context, name string) (ma
 	return f(name), nil
 }
 
+// HasNamespace knows every namespace.
+func (namespaceLabelsFunc) HasNamespace(context.Context, string) bool { return true }
+
 // sampleSeeds returns every sample of kind in config/samples, valid and invalid, as JSON.
 func sampleSeeds(tb testing.TB, kind string) [][]byte {
 	tb.Helper()

@@ -8,16 +8,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
-// NamespaceLabels looks up a namespace's labels, for the policy's namespace overrides.
-type NamespaceLabels interface {
+// Namespaces is what the webhooks know of the cluster's namespaces: what the manager's cache holds.
+// A review names the namespace of its object, and anyone who can reach the webhook can send one,
+// so a namespace the cache does not know is never read from the API server, nor written an Event.
+type Namespaces interface {
+	// NamespaceLabels returns the labels of the namespace, for the policy's namespace overrides,
+	// or an error when it is not known; it may wait a moment for one created just before the object.
 	NamespaceLabels(ctx context.Context, name string) (map[string]string, error)
+	// HasNamespace reports whether the namespace is known now.
+	HasNamespace(ctx context.Context, name string) bool
 }
 
 // judge is what a validating webhook does with what the rules found: it applies the policy in
 // force, counts the answer, and records a refusal.
 type judge struct {
 	policy     PolicySource
-	namespaces NamespaceLabels
+	namespaces Namespaces
 	events     *refusalEvents
 }
 
@@ -26,7 +32,7 @@ func newJudge(opts Options) judge {
 	if source == nil {
 		source = StaticPolicy{Policy: DefaultPolicy(opts.ImagePolicy)}
 	}
-	return judge{policy: source, namespaces: opts.Namespaces, events: newRefusalEvents(opts.Recorder)}
+	return judge{policy: source, namespaces: opts.Namespaces, events: newRefusalEvents(opts.Recorder, opts.Namespaces)}
 }
 
 // current is the policy in force, read once per request so that one answer follows one policy.
@@ -47,14 +53,14 @@ func (j judge) judge(ctx context.Context, p *Policy, d denial, errs field.ErrorL
 	}
 	verdict := p.Judge(errs, warnings, namespace)
 	observe(d.gvk.Kind, d.operation, verdict)
-	j.events.record(d, verdict.Refused)
+	j.events.record(ctx, d, verdict.Refused)
 	return verdict.Refused, verdict.Warnings, nil
 }
 
 // Enforced returns the violations of errs that the policy in force refuses in the namespace:
 // what a controller must not roll out. A violation the policy Warns about or Audits was
 // admitted, so it is rolled out. Without a source every violation is enforced.
-func Enforced(ctx context.Context, source PolicySource, namespaces NamespaceLabels, namespace string, errs field.ErrorList) (field.ErrorList, error) {
+func Enforced(ctx context.Context, source PolicySource, namespaces Namespaces, namespace string, errs field.ErrorList) (field.ErrorList, error) {
 	if source == nil || len(errs) == 0 {
 		return errs, nil
 	}

@@ -27,7 +27,7 @@ var (
 	// refusalEventsSuppressed counts the refusals recorded as no Event, past refusalEvents' limits.
 	refusalEventsSuppressed = prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "webhook_operator_refusal_events_suppressed_total",
-		Help: "Refusals not recorded as an Event because their namespace, or all namespaces together, recorded as many as they may.",
+		Help: "Refusals not recorded as an Event: their namespace, or all namespaces together, recorded as many as they may, or the review named a namespace the manager does not know or an object name the API server would refuse.",
 	})
 )
 

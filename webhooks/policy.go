@@ -272,7 +272,7 @@ func CurrentPolicy(source PolicySource) *Policy {
 
 // NamespaceLabelsFor are the labels of namespace when p's namespace overrides need them, read
 // with namespaces; nil when they do not.
-func NamespaceLabelsFor(ctx context.Context, p *Policy, namespaces NamespaceLabels, namespace string) (labels.Set, error) {
+func NamespaceLabelsFor(ctx context.Context, p *Policy, namespaces Namespaces, namespace string) (labels.Set, error) {
 	if !p.SelectsNamespaces() || namespace == "" {
 		return nil, nil
 	}

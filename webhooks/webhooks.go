@@ -15,7 +15,6 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -39,10 +38,12 @@ type Options struct {
 	// Policy, when set, is the admission policy in force, read on every request: the actions of
 	// the rules and the image policy (the AdmissionPolicy, as it changes).
 	Policy PolicySource
-	// Namespaces look up the labels of a namespace, for the policy's namespace overrides.
-	Namespaces NamespaceLabels
+	// Namespaces are the namespaces the manager knows: the labels the policy's namespace overrides
+	// select, and where a refusal Event may be written.
+	Namespaces Namespaces
 	// Recorder, when set, records every refusal that is not a dry run as a Warning Event in the
-	// refused object's namespace, within limits per namespace and overall (refusalEvents).
+	// refused object's namespace, when Namespaces knows it, within limits per namespace and
+	// overall (refusalEvents).
 	Recorder events.EventRecorder
 }
 
@@ -154,10 +155,15 @@ func (validatorFunc[T, PT]) ValidateDelete(context.Context, PT) (admission.Warni
 	return nil, nil
 }
 
-// answer validates obj, and judges, counts and records what the rules found.
+// answer validates obj, and judges, counts and records what the rules found. Once the request's
+// context is done (kube-apiserver gave up waiting, or its timeout passed), nothing more is done:
+// no one reads the answer.
 func (v validatorFunc[T, PT]) answer(ctx context.Context, op admissionv1.Operation, old, obj PT) (admission.Warnings, error) {
 	policy := v.judge.current()
 	errs, warnings := v.validate(policy, old, obj)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	d := denial{gvk: v.gvk, namespace: obj.GetNamespace(), name: obj.GetName(), operation: string(op)}
 	if req, err := admission.RequestFromContext(ctx); err == nil {
 		d.namespace, d.dryRun = req.Namespace, ptr.Deref(req.DryRun, false)
@@ -276,10 +282,12 @@ func valueAt(v any, path string) (any, bool) {
 }
 
 // admissionResult turns violations into the error a webhook returns: one 422 Invalid status naming
-// every field, which the API server passes to the client with a cause per violation.
+// every field, which the API server passes to the client with a cause per violation (Refusal), and
+// warnings as many as an answer carries.
 func admissionResult(gk schema.GroupKind, name string, errs field.ErrorList, warnings admission.Warnings) (admission.Warnings, error) {
+	warnings = ListedWarnings(warnings)
 	if len(errs) == 0 {
 		return warnings, nil
 	}
-	return warnings, apierrors.NewInvalid(gk, name, errs)
+	return warnings, Refusal(gk, name, errs)
 }

@@ -317,7 +317,7 @@ func (l Linter) object(data []byte) Result {
 	}
 	namespaceLabels[corev1.LabelMetadataName] = namespace
 	verdict := l.Policy.Judge(errs, warnings, namespaceLabels)
-	errs, result.Warnings = verdict.Refused, verdict.Warnings
+	errs, result.Warnings = verdict.Refused, webhooks.ListedWarnings(verdict.Warnings)
 	for _, id := range verdict.Audited {
 		result.Audited = append(result.Audited, string(id))
 	}
@@ -325,7 +325,7 @@ func (l Linter) object(data []byte) Result {
 		result.Verdict = Valid
 		return result
 	}
-	return l.refused(result, apierrors.NewInvalid(gk, result.Name, errs))
+	return l.refused(result, webhooks.Refusal(gk, result.Name, errs))
 }
 
 // namespace is the namespace of objects that name none.

@@ -78,6 +78,11 @@ type Options struct {
 	WebhookPort int
 	// WebhookCertDir holds tls.crt and tls.key; the server reloads them when they change.
 	WebhookCertDir string
+	// WebhookClientCA, when set, is a file of PEM CA certificates: the webhook server then serves
+	// only callers that present a client certificate one of them signed, as kube-apiserver does
+	// when its AdmissionConfiguration gives it one (docs/operations.md). It is read again when it
+	// changes.
+	WebhookClientCA string
 	// MetricsCertDir holds the metrics server's tls.crt and tls.key, reloaded when they change;
 	// without them there, the metrics server makes itself a self-signed certificate.
 	MetricsCertDir string
@@ -117,6 +122,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"The namespace of the leader election Lease; empty means the manager's own namespace.")
 	fs.StringVar(&o.WebhookHost, "webhook-host", "", "The address the webhook server binds to; empty means every interface.")
 	fs.IntVar(&o.WebhookPort, "webhook-port", webhook.DefaultPort, "The port the webhook server listens on.")
+	fs.StringVar(&o.WebhookClientCA, "webhook-client-ca", "",
+		"A file of PEM CA certificates: the webhook server then serves only callers presenting a client certificate one of them "+
+			"signed, such as kube-apiserver with an AdmissionConfiguration that gives it one. Read again when it changes. "+
+			"Empty serves any caller.")
 	// Both certificate directories default to controller-runtime's own defaults, under TMPDIR.
 	fs.StringVar(&o.WebhookCertDir, "webhook-cert-dir", filepath.Join(os.TempDir(), "k8s-webhook-server", "serving-certs"),
 		"The directory holding the webhook server's tls.crt and tls.key.")
@@ -188,14 +197,27 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("--allowed-registries: %w", err)
 	}
 
+	tlsOptions := o.tlsOptions()
+	if o.WebhookClientCA != "" {
+		cas, err := newClientCAs(o.WebhookClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--webhook-client-ca: %w", err)
+		}
+		tlsOptions = append(tlsOptions, cas.tlsOption)
+	}
 	stopping := new(atomic.Bool)
-	var webhookServer webhook.Server = closingServer{stopping: stopping, Server: webhook.NewServer(webhook.Options{
-		Host:     o.WebhookHost,
-		Port:     o.WebhookPort,
-		CertDir:  o.WebhookCertDir,
-		CertName: webhookCertName,
-		TLSOpts:  o.tlsOptions(),
-	})}
+	var webhookServer webhook.Server = servingServer{
+		Server: webhook.NewServer(webhook.Options{
+			Host:     o.WebhookHost,
+			Port:     o.WebhookPort,
+			CertDir:  o.WebhookCertDir,
+			CertName: webhookCertName,
+			TLSOpts:  tlsOptions,
+		}),
+		stopping:           stopping,
+		bodies:             newBodyBudget(bodyBytesPerCaller, bodyBytesInAll),
+		clientCertificates: o.WebhookClientCA != "",
+	}
 	servingCertificateExpiry.watch(filepath.Join(o.WebhookCertDir, webhookCertName))
 	certsReady := make(chan struct{})
 	var certGate *gatedServer
@@ -248,7 +270,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watching the admission policy: %w", err)
 	}
-	namespaces := namespaceLabels{cache: mgr.GetCache(), api: mgr.GetAPIReader()}
+	namespaces := cachedNamespaces{cache: mgr.GetCache()}
 	m := newManager(mgr, o.ShutdownDelay, stopping)
 	gate := &leaderGate{name: LeaderElectionID, stop: m.stop}
 	if o.LeaderElection {

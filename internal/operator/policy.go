@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/wait"
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,7 +23,7 @@ import (
 )
 
 // +kubebuilder:rbac:groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=namespaces,verbs=list;watch
 
 // policyGeneration is the generation of the AdmissionPolicy this replica enforces, 0 while none
 // exists: every replica applies the policy on its own, so a scrape of each shows that all of them
@@ -106,23 +108,37 @@ func watchPolicy(mgr ctrl.Manager, live *livePolicy, images webhooks.ImagePolicy
 	}))
 }
 
-// namespaceLabels reads a namespace's labels from the cache, and from the API server when the
-// cache has not seen the namespace yet (one created a moment before the object in it).
-type namespaceLabels struct {
-	cache, api client.Reader
+// namespaceWait is how long a request waits for the cache to see a namespace it does not know: one
+// created a moment before the object in it, as kubectl apply of a file holding both does. The
+// request's own deadline, the webhook's timeout, ends the wait sooner.
+const namespaceWait = 2 * time.Second
+
+// cachedNamespaces are the cluster's namespaces as the manager's cache holds them. A namespace the
+// cache does not know is never read from the API server: a review names its namespace, anyone who
+// can reach the webhook can send one, and each read would be made with the operator's identity.
+type cachedNamespaces struct {
+	cache client.Reader
 }
 
-// NamespaceLabels implements webhooks.NamespaceLabels.
-func (n namespaceLabels) NamespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+// NamespaceLabels implements webhooks.Namespaces.
+func (n cachedNamespaces) NamespaceLabels(ctx context.Context, name string) (map[string]string, error) {
 	ns := &corev1.Namespace{}
-	err := n.cache.Get(ctx, client.ObjectKey{Name: name}, ns)
-	if apierrors.IsNotFound(err) {
-		err = n.api.Get(ctx, client.ObjectKey{Name: name}, ns)
+	var err error
+	if waitErr := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, namespaceWait, true, func(ctx context.Context) (bool, error) {
+		err = n.cache.Get(ctx, client.ObjectKey{Name: name}, ns)
+		return !apierrors.IsNotFound(err), nil
+	}); waitErr != nil && err == nil {
+		err = waitErr
 	}
 	if err != nil {
 		return nil, err
 	}
 	return ns.Labels, nil
+}
+
+// HasNamespace implements webhooks.Namespaces.
+func (n cachedNamespaces) HasNamespace(ctx context.Context, name string) bool {
+	return n.cache.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}) == nil
 }
 
 // runnableFunc runs on every replica, leader or not.

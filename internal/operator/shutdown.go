@@ -10,7 +10,6 @@ import (
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/webhook"
 )
 
 // Manager is the operator's controller-runtime Manager, stopped the way a replica behind a
@@ -47,7 +46,7 @@ func (m *Manager) stop(cause error) {
 // Start runs the manager until ctx is done, then stops it gracefully. /readyz fails at once, so
 // the EndpointSlice drops the replica; the webhook server goes on answering for the shutdown delay,
 // while kube-apiserver still sends it the requests it routed before it saw the change, closing each
-// connection after its answer (closingServer) so that kube-apiserver dials a replica that stays; then the
+// connection after its answer (servingServer) so that kube-apiserver dials a replica that stays; then the
 // manager stops, and the webhook server finishes the requests in flight before it exits.
 // controller-runtime has no such delay of its own: it closes the listener as soon as it is told
 // to stop. A replica that loses the leader election lease stops the same way, and Start then
@@ -79,33 +78,6 @@ func (m *Manager) Start(ctx context.Context) error {
 	default:
 		return err
 	}
-}
-
-// closingServer is the webhook server of a Manager: once stopping is set, every answer carries
-// Connection: close. kube-apiserver keeps its connections to a replica alive in a pool, and
-// removing the replica from the Service's endpoints does not close them; a request sent down one
-// of them just as the server shuts down fails, and kube-apiserver does not retry it. Closing each
-// connection after its answer during the shutdown delay makes kube-apiserver dial again, through
-// the Service, onto a replica that stays.
-type closingServer struct {
-	webhook.Server
-	stopping *atomic.Bool
-}
-
-// Register implements webhook.Server.
-func (s closingServer) Register(path string, hook http.Handler) {
-	s.Server.Register(path, closeWhenStopping(s.stopping, hook))
-}
-
-// closeWhenStopping has the server close the connection after each answer of next once stopping
-// is set: net/http does when a handler sets the Connection: close header.
-func closeWhenStopping(stopping *atomic.Bool, next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if stopping.Load() {
-			w.Header().Set("Connection", "close")
-		}
-		next.ServeHTTP(w, r)
-	})
 }
 
 // readyUntilStopping is the readiness check that fails from the moment the manager is told to stop.

@@ -103,7 +103,7 @@ func (s muxServer) Register(path string, hook http.Handler) { s.mux.Handle(path,
 func TestTheWebhookServerClosesEachConnectionOnceTheManagerIsStopping(t *testing.T) {
 	stopping := new(atomic.Bool)
 	mux := http.NewServeMux()
-	closingServer{Server: muxServer{mux: mux}, stopping: stopping}.Register("/validate", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	servingServer{Server: muxServer{mux: mux}, stopping: stopping, bodies: newBodyBudget(bodyBytesPerCaller, bodyBytesInAll)}.Register("/validate", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "{}")
 	}))
 	server := httptest.NewServer(mux)

@@ -30,7 +30,7 @@ type Guard struct {
 	// enforces every rule.
 	Policy webhooks.PolicySource
 	// Namespaces look up namespace labels for the policy's namespace overrides.
-	Namespaces webhooks.NamespaceLabels
+	Namespaces webhooks.Namespaces
 	// Recorder records the PolicyViolation Event of the audit.
 	Recorder recorder.EventRecorder
 }

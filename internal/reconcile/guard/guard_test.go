@@ -56,6 +56,8 @@ func (n namespaces) NamespaceLabels(context.Context, string) (map[string]string,
 	return n.labels, n.err
 }
 
+func (n namespaces) HasNamespace(context.Context, string) bool { return n.err == nil }
+
 func TestCheck(t *testing.T) {
 	ctx := context.Background()
 	allowCorp := policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"registry.corp.example"}}
@@ -69,7 +71,7 @@ func TestCheck(t *testing.T) {
 		name       string
 		image      string
 		policy     webhooks.PolicySource
-		namespaces webhooks.NamespaceLabels
+		namespaces webhooks.Namespaces
 		// wantEnforced are the fields of the violations that hold the spec back.
 		wantEnforced []string
 		wantStatus   metav1.ConditionStatus

@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -51,7 +50,7 @@ func newPKI(dir string) (*pki, error) {
 	}
 	// kube-apiserver calls kubelet (logs, exec, port-forward) as a member of system:masters,
 	// which kubelet's webhook authorization lets through.
-	kubeletCertPEM, kubeletKeyPEM, err := newClientPair(ca, pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}})
+	kubeletClient, err := ca.NewClientPair(pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}}, pkiValidity)
 	if err != nil {
 		return nil, err
 	}
@@ -82,8 +81,8 @@ func newPKI(dir string) (*pki, error) {
 		p.caCert:            ca.CertPEM,
 		p.servingCert:       serving.CertPEM,
 		p.servingKey:        serving.KeyPEM,
-		p.kubeletClientCert: kubeletCertPEM,
-		p.kubeletClientKey:  kubeletKeyPEM,
+		p.kubeletClientCert: kubeletClient.CertPEM,
+		p.kubeletClientKey:  kubeletClient.KeyPEM,
 		p.serviceAccountKey: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
 		p.serviceAccountPub: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
 	}
@@ -93,33 +92,4 @@ func newPKI(dir string) (*pki, error) {
 		}
 	}
 	return p, nil
-}
-
-// newClientPair issues a client certificate for subject, signed by ca, in PEM.
-func newClientPair(ca *certs.CA, subject pkix.Name) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 128))
-	if err != nil {
-		return nil, nil, err
-	}
-	now := time.Now()
-	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      subject,
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(pkiValidity),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}, ca.Cert, key.Public(), ca.Key)
-	if err != nil {
-		return nil, nil, fmt.Errorf("creating the client certificate of %s: %w", subject.CommonName, err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
 }

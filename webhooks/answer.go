@@ -1,0 +1,45 @@
+package webhooks
+
+import (
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// MaxListed is the most violations a refusal lists, and the most warnings an answer carries; past
+// it, one more entry says how many were left out. apimachinery builds a refusal's message by
+// appending each violation to a string, which costs the square of their number: an object with
+// tens of thousands of violations would take minutes to refuse, long after kube-apiserver stopped
+// waiting. A hundred are more than anyone fixes in one go, and the CRDs' schemas bound every list
+// well below what would make the rest of the work slow.
+const MaxListed = 100
+
+// Refusal is the 422 Invalid status that refuses the object name of kind gk for errs: a cause per
+// violation, which kube-apiserver passes to the client, at most MaxListed of them, then a TooMany
+// cause at the first violation left out, counting those left out.
+func Refusal(gk schema.GroupKind, name string, errs field.ErrorList) error {
+	return apierrors.NewInvalid(gk, name, listed(errs))
+}
+
+// listed is errs cut to MaxListed, and a TooMany error counting the rest.
+func listed(errs field.ErrorList) field.ErrorList {
+	if len(errs) <= MaxListed {
+		return errs
+	}
+	first := errs[MaxListed]
+	more := &field.Error{Type: field.ErrorTypeTooMany, Field: first.Field, BadValue: len(errs) - MaxListed, Detail: fmt.Sprintf(
+		"more violations from here on are not listed: a refusal lists the first %d; fix those and send it again to see the rest", MaxListed)}
+	return append(errs[:MaxListed:MaxListed], more)
+}
+
+// ListedWarnings is warnings cut to MaxListed, then one warning counting the rest.
+func ListedWarnings(warnings admission.Warnings) admission.Warnings {
+	if len(warnings) <= MaxListed {
+		return warnings
+	}
+	return append(warnings[:MaxListed:MaxListed], fmt.Sprintf("and %d more warnings, not listed: an answer carries the first %d",
+		len(warnings)-MaxListed, MaxListed))
+}

@@ -1,0 +1,139 @@
+package webhooks
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"strings"
+	"testing"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// maxAPIRequestBytes is kube-apiserver's limit on a request body (--max-request-bytes, 3 MiB by
+// default): no object it sends a webhook is larger.
+const maxAPIRequestBytes = 3 << 20
+
+// worstItems, when set, is how many items the worst requests carry instead of as many as fit in
+// maxAPIRequestBytes: the code before a bound needs hours for those.
+var worstItems = flag.Int("worst-items", 0, "How many list items BenchmarkWorstRequests puts in each object; 0 fills kube-apiserver's request limit.")
+
+// worstRequest is one of the costliest requests a tenant can send a webhook through the API server:
+// an object of items list items, each as cheap to send and as costly to judge as the case can make it.
+type worstRequest struct {
+	name string
+	kind testKind
+	// path is the webhook's path.
+	path string
+	// op is the request's operation; an update sends object as the old object too.
+	op admissionv1.Operation
+	// object is the object with items list items, as JSON.
+	object func(items int) string
+}
+
+// adminPolicyKind is the AdmissionPolicy as testKind knows a kind.
+var admissionPolicyKind = testKind{kind: "AdmissionPolicy",
+	resource: metav1.GroupVersionResource{Group: "policy.seedlabs.dev", Version: "v1alpha1", Resource: "admissionpolicies"},
+	validate: admissionPolicyPath}
+
+// repeated is n copies of item, joined by commas.
+func repeated(item string, n int) string {
+	return strings.TrimSuffix(strings.Repeat(item+",", n), ",")
+}
+
+var worstRequests = []worstRequest{
+	{name: "Welcome/validate/duplicate-groups", kind: welcomeKind, path: welcomeKind.validate, op: admissionv1.Create,
+		object: func(n int) string {
+			return `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"w"},` +
+				`"spec":{"name":"n","replicas":1,"port":8088,"serviceType":"NodePort","groups":[` + repeated(`"a"`, n) + `]}}`
+		}},
+	{name: "Welcome/validate/duplicate-groups-update", kind: welcomeKind, path: welcomeKind.validate, op: admissionv1.Update,
+		object: func(n int) string {
+			return `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"w"},` +
+				`"spec":{"name":"n","replicas":1,"port":8088,"serviceType":"NodePort","groups":[` + repeated(`"a"`, n) + `]}}`
+		}},
+	{name: "Welcome/mutate/groups", kind: welcomeKind, path: welcomeKind.mutate, op: admissionv1.Create,
+		object: func(n int) string {
+			return `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"w"},` +
+				`"spec":{"name":"n","groups":[` + repeated(`"a"`, n) + `]}}`
+		}},
+	{name: "DeployObject/validate/env-named-equals", kind: deployObjectKind, path: deployObjectKind.validate, op: admissionv1.Create,
+		object: func(n int) string {
+			return `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject","metadata":{"name":"d"},` +
+				`"spec":{"image":"registry.local/app:v1","replicas":1,"env":[` + repeated(`{"name":"="}`, n) + `]}}`
+		}},
+	{name: "DeployObject/validate/ports", kind: deployObjectKind, path: deployObjectKind.validate, op: admissionv1.Create,
+		object: func(n int) string {
+			return `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject","metadata":{"name":"d"},` +
+				`"spec":{"image":"registry.local/app:v1","replicas":1,"ports":[` + repeated(`{"port":0}`, n) + `]}}`
+		}},
+	{name: "DeployObject/mutate/ports-without-targetPort", kind: deployObjectKind, path: deployObjectKind.mutate, op: admissionv1.Create,
+		object: func(n int) string {
+			return `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject","metadata":{"name":"d"},` +
+				`"spec":{"image":"registry.local/app:v1","ports":[` + repeated(`{"port":1}`, n) + `]}}`
+		}},
+	{name: "DeployObject/mutate/resources", kind: deployObjectKind, path: deployObjectKind.mutate, op: admissionv1.Create,
+		object: func(n int) string {
+			limits := make([]string, n)
+			for i := range limits {
+				limits[i] = fmt.Sprintf(`"r%d":"1"`, i)
+			}
+			return `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject","metadata":{"name":"d"},` +
+				`"spec":{"image":"registry.local/app:v1","resources":{"limits":{` + strings.Join(limits, ",") + `}}}}`
+		}},
+	{name: "AdmissionPolicy/validate/rules", kind: admissionPolicyKind, path: admissionPolicyPath, op: admissionv1.Create,
+		object: func(n int) string {
+			return `{"apiVersion":"policy.seedlabs.dev/v1alpha1","kind":"AdmissionPolicy","metadata":{"name":"cluster"},` +
+				`"spec":{"rules":[` + repeated(`{"id":"x","action":"y"}`, n) + `]}}`
+		}},
+	{name: "AdmissionPolicy/validate/selector-values", kind: admissionPolicyKind, path: admissionPolicyPath, op: admissionv1.Create,
+		object: func(n int) string {
+			return `{"apiVersion":"policy.seedlabs.dev/v1alpha1","kind":"AdmissionPolicy","metadata":{"name":"cluster"},` +
+				`"spec":{"rules":[{"id":"welcome.name.length","action":"Warn","namespaces":[{"action":"Audit","selector":` +
+				`{"matchExpressions":[{"key":"k","operator":"In","values":[` + repeated(`"!"`, n) + `]}]}}]}]}}`
+		}},
+}
+
+// itemsWithin is the most items object can carry within maxAPIRequestBytes.
+func itemsWithin(object func(int) string) int {
+	one, two := len(object(1)), len(object(2))
+	return (maxAPIRequestBytes - one) / (two - one)
+}
+
+// BenchmarkWorstRequests serves each of worstRequests, filled to kube-apiserver's request limit
+// (or to -worst-items), to its webhook as Setup builds it, and reports the handler's time per
+// request and the size of its answer. It is the table of docs/performance.md's worst requests;
+// `-benchtime=1x` runs each once.
+func BenchmarkWorstRequests(b *testing.B) {
+	handlers := fuzzHandlers(b)
+	for _, w := range worstRequests {
+		items := *worstItems
+		if items == 0 {
+			items = itemsWithin(w.object)
+		}
+		object := []byte(w.object(items))
+		var old []byte
+		if w.op == admissionv1.Update {
+			old = object
+		}
+		body, err := json.Marshal(fuzzReview(w.kind, fuzzStrict, "", w.op, object, old))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%s/items=%d", w.name, items), func(b *testing.B) {
+			b.ReportAllocs()
+			var answer int
+			for b.Loop() {
+				reply, _ := postReview(b, handlers[w.path], body)
+				data, err := json.Marshal(reply)
+				if err != nil {
+					b.Fatal(err)
+				}
+				answer = len(data)
+			}
+			b.ReportMetric(float64(len(object)), "object-bytes")
+			b.ReportMetric(float64(answer), "answer-bytes")
+		})
+	}
+}
