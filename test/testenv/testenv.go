@@ -56,9 +56,22 @@ type Env struct {
 	managerDone chan error
 }
 
+// Options change what StartWith starts, for a suite of its own.
+type Options struct {
+	// APIServerFlags are set on kube-apiserver, beside envtest's own.
+	APIServerFlags map[string]string
+	// Manager, when set, changes the Manager's options before it is built.
+	Manager func(*operator.Options)
+}
+
 // Start starts the control plane from $KUBEBUILDER_ASSETS, installs the CRDs and webhook
 // configurations from config/, starts the Manager and waits until its webhook server answers TLS.
 func Start() (*Env, error) {
+	return StartWith(Options{})
+}
+
+// StartWith is Start, with the changes of o.
+func StartWith(o Options) (*Env, error) {
 	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
 		return nil, errors.New("KUBEBUILDER_ASSETS is not set: run the envtest suites through 'make test', which builds the control plane")
 	}
@@ -73,6 +86,9 @@ func Start() (*Env, error) {
 			Paths: []string{filepath.Join(root, "config", "webhook")},
 		},
 	}
+	for name, value := range o.APIServerFlags {
+		environment.ControlPlane.GetAPIServer().Configure().Set(name, value)
+	}
 	cfg, err := environment.Start()
 	if err != nil {
 		// Start leaves the control plane running when a later step, such as installing the
@@ -83,13 +99,13 @@ func Start() (*Env, error) {
 	if e.ServerVersion, err = serverVersion(cfg); err != nil {
 		return nil, errors.Join(err, environment.Stop())
 	}
-	if err := e.startManager(); err != nil {
+	if err := e.startManager(o.Manager); err != nil {
 		return nil, errors.Join(err, environment.Stop())
 	}
 	return e, nil
 }
 
-func (e *Env) startManager() error {
+func (e *Env) startManager(change func(*operator.Options)) error {
 	wo := &e.environment.WebhookInstallOptions
 	probeAddress, err := freeLocalAddress()
 	if err != nil {
@@ -99,7 +115,7 @@ func (e *Env) startManager() error {
 	if err != nil {
 		return err
 	}
-	mgr, err := operator.New(e.Config, operator.Options{
+	options := operator.Options{
 		MetricsAddr:                  metricsAddress,
 		SecureMetrics:                true,
 		ProbeAddr:                    probeAddress,
@@ -111,7 +127,11 @@ func (e *Env) startManager() error {
 		AllowedRegistries:            fixtures.AllowedRegistries,
 		SkipControllerNameValidation: true,
 		MaxConcurrentReconciles:      operator.DefaultMaxConcurrentReconciles,
-	})
+	}
+	if change != nil {
+		change(&options)
+	}
+	mgr, err := operator.New(e.Config, options)
 	if err != nil {
 		return err
 	}
