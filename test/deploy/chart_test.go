@@ -14,7 +14,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -103,6 +105,16 @@ func TestChartRendersWhatKustomizeBuilds(t *testing.T) {
 		namespace: fixtures.Namespace,
 		set:       []string{"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "networkPolicy.enabled=true"},
 	}, {
+		name:      "the webhook's client CA",
+		kustomize: func(t *testing.T) manifests { return buildWithComponent(t, "default", "webhook-client-ca") },
+		namespace: fixtures.Namespace,
+		set:       []string{"webhook.clientCA.configMap=webhook-client-ca"},
+	}, {
+		name:      "the webhook's client CA, self-signed mode",
+		kustomize: func(t *testing.T) manifests { return buildWithComponent(t, "self-signed", "webhook-client-ca") },
+		namespace: fixtures.Namespace,
+		set:       []string{"webhook.clientCA.configMap=webhook-client-ca", "certificates.mode=self-signed"},
+	}, {
 		name:      "another namespace, with the ServiceMonitor, the alerts and the NetworkPolicies",
 		kustomize: func(t *testing.T) manifests { return buildConfig(t, "team-ops", true) },
 		namespace: "team-ops",
@@ -155,6 +167,28 @@ func TestChartValues(t *testing.T) {
 		}
 		if diff := cmp.Diff([]corev1.LocalObjectReference{{Name: "regcred"}}, mgr.pod.ImagePullSecrets); diff != "" {
 			t.Errorf("imagePullSecrets (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("the webhook's callers: the client CA and the sources the NetworkPolicy admits", func(t *testing.T) {
+		m := helmTemplate(t, fixtures.Namespace, "webhook.clientCA.configMap=kube-apiserver-ca", "webhook.clientCA.key=front.crt",
+			"networkPolicy.enabled=true", "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/28")
+		mgr := getManager(t, m)
+		if !slices.Contains(mgr.manager.Args, "--webhook-client-ca=/etc/webhook-operator/client-ca/front.crt") {
+			t.Errorf("the manager's args %q lack --webhook-client-ca", mgr.manager.Args)
+		}
+		if !slices.ContainsFunc(mgr.pod.Volumes, func(v corev1.Volume) bool {
+			return v.ConfigMap != nil && v.ConfigMap.Name == "kube-apiserver-ca"
+		}) {
+			t.Errorf("no volume of ConfigMap kube-apiserver-ca: %+v", mgr.pod.Volumes)
+		}
+		policy := get[networkingv1.NetworkPolicy](t, m, "NetworkPolicy", "webhook-operator-allow-webhook-traffic")
+		want := []networkingv1.NetworkPolicyPeer{
+			{IPBlock: &networkingv1.IPBlock{CIDR: "10.0.0.0/28"}},
+			{PodSelector: &metav1.LabelSelector{MatchLabels: mgr.Spec.Selector.MatchLabels}},
+		}
+		if diff := cmp.Diff(want, policy.Spec.Ingress[0].From); diff != "" {
+			t.Errorf("the webhook port admits (-want +got), the control plane and the replicas themselves:\n%s", diff)
 		}
 	})
 

@@ -5,6 +5,7 @@ package deploy
 
 import (
 	stdcmp "cmp"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -344,6 +345,24 @@ func TestConfigDefaultWithOptionalOverlays(t *testing.T) {
 func buildWithOptionalOverlays(t *testing.T) manifests {
 	t.Helper()
 	return buildConfig(t, fixtures.Namespace, true)
+}
+
+// buildWithComponent builds an overlay of config/<base> with the component config/<component>, as
+// its kustomization documents.
+func buildWithComponent(t *testing.T, base, component string) manifests {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.CopyFS(filepath.Join(dir, "config"), os.DirFS(filepath.Join(moduleRoot(t), "config"))); err != nil {
+		t.Fatal(err)
+	}
+	overlay := fmt.Sprintf("resources:\n- ../config/%s\ncomponents:\n- ../config/%s\n", base, component)
+	if err := os.MkdirAll(filepath.Join(dir, "overlay"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "overlay", "kustomization.yaml"), []byte(overlay), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return kustomizeBuild(t, filepath.Join(dir, "overlay"))
 }
 
 // buildConfig builds a copy of config/default, with config/prometheus and config/network-policy
