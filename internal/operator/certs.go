@@ -1,16 +1,18 @@
 package operator
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
@@ -21,7 +23,8 @@ import (
 
 // CertOptions make the manager keep its own CA and webhook serving certificate, for clusters
 // without cert-manager: open-policy-agent/cert-controller (what Gatekeeper uses) creates them in a
-// Secret, renews them before they expire, and injects the CA into the webhook configurations.
+// Secret, renews them before they expire, and injects the CA into the webhook configurations,
+// keeping the previous CA beside a new one until every replica serves the new (caRollover).
 // Every replica runs it; the Secret's resourceVersion settles which write wins, and every replica
 // loads the certificate the Secret holds, mounted at the webhook certificate directory, as it
 // changes.
@@ -47,7 +50,8 @@ func (c CertOptions) secretKey() (types.NamespacedName, error) {
 
 // addCertRotator has mgr keep the certificate c describes in certDir, and closes ready once the
 // certificate is there and its CA injected into both webhook configurations: then the API server
-// trusts what the webhook server serves.
+// trusts what the webhook server serves. cert-controller writes through a client that rolls a new
+// CA over without a failing window (caRollover).
 func addCertRotator(mgr ctrl.Manager, c CertOptions, certDir string, ready chan struct{}) error {
 	key, err := c.secretKey()
 	if err != nil {
@@ -56,7 +60,18 @@ func addCertRotator(mgr ctrl.Manager, c CertOptions, certDir string, ready chan 
 	if len(c.DNSNames) == 0 || c.MutatingWebhookConfiguration == "" || c.ValidatingWebhookConfiguration == "" {
 		return errors.New("--cert-secret needs --cert-dns-names, --cert-mutating-webhook-configuration and --cert-validating-webhook-configuration")
 	}
-	return rotator.AddRotator(mgr, &rotator.CertRotator{
+	rollover, err := addCARollover(mgr, c, key)
+	if err != nil {
+		return err
+	}
+	// cert-controller makes its controller with controller-runtime's name check, which the
+	// manager's SkipNameValidation does not reach: a manager that skips it, one of several in a
+	// process, gives its rotator a name of its own.
+	controllerName := "cert-rotator"
+	if ptr.Deref(mgr.GetControllerOptions().SkipNameValidation, false) {
+		controllerName = fmt.Sprintf("%s-%d", controllerName, rotatorsInProcess.Add(1))
+	}
+	return rotator.AddRotator(rotatorManager{Manager: mgr, client: rollover.client(mgr.GetClient())}, &rotator.CertRotator{
 		SecretKey:      key,
 		CertDir:        certDir,
 		CAName:         "webhook-operator-ca",
@@ -68,16 +83,32 @@ func addCertRotator(mgr ctrl.Manager, c CertOptions, certDir string, ready chan 
 			{Name: c.MutatingWebhookConfiguration, Type: rotator.Mutating},
 			{Name: c.ValidatingWebhookConfiguration, Type: rotator.Validating},
 		},
-		FieldOwner: EventSource,
+		FieldOwner:     EventSource,
+		ControllerName: controllerName,
 		// Every replica serves the webhooks, so every replica must get its certificate, leader
 		// or not.
 		RequireLeaderElection: false,
 	})
 }
 
+// rotatorsInProcess counts the cert rotators of managers that skip the controller name check.
+var rotatorsInProcess atomic.Int64
+
+// rotatorManager is the manager cert-controller is added to: cert-controller writes the Secret
+// and the webhook configurations with the manager's client, and has no option for another.
+type rotatorManager struct {
+	ctrl.Manager
+	client client.Client
+}
+
+// GetClient implements manager.Manager.
+func (m rotatorManager) GetClient() client.Client {
+	return m.client
+}
+
 // gatedServer starts the webhook server only once ready is closed and trusted passes: before the
-// certificate is in its directory the server could not start, and before its CA is in the webhook
-// configurations the API server would not trust it. Until then the webhook readiness check fails.
+// certificate is in its directory the server could not start, and before every caBundle verifies
+// it the API server would not trust it. Until then the webhook readiness check fails.
 type gatedServer struct {
 	webhook.Server
 	ready <-chan struct{}
@@ -106,39 +137,64 @@ func (s *gatedServer) Start(ctx context.Context) error {
 	return s.Server.Start(ctx)
 }
 
-// caInjected checks, reading past the cache, that every webhook of both configurations carries
-// the CA of the certificate Secret as its caBundle.
-func caInjected(reader client.Reader, c CertOptions) func(context.Context) error {
+// servesTrusted checks, reading past the cache, that the caBundle of every webhook of both
+// configurations verifies the certificate in certFile, the one the webhook server serves. During
+// a CA rollover a caBundle holds more than one CA.
+func servesTrusted(reader client.Reader, c CertOptions, certFile string) func(context.Context) error {
 	return func(ctx context.Context) error {
-		key, err := c.secretKey()
+		data, err := os.ReadFile(certFile)
+		if err != nil {
+			return fmt.Errorf("reading the serving certificate: %w", err)
+		}
+		chain := parseCertificates(data)
+		if len(chain) == 0 {
+			return fmt.Errorf("%s holds no certificate", certFile)
+		}
+		webhooks, missing, err := readWebhooks(ctx, reader, c)
 		if err != nil {
 			return err
 		}
-		secret := &corev1.Secret{}
-		if err := reader.Get(ctx, key, secret); err != nil {
-			return fmt.Errorf("reading the certificate Secret %s: %w", key, err)
+		if len(missing) > 0 {
+			return fmt.Errorf("%s not found", strings.Join(missing, " and "))
 		}
-		ca := secret.Data["ca.crt"]
-		var bundles [][]byte
-		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := reader.Get(ctx, client.ObjectKey{Name: c.MutatingWebhookConfiguration}, mutating); err != nil {
-			return fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", c.MutatingWebhookConfiguration, err)
-		}
-		for _, w := range mutating.Webhooks {
-			bundles = append(bundles, w.ClientConfig.CABundle)
-		}
-		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-		if err := reader.Get(ctx, client.ObjectKey{Name: c.ValidatingWebhookConfiguration}, validating); err != nil {
-			return fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", c.ValidatingWebhookConfiguration, err)
-		}
-		for _, w := range validating.Webhooks {
-			bundles = append(bundles, w.ClientConfig.CABundle)
-		}
-		for _, b := range bundles {
-			if len(ca) == 0 || !bytes.Equal(b, ca) {
-				return errors.New("a webhook's caBundle is not the CA of the certificate Secret yet")
+		for _, w := range webhooks {
+			if err := verifyChain(parseCertificates(w.clientConfig.CABundle), chain, ""); err != nil {
+				return fmt.Errorf("the caBundle of webhook %s does not verify the serving certificate yet: %w", w.name, err)
 			}
 		}
 		return nil
 	}
+}
+
+// namedWebhook is one webhook of either configuration.
+type namedWebhook struct {
+	// name is configuration/webhook.
+	name         string
+	clientConfig admissionregistrationv1.WebhookClientConfig
+}
+
+// readWebhooks reads, past the cache, every webhook of both configurations; missing names a
+// configuration that does not exist.
+func readWebhooks(ctx context.Context, reader client.Reader, c CertOptions) (webhooks []namedWebhook, missing []string, err error) {
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	switch err := reader.Get(ctx, client.ObjectKey{Name: c.MutatingWebhookConfiguration}, mutating); {
+	case apierrors.IsNotFound(err):
+		missing = append(missing, "MutatingWebhookConfiguration "+c.MutatingWebhookConfiguration)
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading MutatingWebhookConfiguration %s: %w", c.MutatingWebhookConfiguration, err)
+	}
+	for _, w := range mutating.Webhooks {
+		webhooks = append(webhooks, namedWebhook{name: mutating.Name + "/" + w.Name, clientConfig: w.ClientConfig})
+	}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	switch err := reader.Get(ctx, client.ObjectKey{Name: c.ValidatingWebhookConfiguration}, validating); {
+	case apierrors.IsNotFound(err):
+		missing = append(missing, "ValidatingWebhookConfiguration "+c.ValidatingWebhookConfiguration)
+	case err != nil:
+		return nil, nil, fmt.Errorf("reading ValidatingWebhookConfiguration %s: %w", c.ValidatingWebhookConfiguration, err)
+	}
+	for _, w := range validating.Webhooks {
+		webhooks = append(webhooks, namedWebhook{name: validating.Name + "/" + w.Name, clientConfig: w.ClientConfig})
+	}
+	return webhooks, missing, nil
 }

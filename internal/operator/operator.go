@@ -259,7 +259,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		if err := addCertRotator(mgr, o.Certs, o.WebhookCertDir, certsReady); err != nil {
 			return nil, fmt.Errorf("managing the webhook certificate: %w", err)
 		}
-		certGate.trusted = caInjected(mgr.GetAPIReader(), o.Certs)
+		certGate.trusted = servesTrusted(mgr.GetAPIReader(), o.Certs, filepath.Join(o.WebhookCertDir, webhookCertName))
 	}
 
 	// The AdmissionPolicy named cluster, when it exists, decides what admission does about each
