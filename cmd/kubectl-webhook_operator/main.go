@@ -45,7 +45,7 @@ Usage:
 
 Each Welcome, Memcached and DeployObject is defaulted and validated by the same rules the
 operator's webhooks serve, and decoded as strictly as kubectl apply sends it; so is each item of
-a list (a v1 List, a WelcomeList, ...). FILENAME is a file, a directory (its .yaml, .yml and .json
+a list (a v1 List, a WelcomeList, ...), and of a list among its items, down to 10 lists. FILENAME is a file, a directory (its .yaml, .yml and .json
 files; -R for its subdirectories too) or - for standard input, which is also read when no -f is
 given. Objects of other kinds are skipped. An object with only a generateName is judged under the
 name the API server would generate, with xxxxx for its random part. Objects in kube-system and in

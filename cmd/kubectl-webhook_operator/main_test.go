@@ -137,7 +137,8 @@ func TestLintRefusesWhatTheAPIServerCannotDecode(t *testing.T) {
 func TestLintList(t *testing.T) {
 	list := `{"apiVersion": "v1", "kind": "List", "items": [
 		{"apiVersion": "cache.seedlabs.dev/v1alpha1", "kind": "Memcached", "metadata": {"name": "a"}, "spec": {"size": 2}},
-		{"apiVersion": "cache.seedlabs.dev/v1alpha1", "kind": "Memcached", "metadata": {"name": "b"}, "spec": {"size": 4}}]}`
+		{"apiVersion": "v1", "kind": "List", "items": [
+			{"apiVersion": "cache.seedlabs.dev/v1alpha1", "kind": "Memcached", "metadata": {"name": "b"}, "spec": {"size": 4}}]}]}`
 	code, stdout, stderr := lintRun(t, list, "lint", "-o", "json")
 	if code != exitInvalid {
 		t.Errorf("exit %d, want %d; stderr %s", code, exitInvalid, stderr)
@@ -152,8 +153,8 @@ func TestLintList(t *testing.T) {
 	if report.Summary != (lint.Summary{Valid: 1, Invalid: 1}) {
 		t.Errorf("summary %+v, want one valid and one invalid", report.Summary)
 	}
-	if len(report.Results) == 2 && (report.Results[1].Name != "b" || report.Results[1].Document != 1) {
-		t.Errorf("the second item is reported as %+v", report.Results[1])
+	if len(report.Results) == 2 && (report.Results[1].Name != "b" || report.Results[1].Document != 1 || report.Results[1].Item != "items[1].items[0]") {
+		t.Errorf("the item of the list in the list is reported as %+v", report.Results[1])
 	}
 }
 

@@ -80,7 +80,11 @@ type Result struct {
 	// Source is the file the object came from, "-" for standard input.
 	Source string `json:"source"`
 	// Document is the object's position in Source, from 1; objects of a List share it.
-	Document   int    `json:"document"`
+	Document int `json:"document"`
+	// Item is the object's place among the items of the List that is its document, such as
+	// items[2], or items[1].items[0] for an item of a List among a List's items; "" when the
+	// document is the object itself.
+	Item       string `json:"item,omitempty"`
 	APIVersion string `json:"apiVersion,omitempty"`
 	Kind       string `json:"kind,omitempty"`
 	// Namespace is the namespace the object goes to: its own, or the Linter's for an object of
@@ -163,8 +167,8 @@ func (l Linter) Lint(source string, r io.Reader) ([]Result, error) {
 			continue
 		}
 		for _, obj := range objects {
-			result := l.object(obj)
-			result.Source, result.Document = source, document
+			result := l.object(obj.data)
+			result.Source, result.Document, result.Item = source, document, obj.item
 			results = append(results, result)
 		}
 	}
@@ -191,12 +195,26 @@ type typeAndName struct {
 	} `json:"metadata"`
 }
 
+// maxListDepth is how deeply Lists may nest in one document: a List among the items of a List is
+// walked, and so on, down to this many Lists; a List deeper still makes its document Invalid, so
+// that a hostile document cannot have every item re-read at every level of thousands.
+const maxListDepth = 10
+
+// listedObject is one object of a YAML document, as JSON, and its place among the items of the
+// document's Lists ("" for a document that is the object itself).
+type listedObject struct {
+	item string
+	data []byte
+}
+
 // splitList returns the objects of a YAML document as JSON: the document itself, or the items of
-// a list, as kubectl reads them. Like kubectl, it takes any object with items for a list, such as
-// a v1 List or a WelcomeList, and gives an item with neither apiVersion nor kind the list's
-// apiVersion and its kind without "List". A key given twice is an error, as strict field
-// validation makes it on the API server; converting to JSON first would silently keep the last.
-func splitList(data []byte) ([][]byte, error) {
+// a list, as kubectl reads them, in the order written; an item that is a list itself gives its
+// own items in its place, down to maxListDepth lists. Like kubectl, it takes any object with items
+// for a list, such as a v1 List or a WelcomeList, and gives an item with neither apiVersion nor
+// kind its list's apiVersion and its kind without "List". A key given twice is an error, as strict
+// field validation makes it on the API server; converting to JSON first would silently keep the
+// last.
+func splitList(data []byte) ([]listedObject, error) {
 	object, err := yaml.YAMLToJSONStrict(data)
 	if err != nil {
 		return nil, err
@@ -212,31 +230,58 @@ func splitList(data []byte) ([][]byte, error) {
 	if err := json.Unmarshal(object, &fields); err != nil {
 		return nil, fmt.Errorf("not a Kubernetes object: %w", err)
 	}
+	return listItems(fields, object, meta.APIVersion, meta.Kind, "", 1)
+}
+
+// listItems returns object, whose fields are fields, or the objects among its items if it is a
+// list of the given apiVersion and kind, itself depth lists deep at the place item.
+func listItems(fields map[string]json.RawMessage, object []byte, apiVersion, kind, item string, depth int) ([]listedObject, error) {
 	raw, isList := fields["items"]
 	if !isList {
-		return [][]byte{object}, nil
+		return []listedObject{{item: item, data: object}}, nil
+	}
+	prefix := item
+	if prefix != "" {
+		prefix += "."
+	}
+	if depth > maxListDepth {
+		return nil, fmt.Errorf("%s: a %s nested %d lists deep, counting the document's, deeper than the %d lint reads: "+
+			"move its items into a list higher up", item, kind, depth, maxListDepth)
 	}
 	var items []json.RawMessage
 	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, fmt.Errorf("items: %w", err)
+		return nil, fmt.Errorf("%sitems: %w", prefix, err)
 	}
-	objects := make([][]byte, 0, len(items))
-	for i, item := range items {
-		decoder := json.NewDecoder(bytes.NewReader(item))
-		decoder.UseNumber() // keep every number as written, for the strict decoding of the item
-		var fields map[string]any
-		if err := decoder.Decode(&fields); err != nil || fields == nil {
-			return nil, fmt.Errorf("items[%d]: not a Kubernetes object", i)
+	var objects []listedObject
+	for i, data := range items {
+		place := fmt.Sprintf("%sitems[%d]", prefix, i)
+		var fields map[string]json.RawMessage
+		if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
+			return nil, fmt.Errorf("%s: not a Kubernetes object", place)
 		}
 		_, hasAPIVersion := fields["apiVersion"]
 		_, hasKind := fields["kind"]
 		if !hasAPIVersion && !hasKind {
-			fields["apiVersion"], fields["kind"] = meta.APIVersion, strings.TrimSuffix(meta.Kind, "List")
-			if item, err = json.Marshal(fields); err != nil {
-				return nil, fmt.Errorf("items[%d]: %w", i, err)
+			typed := map[string]any{"apiVersion": apiVersion, "kind": strings.TrimSuffix(kind, "List")}
+			for key, value := range fields {
+				typed[key] = value // a json.RawMessage: every number stays as written
+			}
+			var err error
+			if data, err = json.Marshal(typed); err != nil {
+				return nil, fmt.Errorf("%s: %w", place, err)
 			}
 		}
-		objects = append(objects, item)
+		var meta typeAndName
+		if _, isList := fields["items"]; isList {
+			if err := json.Unmarshal(data, &meta); err != nil {
+				return nil, fmt.Errorf("%s: not a Kubernetes object: %w", place, err)
+			}
+		}
+		listed, err := listItems(fields, data, meta.APIVersion, meta.Kind, place, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		objects = append(objects, listed...)
 	}
 	return objects, nil
 }

@@ -70,9 +70,16 @@ func emailPolicy(t *testing.T) *webhooks.Policy {
 	return p
 }
 
+// nestedLists is a YAML document of object, in flow style, as the one item of a v1 List, itself
+// the one item of a v1 List, depth lists deep.
+func nestedLists(depth int, object string) string {
+	return strings.Repeat("{apiVersion: v1, kind: List, items: [", depth) + object + strings.Repeat("]}", depth) + "\n"
+}
+
 func TestLint(t *testing.T) {
 	const welcomeGV, deployObjectGV = "auth.seedlabs.dev/v1alpha1", "app.seedlabs.dev/v1"
 	longPrefix := strings.Repeat("a", 60) + "-"
+	bottom := "{apiVersion: " + welcomeGV + ", kind: Welcome, metadata: {name: bottom}, spec: {name: Ada}}"
 	for _, tc := range []struct {
 		name     string
 		linter   Linter
@@ -84,11 +91,57 @@ func TestLint(t *testing.T) {
 			"- metadata: {name: good}\n  spec: {name: Ada}\n" +
 			"- {apiVersion: " + welcomeGV + ", kind: Welcome, metadata: {name: bad, namespace: dev}, spec: {name: Ada, port: 0}}\n",
 		want: []Result{
-			{Source: "-", Document: 1, APIVersion: welcomeGV, Kind: "Welcome", Namespace: "default", Name: "good", Verdict: Valid},
-			{Source: "-", Document: 1, APIVersion: welcomeGV, Kind: "Welcome", Namespace: "dev", Name: "bad", Verdict: Invalid,
+			{Source: "-", Document: 1, Item: "items[0]", APIVersion: welcomeGV, Kind: "Welcome", Namespace: "default", Name: "good", Verdict: Valid},
+			{Source: "-", Document: 1, Item: "items[1]", APIVersion: welcomeGV, Kind: "Welcome", Namespace: "dev", Name: "bad", Verdict: Invalid,
 				Message:    `Welcome.auth.seedlabs.dev "bad" is invalid: spec.port: ` + portRange,
 				Violations: []Violation{{Field: "spec.port", Type: "FieldValueInvalid", Message: portRange}}},
 		},
+	}, {
+		name: "a List in a List in a List: every object at its place, in the order written, each list's items taking its apiVersion and kind",
+		manifest: "apiVersion: v1\nkind: List\nitems:\n" +
+			"- {apiVersion: " + welcomeGV + ", kind: Welcome, metadata: {name: first}, spec: {name: Ada}}\n" +
+			"- apiVersion: v1\n  kind: List\n  items:\n" +
+			"  - {apiVersion: " + deployObjectGV + ", kind: DeployObject, metadata: {name: web}, " + strings.TrimSuffix(nginx, "\n") + "}\n" +
+			"  - apiVersion: " + welcomeGV + "\n    kind: WelcomeList\n    items:\n" +
+			"    - {metadata: {name: deep}, spec: {name: Ada, port: 0}}\n" +
+			"  - {apiVersion: v1, kind: ConfigMap, metadata: {name: settings}}\n" +
+			"- apiVersion: v1\n  kind: List\n  items: []\n" +
+			"- {apiVersion: " + welcomeGV + ", kind: Welcome, metadata: {name: last}, spec: {name: Ada}}\n",
+		want: []Result{
+			{Source: "-", Document: 1, Item: "items[0]", APIVersion: welcomeGV, Kind: "Welcome", Namespace: "default", Name: "first", Verdict: Valid},
+			{Source: "-", Document: 1, Item: "items[1].items[0]", APIVersion: deployObjectGV, Kind: "DeployObject", Namespace: "default", Name: "web", Verdict: Valid},
+			{Source: "-", Document: 1, Item: "items[1].items[1].items[0]", APIVersion: welcomeGV, Kind: "Welcome", Namespace: "default", Name: "deep", Verdict: Invalid,
+				Message:    `Welcome.auth.seedlabs.dev "deep" is invalid: spec.port: ` + portRange,
+				Violations: []Violation{{Field: "spec.port", Type: "FieldValueInvalid", Message: portRange}}},
+			{Source: "-", Document: 1, Item: "items[1].items[2]", APIVersion: "v1", Kind: "ConfigMap", Name: "settings", Verdict: Skipped},
+			{Source: "-", Document: 1, Item: "items[3]", APIVersion: welcomeGV, Kind: "Welcome", Namespace: "default", Name: "last", Verdict: Valid},
+		},
+	}, {
+		name:     "lists nested as deep as lint reads, and a document after",
+		manifest: nestedLists(maxListDepth, bottom) + "---\n" + welcome + "metadata: {name: next}\nspec: {name: Ada}\n",
+		want: []Result{
+			{Source: "-", Document: 1, Item: strings.Repeat("items[0].", maxListDepth-1) + "items[0]", APIVersion: welcomeGV, Kind: "Welcome",
+				Namespace: "default", Name: "bottom", Verdict: Valid},
+			{Source: "-", Document: 2, APIVersion: welcomeGV, Kind: "Welcome", Namespace: "default", Name: "next", Verdict: Valid},
+		},
+	}, {
+		name:     "lists nested deeper than lint reads: their document is invalid, the next one judged",
+		manifest: nestedLists(maxListDepth+1, bottom) + "---\n" + welcome + "metadata: {name: next}\nspec: {name: Ada}\n",
+		want: []Result{
+			{Source: "-", Document: 1, Verdict: Invalid, Message: "error parsing document 1: " + strings.Repeat("items[0].", maxListDepth-1) + "items[0]: " +
+				"a List nested 11 lists deep, counting the document's, deeper than the 10 lint reads: move its items into a list higher up"},
+			{Source: "-", Document: 2, APIVersion: welcomeGV, Kind: "Welcome", Namespace: "default", Name: "next", Verdict: Valid},
+		},
+	}, {
+		name:     "a list in a list whose item is not an object",
+		manifest: "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: List, items: [{apiVersion: v1, kind: ConfigMap}, [3]]}\n",
+		want: []Result{{Source: "-", Document: 1, Verdict: Invalid,
+			Message: "error parsing document 1: items[0].items[1]: not a Kubernetes object"}},
+	}, {
+		name:     "a list in a list whose items are not a list",
+		manifest: "apiVersion: v1\nkind: List\nitems:\n- {apiVersion: v1, kind: List, items: 3}\n",
+		want: []Result{{Source: "-", Document: 1, Verdict: Invalid,
+			Message: "error parsing document 1: items[0].items: json: cannot unmarshal number into Go value of type []json.RawMessage"}},
 	}, {
 		name:     "a list of no items",
 		manifest: "apiVersion: v1\nkind: List\nitems: []\n---\napiVersion: app.seedlabs.dev/v1\nkind: DeployObjectList\nitems: null\n",

@@ -38,8 +38,12 @@ const (
 	DefaultWelcomeImage = "ghcr.io/seedlabs/welcome-web:v0.1.0"
 	// EnvWelcomeImage overrides DefaultWelcomeImage, as the deploy-image plugin's operand images do.
 	EnvWelcomeImage = "WELCOME_IMAGE"
-	// DefaultMemcachedImage is the memcached image of every Memcached pool.
-	DefaultMemcachedImage = "memcached:1.6.38-alpine"
+	// DefaultMemcachedImage is the memcached image of every Memcached pool: the official image's
+	// 1.6.38-alpine pinned by the digest of its multi-platform index, so that every node runs the
+	// same bytes whatever the tag later points to (the tag is for people, the digest is what runs).
+	// The digest is the one docker-library/repo-info records for the tag, in
+	// repos/memcached/tag-details.md.
+	DefaultMemcachedImage = "memcached:1.6.38-alpine@sha256:8b7ce4bb3cb4aa340d690007fd89c1a0a403120a13b48d483de4e5f4e5a33d96"
 	// EnvMemcachedImage overrides DefaultMemcachedImage.
 	EnvMemcachedImage = "MEMCACHED_IMAGE"
 	// EnvMemoryLimit holds the container's memory limit in bytes, from the downward API.

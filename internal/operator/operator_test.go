@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+
+	"github.com/distribution/reference"
 )
 
 func parse(t *testing.T, args ...string) Options {
@@ -40,6 +42,20 @@ func TestBindFlagsDefaults(t *testing.T) {
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestDefaultMemcachedImageIsPinned: the memcached image a release runs is a reference the
+// container runtimes resolve by its digest, with the tag kept for people to read.
+func TestDefaultMemcachedImageIsPinned(t *testing.T) {
+	named, err := reference.ParseNormalizedNamed(DefaultMemcachedImage)
+	if err != nil {
+		t.Fatalf("DefaultMemcachedImage %q: %v", DefaultMemcachedImage, err)
+	}
+	_, tagged := named.(reference.Tagged)
+	_, pinned := named.(reference.Digested) // Parse has checked the digest's algorithm and length
+	if !tagged || !pinned {
+		t.Errorf("DefaultMemcachedImage %q: tagged %t, pinned by digest %t; want both", DefaultMemcachedImage, tagged, pinned)
 	}
 }
 

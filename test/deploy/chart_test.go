@@ -393,6 +393,54 @@ func TestChartRefusesBadValues(t *testing.T) {
 	}
 }
 
+// TestChartRefusesSelfSignedInSharedNamespaces: in self-signed mode the manager may read every
+// Secret of its namespace, so the chart refuses kube-system and default, named by the release's
+// namespace or by namespaceOverride, saying why and what to do instead; a namespace of the
+// operator's own is fine, whatever the release's namespace.
+func TestChartRefusesSelfSignedInSharedNamespaces(t *testing.T) {
+	const (
+		kubeSystem = "its Secrets are the cluster's own: the credentials of its controllers and add-ons"
+		dflt       = "it is where whatever names no namespace goes, so its Secrets are anyone's"
+	)
+	refusal := func(namespace, why string) string {
+		return "certificates.mode=self-signed cannot install into namespace " + namespace + ": in self-signed mode the manager " +
+			"may get, list and watch every Secret of its namespace (cert-controller watches them all to keep its own CA and " +
+			"serving certificate), and in " + namespace + " " + why + ". Install into a namespace of its own (helm install " +
+			"--namespace webhook-operator-system --create-namespace, or namespaceOverride), or use certificates.mode=cert-manager, " +
+			"where the manager reads no Secret"
+	}
+	for _, tc := range []struct {
+		releaseNamespace string
+		set              []string
+		want             string
+	}{
+		{"kube-system", nil, refusal("kube-system", kubeSystem)},
+		{"default", nil, refusal("default", dflt)},
+		{fixtures.Namespace, []string{"namespaceOverride=kube-system"}, refusal("kube-system", kubeSystem)},
+		{fixtures.Namespace, []string{"namespaceOverride=default"}, refusal("default", dflt)},
+	} {
+		set := append([]string{"certificates.mode=self-signed"}, tc.set...)
+		if _, err := runHelmTemplate(t, tc.releaseNamespace, set...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("-n %s %v: %v\nwant the error %q", tc.releaseNamespace, tc.set, err, tc.want)
+		}
+	}
+
+	for _, tc := range []struct {
+		releaseNamespace string
+		set              []string
+		namespace        string
+	}{
+		{fixtures.Namespace, nil, fixtures.Namespace},
+		{"team-ops", nil, "team-ops"},
+		{"default", []string{"namespaceOverride=team-ops"}, "team-ops"},
+	} {
+		m := helmTemplate(t, tc.releaseNamespace, append([]string{"certificates.mode=self-signed"}, tc.set...)...)
+		if role := m.get(t, "Role", "webhook-operator-cert-rotation-role"); role.GetNamespace() != tc.namespace {
+			t.Errorf("-n %s %v: the Role that reads Secrets is in %q, want %s", tc.releaseNamespace, tc.set, role.GetNamespace(), tc.namespace)
+		}
+	}
+}
+
 // withoutKind drops the objects of one kind.
 func withoutKind(m manifests, kind string) manifests {
 	return slices.DeleteFunc(slices.Clone(m), func(o object) bool { return o.GetKind() == kind })

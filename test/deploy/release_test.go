@@ -22,7 +22,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/distribution/reference"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
@@ -77,6 +79,21 @@ func TestRelease(t *testing.T) {
 		checkReleasedImages(t, chart, m, managerImage, welcomeImage)
 		if got := m.get(t, "Deployment", deploymentName).GetLabels()["app.kubernetes.io/version"]; got != releaseVersion {
 			t.Errorf("the chart's appVersion is %q, want %s", got, releaseVersion)
+		}
+	})
+
+	t.Run("every image of every install is pinned by digest", func(t *testing.T) {
+		for _, file := range []string{"install.yaml", "install-self-signed.yaml"} {
+			checkPinnedImages(t, file, readManifests(t, filepath.Join(dir, file)))
+		}
+		chart := filepath.Join(dir, "webhook-operator-"+strings.TrimPrefix(releaseVersion, "v")+".tgz")
+		for _, mode := range []string{"cert-manager", "self-signed"} {
+			out, err := runHelm(t, "template", "webhook-operator", chart, "--namespace", "webhook-operator-system", "--set", "certificates.mode="+mode)
+			if err != nil {
+				t.Fatal(err)
+			}
+			source := chart + " (" + mode + ")"
+			checkPinnedImages(t, source, parseManifests(t, source, out))
 		}
 	})
 
@@ -266,6 +283,60 @@ func checkReleasedImages(t *testing.T, source string, m manifests, managerImage,
 	}
 	if !slices.Equal(welcome, []string{welcomeImage}) {
 		t.Errorf("%s: the manager's %s %q, want %q", source, operator.EnvWelcomeImage, welcome, welcomeImage)
+	}
+}
+
+// checkPinnedImages: every image m runs is pinned by digest, whatever its tag says: each
+// container's image, and each image a container is given to run, in an environment variable named
+// *_IMAGE or a flag --*-image.
+func checkPinnedImages(t *testing.T, source string, m manifests) {
+	t.Helper()
+	images := map[string]string{} // where: reference
+	for _, o := range m {
+		path := []string{"spec", "template", "spec"}
+		switch o.GetKind() {
+		case "Pod":
+			path = []string{"spec"}
+		case "CronJob":
+			path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
+		case "Deployment", "StatefulSet", "DaemonSet", "ReplicaSet", "Job":
+		default:
+			continue
+		}
+		spec := new(corev1.PodSpec)
+		raw, found, err := unstructuredMap(o, path...)
+		if err == nil && found {
+			var data []byte
+			if data, err = json.Marshal(raw); err == nil {
+				err = json.Unmarshal(data, spec)
+			}
+		}
+		if err != nil || !found {
+			t.Fatalf("%s: %s: pod spec at %s: found %t, %v", source, o.key(), strings.Join(path, "."), found, err)
+		}
+		for _, c := range slices.Concat(spec.InitContainers, spec.Containers) {
+			where := o.key() + " container " + c.Name
+			images[where+" image"] = c.Image
+			for _, env := range c.Env {
+				if strings.HasSuffix(env.Name, "_IMAGE") {
+					images[where+" env "+env.Name] = env.Value
+				}
+			}
+			for _, arg := range slices.Concat(c.Command, c.Args) {
+				if flag, value, ok := strings.Cut(arg, "="); ok && strings.HasPrefix(flag, "--") && strings.HasSuffix(flag, "-image") {
+					images[where+" flag "+flag] = value
+				}
+			}
+		}
+	}
+	if len(images) == 0 {
+		t.Fatalf("%s: no images", source)
+	}
+	for _, where := range slices.Sorted(maps.Keys(images)) {
+		named, err := reference.ParseNormalizedNamed(images[where])
+		if _, pinned := named.(reference.Digested); err != nil || !pinned {
+			t.Errorf("%s: %s: %q is not pinned by digest (%v)", source, where, images[where], err)
+		}
 	}
 }
 
