@@ -12,24 +12,34 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
-// cacheOptions bound what the manager's cache holds to what the controllers read.
+// cacheOptions bound what the manager's cache holds to what the controllers read, so that its
+// memory grows with the number of custom resources by a few KiB each, whatever their objects
+// carry (docs/performance.md).
 //
 // It holds only the Deployments, Services and Pods carrying the operator's managed-by label,
 // instead of every one in the cluster. Anyone who may create a Deployment can set that label, so
-// the label alone bounds nothing: a child of one of the custom resources (controlled by it, under
-// its name, as the controllers make them) is kept whole, for the apply to compare with; any other
-// object is kept as the little ownership reads of it, its name and controller. A Pod is kept as
-// the Memcached controller reads it: its name, labels and phase. Nothing reads managedFields.
+// the label alone bounds nothing: of a child of one of the custom resources (controlled by it,
+// under its name, as the controllers make them) it keeps what a reconcile reads, and the hash of
+// what the operator's field manager holds of it (apply.AnnotationHeld), which tells whether an
+// apply could change anything; of any other object, the little ownership reads of it, its name and
+// controller. A Pod is kept as the Memcached controller reads it: its name, labels and phase. Of
+// the custom resources and namespaces it drops what no one reads: labels and annotations (but a
+// namespace's labels, which the policy's overrides select), and managedFields of everything.
 func cacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}: {Label: ours, Transform: keepChildren},
-			&corev1.Service{}:    {Label: ours, Transform: keepChildren},
-			&corev1.Pod{}:        {Label: ours, Transform: keepPoolMember},
+			&appsv1.Deployment{}:       {Label: ours, Transform: keepChildren},
+			&corev1.Service{}:          {Label: ours, Transform: keepChildren},
+			&corev1.Pod{}:              {Label: ours, Transform: keepPoolMember},
+			&corev1.Namespace{}:        {Transform: keepNamespaceLabels},
+			&authv1alpha1.Welcome{}:    {Transform: withoutLabelsAndAnnotations},
+			&cachev1alpha1.Memcached{}: {Transform: withoutLabelsAndAnnotations},
+			&appv1.DeployObject{}:      {Transform: withoutLabelsAndAnnotations},
 		},
 		DefaultTransform: cache.TransformStripManagedFields(),
 	}
@@ -54,22 +64,79 @@ func isChild(obj metav1.Object) bool {
 	return err == nil && parentKinds[schema.GroupKind{Group: gv.Group, Kind: ref.Kind}]
 }
 
-// keepChildren is the cache transform of Deployments and Services: children of the custom
-// resources whole but for managedFields, anything else as its skeleton.
+// keepChildren is the cache transform of Deployments and Services: of a child of a custom resource,
+// what a reconcile reads and what its field manager holds (keptDeployment, keptService); of
+// anything else, its skeleton.
 func keepChildren(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		if isChild(o) {
-			o.ManagedFields = nil
-			return o, nil
+			return keptDeployment(o), nil
 		}
 		return &appsv1.Deployment{ObjectMeta: skeleton(o)}, nil
 	case *corev1.Service:
 		if isChild(o) {
-			o.ManagedFields = nil
-			return o, nil
+			return keptService(o), nil
 		}
 		return &corev1.Service{ObjectMeta: skeleton(o)}, nil
+	}
+	return obj, nil
+}
+
+// keptDeployment is what a reconcile reads of a child Deployment: its replicas and the rollout in
+// its status, and what the operator holds of it.
+func keptDeployment(d *appsv1.Deployment) *appsv1.Deployment {
+	kept := &appsv1.Deployment{ObjectMeta: heldSkeleton(d), Spec: appsv1.DeploymentSpec{Replicas: d.Spec.Replicas}, Status: d.Status}
+	return kept
+}
+
+// maxKeptPorts is the most ports of a child Service kept: a custom resource's Service has no
+// more (DeployObject's spec.ports maxItems), so a Service with more holds ports added by hand,
+// which the next reconcile replaces (apply.ReplaceForeignServicePorts reads them past the cache).
+const maxKeptPorts = 100
+
+// keptService is what a reconcile reads of a child Service: its type, address and ports (the node
+// ports the API server allocated), and what the operator holds of it.
+func keptService(s *corev1.Service) *corev1.Service {
+	kept := &corev1.Service{ObjectMeta: heldSkeleton(s), Spec: corev1.ServiceSpec{Type: s.Spec.Type, ClusterIP: s.Spec.ClusterIP}}
+	if len(s.Spec.Ports) <= maxKeptPorts {
+		kept.Spec.Ports = s.Spec.Ports
+	} else {
+		kept.Annotations[apply.AnnotationMorePorts] = "true"
+	}
+	return kept
+}
+
+// heldSkeleton is obj's skeleton with apply.AnnotationHeld. A child whose managedFields do not
+// extract (none of the operator's, say) gets none, and is applied on its next reconcile.
+func heldSkeleton(obj metav1.Object) metav1.ObjectMeta {
+	m := skeleton(obj)
+	m.Annotations = make(map[string]string, 1)
+	if held, err := apply.Held(obj); err == nil {
+		m.Annotations[apply.AnnotationHeld] = held
+	}
+	return m
+}
+
+// withoutLabelsAndAnnotations is the cache transform of the custom resources: the controllers
+// read neither their labels nor their annotations (kubectl apply's last-applied-configuration
+// among them, as large as the object), and a tenant can make both as large as the API allows.
+func withoutLabelsAndAnnotations(obj any) (any, error) {
+	if o, ok := obj.(metav1.Object); ok {
+		o.SetLabels(nil)
+		o.SetAnnotations(nil)
+		o.SetManagedFields(nil)
+	}
+	return obj, nil
+}
+
+// keepNamespaceLabels is the cache transform of Namespaces: their name and labels, which the
+// policy's namespace overrides select, and nothing else.
+func keepNamespaceLabels(obj any) (any, error) {
+	if ns, ok := obj.(*corev1.Namespace); ok {
+		return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+			Name: ns.Name, UID: ns.UID, ResourceVersion: ns.ResourceVersion, Labels: ns.Labels, DeletionTimestamp: ns.DeletionTimestamp,
+		}}, nil
 	}
 	return obj, nil
 }

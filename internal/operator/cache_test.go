@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,29 +10,36 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
-func TestTheCacheKeepsChildrenWholeAndOfAnythingElseWhatIdentifiesIt(t *testing.T) {
+func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifiesIt(t *testing.T) {
 	controller := func(apiVersion, kind, name string) []metav1.OwnerReference {
 		return []metav1.OwnerReference{
 			{APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "u0"},
 			{APIVersion: apiVersion, Kind: kind, Name: name, UID: "u1", Controller: ptr.To(true)},
 		}
 	}
+	status := appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, ReadyReplicas: 1,
+		Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionFalse, Reason: "MinimumReplicasUnavailable"}}}
 	deployment := func(owners []metav1.OwnerReference) *appsv1.Deployment {
 		return &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "shop", Namespace: "ns", UID: "d1", ResourceVersion: "7", Generation: 3,
 				Labels:          map[string]string{resources.LabelManagedBy: resources.ManagedBy, resources.LabelName: "welcome", "padding": "x"},
-				Annotations:     map[string]string{"padding": "x"},
+				Annotations:     map[string]string{"padding": strings.Repeat("x", 1<<20)},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 				OwnerReferences: owners,
 			},
-			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+			Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{Name: "web", Image: "registry.local/web:1", Env: []corev1.EnvVar{{Name: "PADDING", Value: "x"}}}},
+			}}},
+			Status: status,
 		}
 	}
-	skeletonOf := func(owners []metav1.OwnerReference) *appsv1.Deployment {
+	meta := func(owners []metav1.OwnerReference) metav1.ObjectMeta {
 		m := metav1.ObjectMeta{
 			Name: "shop", Namespace: "ns", UID: "d1", ResourceVersion: "7", Generation: 3,
 			Labels: map[string]string{resources.LabelManagedBy: resources.ManagedBy, resources.LabelName: "welcome"},
@@ -39,21 +47,28 @@ func TestTheCacheKeepsChildrenWholeAndOfAnythingElseWhatIdentifiesIt(t *testing.
 		if ref := metav1.GetControllerOf(&metav1.ObjectMeta{OwnerReferences: owners}); ref != nil {
 			m.OwnerReferences = []metav1.OwnerReference{*ref}
 		}
-		return &appsv1.Deployment{ObjectMeta: m}
+		return m
 	}
-	whole := func(owners []metav1.OwnerReference) *appsv1.Deployment {
-		d := deployment(owners)
-		d.ManagedFields = nil
-		return d
+	skeletonOf := func(owners []metav1.OwnerReference) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: meta(owners)}
+	}
+	kept := func(owners []metav1.OwnerReference) *appsv1.Deployment {
+		held, err := apply.Held(deployment(owners))
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := meta(owners)
+		m.Annotations = map[string]string{apply.AnnotationHeld: held}
+		return &appsv1.Deployment{ObjectMeta: m, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}, Status: status}
 	}
 	tests := []struct {
 		name string
 		in   any
 		want any
 	}{
-		{"a Welcome's", deployment(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop")), whole(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop"))},
-		{"a Memcached's", deployment(controller("cache.seedlabs.dev/v1alpha1", "Memcached", "shop")), whole(controller("cache.seedlabs.dev/v1alpha1", "Memcached", "shop"))},
-		{"a DeployObject's, of another version", deployment(controller("app.seedlabs.dev/v2", "DeployObject", "shop")), whole(controller("app.seedlabs.dev/v2", "DeployObject", "shop"))},
+		{"a Welcome's", deployment(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop")), kept(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop"))},
+		{"a Memcached's", deployment(controller("cache.seedlabs.dev/v1alpha1", "Memcached", "shop")), kept(controller("cache.seedlabs.dev/v1alpha1", "Memcached", "shop"))},
+		{"a DeployObject's, of another version", deployment(controller("app.seedlabs.dev/v2", "DeployObject", "shop")), kept(controller("app.seedlabs.dev/v2", "DeployObject", "shop"))},
 		{"without a controller", deployment(nil), skeletonOf(nil)},
 		{"controlled by a Welcome of another name", deployment(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "cart")), skeletonOf(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "cart"))},
 		{"controlled by a kind of that name in another group", deployment(controller("example.com/v1", "Welcome", "shop")), skeletonOf(controller("example.com/v1", "Welcome", "shop"))},
@@ -84,6 +99,77 @@ func TestTheCacheKeepsChildrenWholeAndOfAnythingElseWhatIdentifiesIt(t *testing.
 			t.Errorf("keepChildren() (-want +got):\n%s", diff)
 		}
 	})
+
+	service := func(ports int) *corev1.Service {
+		s := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Annotations: map[string]string{"padding": "x"},
+				OwnerReferences: controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop")},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.0.0.7", Selector: map[string]string{"app": "shop"},
+				SessionAffinity: corev1.ServiceAffinityNone},
+		}
+		for i := range ports {
+			s.Spec.Ports = append(s.Spec.Ports, corev1.ServicePort{Port: int32(8000 + i), NodePort: int32(30000 + i)})
+		}
+		return s
+	}
+	t.Run("a Welcome's Service", func(t *testing.T) {
+		got, err := keepChildren(service(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		held, err := apply.Held(service(1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Annotations: map[string]string{apply.AnnotationHeld: held},
+				OwnerReferences: controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop")[1:]},
+			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.0.0.7", Ports: []corev1.ServicePort{{Port: 8000, NodePort: 30000}}},
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("keepChildren() (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("a Service with more ports than any custom resource's", func(t *testing.T) {
+		got, err := keepChildren(service(maxKeptPorts + 1))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := got.(*corev1.Service)
+		if len(s.Spec.Ports) != 0 || s.Annotations[apply.AnnotationMorePorts] == "" {
+			t.Errorf("kept %d ports and the annotations %v; want none, and %s", len(s.Spec.Ports), s.Annotations, apply.AnnotationMorePorts)
+		}
+	})
+}
+
+func TestTheCacheKeepsOfCustomResourcesAndNamespacesWhatIsRead(t *testing.T) {
+	meta := metav1.ObjectMeta{
+		Name: "shop", Namespace: "ns", UID: "w1", ResourceVersion: "7", Generation: 3,
+		Labels:        map[string]string{"team": "web"},
+		Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 1<<10)},
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
+	}
+	w := &authv1alpha1.Welcome{ObjectMeta: *meta.DeepCopy(), Spec: authv1alpha1.WelcomeSpec{Name: "Ada"}}
+	got, err := withoutLabelsAndAnnotations(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", UID: "w1", ResourceVersion: "7", Generation: 3},
+		Spec: authv1alpha1.WelcomeSpec{Name: "Ada"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("withoutLabelsAndAnnotations() (-want +got):\n%s", diff)
+	}
+
+	ns := &corev1.Namespace{ObjectMeta: *meta.DeepCopy(), Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
+		Status: corev1.NamespaceStatus{Phase: corev1.NamespaceActive}}
+	got, err = keepNamespaceLabels(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantNS := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop", UID: "w1", ResourceVersion: "7", Labels: map[string]string{"team": "web"}}}
+	if diff := cmp.Diff(wantNS, got); diff != "" {
+		t.Errorf("keepNamespaceLabels() (-want +got):\n%s", diff)
+	}
 }
 
 func TestTheCacheKeepsOfAPodItsNameLabelsAndPhase(t *testing.T) {

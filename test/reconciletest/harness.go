@@ -64,6 +64,9 @@ func NewClient(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) cl
 		WithObjects(objs...).
 		WithStatusSubresource(&authv1alpha1.Welcome{}, &cachev1alpha1.Memcached{}, &appv1.DeployObject{}).
 		WithInterceptorFuncs(*funcs).
+		// The controllers read what the operator's field manager holds of an object from its
+		// managedFields (apply.Held), as the manager's cache keeps it.
+		WithReturnManagedFields().
 		Build()
 }
 

@@ -11,12 +11,24 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
+
+// applies counts the applies of Apply: made, or left out because they could change nothing.
+var applies = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "webhook_operator_applies_total",
+	Help: "Server-side applies of the Deployments and Services the operator makes, by kind and result: applied (a request was made) or skipped (the object held what the apply would give it).",
+}, []string{"kind", "result"})
+
+func init() {
+	metrics.Registry.MustRegister(applies)
+}
 
 // Options are the options of every apply of the operator's: its one field manager, which takes
 // back fields another manager changed, and extra.
@@ -24,7 +36,8 @@ func Options(extra ...client.ApplyOption) []client.ApplyOption {
 	return append([]client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}, extra...)
 }
 
-// AnnotationDesired holds a hash of the apply configuration an object was last applied from.
+// AnnotationDesired holds a hash of the apply configuration an object was last applied from, for
+// whoever reads the object; what Apply compares is AnnotationHeld.
 const AnnotationDesired = "webhook-operator.seedlabs.dev/desired-hash"
 
 // configuration is a typed apply configuration, such as *appsv1ac.DeploymentApplyConfiguration.
@@ -39,12 +52,13 @@ type configuration[T any] interface {
 const neverStored = "1"
 
 // Apply server-side applies desired with opts, unless live (the object as the cache holds it, nil
-// when there is none) was last applied from the same configuration and still holds every value
-// desired sets: then applying could change nothing, and no request is made. Either way desired
-// afterwards holds the object as stored, as an apply leaves it.
+// when there is none) holds what applying desired would give it: then applying could change
+// nothing, and no request is made. Either way desired afterwards holds the object as stored, as
+// far as the cache keeps it, as an apply leaves it.
 //
-// The hash catches a field desired no longer sets, which the apply would remove; the comparison
-// catches a field someone else changed, which the apply would put back.
+// live holds desired when its AnnotationHeld, the hash of what the operator's field manager holds
+// of it (or, for an object read past the cache, Held of it), is desired's: a field desired no longer sets, which the apply would remove, is still
+// held; a field someone else changed, which the apply would put back, is no longer held.
 //
 // The apply changes only live, or only creates the object when live is nil, so that an object
 // someone else created under the name after live was read, or in place of it, is refused instead
@@ -57,21 +71,22 @@ func Apply[T configuration[T]](ctx context.Context, c client.Client, live client
 	if err != nil {
 		return fmt.Errorf("hashing the apply configuration: %w", err)
 	}
-	hash := hashOf(want)
-	desired.WithAnnotations(map[string]string{AnnotationDesired: hash})
-	// The annotation is compared here; the rest of desired is compared below without it.
-	if !isNil(live) && live.GetAnnotations()[AnnotationDesired] == hash {
-		have, err := json.Marshal(live)
-		if err != nil {
-			return err
-		}
-		holds, err := holds(want, have)
-		if err != nil {
-			return err
-		}
-		if holds {
-			// desired becomes the stored object, as the reply to an apply would make it.
-			return json.Unmarshal(have, desired)
+	desired.WithAnnotations(map[string]string{AnnotationDesired: hashOf(want)})
+	if !isNil(live) {
+		if held, ok := heldBy(live); ok {
+			applying, err := fingerprint(desired)
+			if err != nil {
+				return fmt.Errorf("hashing the apply configuration: %w", err)
+			}
+			if held == applying {
+				applies.WithLabelValues(kindOf(desired), "skipped").Inc()
+				have, err := json.Marshal(live)
+				if err != nil {
+					return err
+				}
+				// desired becomes the stored object, as the reply to an apply would make it.
+				return json.Unmarshal(have, desired)
+			}
 		}
 	}
 	if isNil(live) {
@@ -79,7 +94,29 @@ func Apply[T configuration[T]](ctx context.Context, c client.Client, live client
 	} else {
 		desired.WithUID(live.GetUID())
 	}
+	applies.WithLabelValues(kindOf(desired), "applied").Inc()
 	return c.Apply(ctx, desired, opts...)
+}
+
+// heldBy is what the operator's field manager holds of live: its AnnotationHeld as the cache keeps
+// it, or, for an object read past the cache, Held of its managedFields.
+func heldBy(live client.Object) (string, bool) {
+	if held, ok := live.GetAnnotations()[AnnotationHeld]; ok {
+		return held, true
+	}
+	if len(live.GetManagedFields()) == 0 {
+		return "", false
+	}
+	held, err := Held(live)
+	return held, err == nil
+}
+
+// kindOf is the kind of an apply configuration, for metrics.
+func kindOf(desired runtime.ApplyConfiguration) string {
+	if k, ok := desired.(interface{ GetKind() *string }); ok && k.GetKind() != nil {
+		return *k.GetKind()
+	}
+	return fmt.Sprintf("%T", desired)
 }
 
 func isNil(obj client.Object) bool {
@@ -95,72 +132,4 @@ func isNil(obj client.Object) bool {
 func hashOf(configuration []byte) string {
 	sum := sha256.Sum256(configuration)
 	return hex.EncodeToString(sum[:16])
-}
-
-// holds reports whether the object in JSON have has every value the configuration in JSON want sets.
-func holds(want, have []byte) (bool, error) {
-	var w, h any
-	if err := json.Unmarshal(want, &w); err != nil {
-		return false, err
-	}
-	if err := json.Unmarshal(have, &h); err != nil {
-		return false, err
-	}
-	// A typed object read from the API server or the cache may come without its kind.
-	if m, ok := w.(map[string]any); ok {
-		delete(m, "apiVersion")
-		delete(m, "kind")
-	}
-	return Subset(w, h), nil
-}
-
-// Subset reports whether every value in want is in have, for decoded JSON: an object's keys must
-// all be in have with values that hold, a list must have as many items as have's and each must
-// hold, and anything else must be equal. have may hold more keys than want: defaults, fields the
-// API server sets, and fields other managers own; and it may leave out a key whose value in want
-// is empty.
-func Subset(want, have any) bool {
-	switch w := want.(type) {
-	case map[string]any:
-		h, ok := have.(map[string]any)
-		if !ok {
-			return false
-		}
-		for k, wv := range w {
-			hv, ok := h[k]
-			if !ok && isEmpty(wv) {
-				// The API server leaves out what is empty.
-				continue
-			}
-			if !ok || !Subset(wv, hv) {
-				return false
-			}
-		}
-		return true
-	case []any:
-		h, ok := have.([]any)
-		if !ok || len(h) != len(w) {
-			return false
-		}
-		for i := range w {
-			if !Subset(w[i], h[i]) {
-				return false
-			}
-		}
-		return true
-	default:
-		return want == have
-	}
-}
-
-func isEmpty(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		return len(v) == 0
-	case []any:
-		return len(v) == 0
-	}
-	return false
 }

@@ -56,8 +56,21 @@ func ForeignServicePorts(live *corev1.Service, desired *corev1ac.ServiceApplyCon
 // was read, so the Service is never left without ports and no other object is ever patched. The
 // server-side apply that follows takes ownership of the ports again. A nil live (no Service yet)
 // is not an error: that apply creates it.
-func ReplaceForeignServicePorts(ctx context.Context, c client.Client, live *corev1.Service, desired *corev1ac.ServiceApplyConfiguration) error {
-	if live == nil || len(ForeignServicePorts(live, desired)) == 0 {
+//
+// A live Service the cache keeps without its ports (AnnotationMorePorts) is read again with
+// reader, past the cache.
+func ReplaceForeignServicePorts(ctx context.Context, c client.Client, reader client.Reader, live *corev1.Service, desired *corev1ac.ServiceApplyConfiguration) error {
+	if live == nil {
+		return nil
+	}
+	if live.Annotations[AnnotationMorePorts] != "" {
+		read := &corev1.Service{}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(live), read); err != nil {
+			return fmt.Errorf("reading the ports of the Service %s: %w", client.ObjectKeyFromObject(live), client.IgnoreNotFound(err))
+		}
+		live = read
+	}
+	if len(ForeignServicePorts(live, desired)) == 0 {
 		return nil
 	}
 	ports, err := keptOrDesiredPorts(live, desired)

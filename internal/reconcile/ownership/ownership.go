@@ -90,6 +90,9 @@ type Children struct {
 	Service *corev1.Service
 	// Conflicts describe the objects under the resource's name that it does not control.
 	Conflicts []string
+
+	// live reads past the cache what the cache does not keep.
+	live client.Reader
 }
 
 // DeploymentStatus is the status of the resource's own Deployment, or the zero status when it
@@ -144,7 +147,7 @@ func (c Children) ApplyDeployment(ctx context.Context, cl client.Client, deploym
 // ApplyService server-side applies the desired Service over c's, as ApplyDeployment does, after
 // replacing ports changed by hand, so that the apply leaves no foreign port behind.
 func (c Children) ApplyService(ctx context.Context, cl client.Client, service *corev1ac.ServiceApplyConfiguration) error {
-	if err := apply.ReplaceForeignServicePorts(ctx, cl, c.Service, service); err != nil {
+	if err := apply.ReplaceForeignServicePorts(ctx, cl, c.live, c.Service, service); err != nil {
 		return fmt.Errorf("applying the Service: %w", err)
 	}
 	if err := apply.Apply(ctx, cl, c.Service, service, apply.Options()...); err != nil {
@@ -156,7 +159,7 @@ func (c Children) ApplyService(ctx context.Context, cl client.Client, service *c
 // ObserveChildren reads the Deployment and Service at key, as Observe does, for the custom
 // resource of kind ownerKind and uid owner.
 func ObserveChildren(ctx context.Context, cached, live client.Reader, key client.ObjectKey, ownerKind string, owner types.UID) (Children, error) {
-	var c Children
+	c := Children{live: live}
 	dep := &appsv1.Deployment{}
 	ours, conflict, err := Observe(ctx, cached, live, key, dep, "Deployment", ownerKind, owner)
 	if err != nil {
