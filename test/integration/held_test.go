@@ -60,7 +60,7 @@ var _ = Describe("What the cache keeps of a custom resource's children", func() 
 		skipped := appliesOf("Deployment", "skipped")
 		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Warn)}})
 		Eventually(func() float64 { return appliesOf("Deployment", "skipped") - skipped }).
-			WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 3), "the three objects reconciled again")
+			WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", 3), "the three objects reconciled again")
 		Consistently(func() float64 { return appliesOf("Deployment", "applied") + appliesOf("Service", "applied") - applied }).
 			WithContext(ctx).WithTimeout(3*time.Second).WithPolling(500*time.Millisecond).Should(BeZero(), "a resync applies nothing")
 
@@ -72,7 +72,7 @@ var _ = Describe("What the cache keeps of a custom resource's children", func() 
 		dep.Annotations["team.example.com/note"] = "hand-added"
 		Expect(k8s.Patch(ctx, dep, note, client.FieldOwner("kubectl-edit"))).To(Succeed())
 		Eventually(func() float64 { return appliesOf("Deployment", "skipped") - skipped }).
-			WithContext(ctx).WithTimeout(30 * time.Second).Should(BeNumerically(">=", 1), "the change reconciled the DeployObject")
+			WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", 1), "the change reconciled the DeployObject")
 		Expect(appliesOf("Deployment", "applied") + appliesOf("Service", "applied") - applied).To(BeZero())
 
 		By("changing by hand a field the operator sets: it is applied again, and put back")
