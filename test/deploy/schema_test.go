@@ -17,6 +17,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -203,6 +204,11 @@ func TestSchemaBoundsAndDefaultsAreTheGoConstants(t *testing.T) {
 		policy    = "policy.seedlabs.dev_admissionpolicies.yaml"
 	)
 	bounds := []schemaBound{
+		{"conditions.MaxItems", conditions.MaxItems, welcome, "status.conditions", "maxItems", ""},
+		{"conditions.MaxItems", conditions.MaxItems, memcached, "status.conditions", "maxItems", ""},
+		{"conditions.MaxItems", conditions.MaxItems, deploy, "status.conditions", "maxItems", ""},
+		{"conditions.MaxItems", conditions.MaxItems, policy, "status.conditions", "maxItems", ""},
+
 		{"authv1alpha1.DefaultReplicas", authv1alpha1.DefaultReplicas, welcome, "spec.replicas", "default", ""},
 		{"authv1alpha1.DefaultPort", authv1alpha1.DefaultPort, welcome, "spec.port", "default", ""},
 		{"authv1alpha1.DefaultServiceType", authv1alpha1.DefaultServiceType, welcome, "spec.serviceType", "default", ""},
@@ -213,13 +219,11 @@ func TestSchemaBoundsAndDefaultsAreTheGoConstants(t *testing.T) {
 		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.password", "maxLength", ""},
 		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.image", "maxLength", ""},
 		{"authv1alpha1.MaxServiceURLLength", authv1alpha1.MaxServiceURLLength, welcome, "status.serviceURL", "maxLength", ""},
-		{"authv1alpha1.MaxConditionsItems", authv1alpha1.MaxConditionsItems, welcome, "status.conditions", "maxItems", ""},
 
 		{"cachev1alpha1.DefaultSize", cachev1alpha1.DefaultSize, memcached, "spec.size", "default", ""},
 		{"cachev1alpha1.DefaultContainerPort", cachev1alpha1.DefaultContainerPort, memcached, "spec.containerPort", "default", ""},
 		{"cachev1alpha1.MaxNodesItems", cachev1alpha1.MaxNodesItems, memcached, "status.nodes", "maxItems", ""},
 		{"cachev1alpha1.MaxSelectorLength", cachev1alpha1.MaxSelectorLength, memcached, "status.selector", "maxLength", ""},
-		{"cachev1alpha1.MaxConditionsItems", cachev1alpha1.MaxConditionsItems, memcached, "status.conditions", "maxItems", ""},
 
 		{"appv1.DefaultReplicas", appv1.DefaultReplicas, deploy, "spec.replicas", "default", ""},
 		{"appv1.MaxImageLength", appv1.MaxImageLength, deploy, "spec.image", "maxLength", ""},
@@ -238,7 +242,6 @@ func TestSchemaBoundsAndDefaultsAreTheGoConstants(t *testing.T) {
 		{"appv1.MaxConditionStatusLength", appv1.MaxConditionStatusLength, deploy, "status.deploymentConditions", "rule", "c.status.size() <= %v"},
 		{"appv1.MaxConditionReasonLength", appv1.MaxConditionReasonLength, deploy, "status.deploymentConditions", "rule", "c.reason.size() <= %v"},
 		{"appv1.MaxConditionMessageLength", appv1.MaxConditionMessageLength, deploy, "status.deploymentConditions", "rule", "c.message.size() <= %v"},
-		{"appv1.MaxConditionsItems", appv1.MaxConditionsItems, deploy, "status.conditions", "maxItems", ""},
 
 		{"policyv1alpha1.MaxAllowedRegistriesItems", policyv1alpha1.MaxAllowedRegistriesItems, policy, "spec.allowedRegistries", "maxItems", ""},
 		{"policyv1alpha1.MaxRegistryLength", policyv1alpha1.MaxRegistryLength, policy, "spec.allowedRegistries[*]", "maxLength", ""},
@@ -249,7 +252,6 @@ func TestSchemaBoundsAndDefaultsAreTheGoConstants(t *testing.T) {
 		{"policyv1alpha1.MaxNamespacesItems", policyv1alpha1.MaxNamespacesItems, policy, "spec.rules[*].namespaces", "maxItems", ""},
 		{"policyv1alpha1.MaxMatchLabelsProperties", policyv1alpha1.MaxMatchLabelsProperties, policy, "spec.rules[*].namespaces[*].selector", "rule", "self.matchLabels.size() <= %v"},
 		{"policyv1alpha1.MaxMatchExpressionsItems", policyv1alpha1.MaxMatchExpressionsItems, policy, "spec.rules[*].namespaces[*].selector", "rule", "self.matchExpressions.size() <= %v"},
-		{"policyv1alpha1.MaxConditionsItems", policyv1alpha1.MaxConditionsItems, policy, "status.conditions", "maxItems", ""},
 	}
 	schemas := map[string]apiextensionsv1.JSONSchemaProps{}
 	for _, file := range []string{welcome, memcached, deploy, policy} {

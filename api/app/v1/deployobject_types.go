@@ -55,8 +55,6 @@ const (
 	// MaxConditionMessageLength is the most characters of a mirrored Deployment condition's
 	// message, as of a metav1.Condition's.
 	MaxConditionMessageLength = 32768
-	// MaxConditionsItems is the most status conditions; the operator writes four.
-	MaxConditionsItems = 32
 )
 
 // DeployObjectSpec is the desired state of a generic app: one Deployment behind one Service.

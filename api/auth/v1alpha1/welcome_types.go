@@ -29,8 +29,6 @@ const (
 	// MaxServiceURLLength is the most characters of status.serviceURL; the operator writes at
 	// most 370 (a name of 253 characters, a namespace of 63).
 	MaxServiceURLLength = 1024
-	// MaxConditionsItems is the most status conditions the schema allows; the operator writes four.
-	MaxConditionsItems = 32
 )
 
 // WelcomeSpec is the desired state of a Welcome web app.

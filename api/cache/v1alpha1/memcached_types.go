@@ -31,8 +31,6 @@ const (
 	// MaxSelectorLength is the most characters status.selector holds; the operator writes at most
 	// about 320 (a name of 253).
 	MaxSelectorLength = 1024
-	// MaxConditionsItems is the most status conditions the schema allows; the operator writes four.
-	MaxConditionsItems = 32
 )
 
 // MemcachedSpec is the desired state of a memcached pool.

@@ -28,8 +28,6 @@ const (
 	MaxMatchLabelsProperties = 64
 	// MaxMatchExpressionsItems is the most matchExpressions of one override's selector.
 	MaxMatchExpressionsItems = 64
-	// MaxConditionsItems is the most status conditions; the operator writes three.
-	MaxConditionsItems = 32
 )
 
 // Action is what admission does about a broken rule: Enforce, Warn or Audit. The schema refuses
