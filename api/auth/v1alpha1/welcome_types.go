@@ -27,7 +27,7 @@ const (
 	// spec.email, spec.password and spec.image; the webhook's rules allow 256 bytes or fewer.
 	MaxStringLength = 4096
 	// MaxServiceURLLength is the most characters of status.serviceURL; the operator writes at
-	// most 370 (a name of 253 characters, a namespace of 63).
+	// most 371 (a name of 253 characters, a namespace of 63).
 	MaxServiceURLLength = 1024
 )
 
@@ -111,7 +111,7 @@ type WelcomeStatus struct {
 	ReadyReplicas int32 `json:"readyReplicas"`
 
 	// ServiceURL is where the web app answers inside the cluster, followed by the node port when
-	// the Service is a NodePort. At most 1024 characters: the operator writes at most 370 (a
+	// the Service is a NodePort. At most 1024 characters: the operator writes at most 371 (a
 	// name of 253, a namespace of 63).
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024

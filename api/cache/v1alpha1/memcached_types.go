@@ -29,7 +29,7 @@ const (
 	// memcached.size.range allows, lists the first of them.
 	MaxNodesItems = 1024
 	// MaxSelectorLength is the most characters status.selector holds; the operator writes at most
-	// about 320 (a name of 253).
+	// 313 (a name of 253).
 	MaxSelectorLength = 1024
 )
 
@@ -63,7 +63,7 @@ type MemcachedStatus struct {
 	Replicas int32 `json:"replicas"`
 
 	// Selector is the label selector of the memcached pods, for the scale subresource and an HPA.
-	// At most 1024 characters: the operator writes at most about 320.
+	// At most 1024 characters: the operator writes at most 313.
 	// +optional
 	// +kubebuilder:validation:MaxLength=1024
 	Selector string `json:"selector,omitempty"`
