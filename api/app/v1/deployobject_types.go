@@ -165,7 +165,7 @@ type DeployObjectStatus struct {
 
 	// DeploymentConditions are the Deployment's own conditions, mirrored: at most 32, their
 	// strings bounded as a metav1.Condition's (type 316 characters, status 64, reason 1024,
-	// message 32768), which the operator cuts what it mirrors to.
+	// message 32768). The operator cuts what it mirrors to fit.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=32

@@ -24,7 +24,8 @@ const (
 	// MaxGroupsItems is the most groups the schema allows; the webhook's rule allows 32.
 	MaxGroupsItems = 1024
 	// MaxStringLength is the most characters the schema allows in spec.name, each group,
-	// spec.email, spec.password and spec.image; the webhook's rules allow 256 bytes or fewer.
+	// spec.email, spec.password and spec.image; the webhook's rules allow 256 bytes in the name,
+	// a group and the password, and 254 in the email.
 	MaxStringLength = 4096
 	// MaxServiceURLLength is the most characters of status.serviceURL; the operator writes at
 	// most 371 (a name of 253 characters, a namespace of 63).
