@@ -434,7 +434,7 @@ func TestMemcachedScaleMayBeRefused(t *testing.T) {
 // TestMayBeRefusedOnRawJSONNumbers evaluates the conditions on objects as kube-apiserver decodes
 // them from a client's JSON, not as typed objects: at and beyond int32's bounds every number
 // evaluates without error, and within them (all the schema admits, as
-// test/deploy's TestInt32FieldsAreBoundedWhereAWebhookMayBeSkipped holds) the condition decides as
+// test/deploy's TestCRDSchemasBoundEveryField holds) the condition decides as
 // it does for the typed object, calling the webhook whenever it refuses or warns.
 func TestMayBeRefusedOnRawJSONNumbers(t *testing.T) {
 	numbers := []int64{math.MinInt32 - 1, math.MinInt32, -1, 0, 1, 3, 4, 100, 101, 8088, 11211, 65535, 65536, math.MaxInt32, math.MaxInt32 + 1, 1<<53 + 1}

@@ -7,6 +7,12 @@
 // status.observedGeneration. docs/operations.md#conditions describes each once for users.
 package conditions
 
+// MaxItems is the most conditions the status of every kind holds, as its CRD's schema allows
+// (a +kubebuilder:validation:MaxItems marker on each kind's conditions, which a test holds equal
+// to it): the operator writes at most four, and drops conditions other writers set when its own
+// would not fit beside them.
+const MaxItems = 32
+
 // Condition types.
 const (
 	// Ready is True when the current spec is fully rolled out: the Deployment has observed its

@@ -1,90 +1,177 @@
 package deploy
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
 	"math"
 	"path/filepath"
+	"regexp"
 	"slices"
-	"sort"
 	"strconv"
+	"strings"
 	"testing"
 
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
-// TestInt32FieldsAreBoundedWhereAWebhookMayBeSkipped closes the hole of a kube-apiserver that
-// does not enforce a schema's int32 format (before 1.36): a number beyond int32 in a field the
-// may-be-refused matchCondition reads is no violation to the condition, so the validating webhook
-// is skipped, the object is stored, and the controller cannot decode it. Every int32 field of a
-// CRD whose validating webhook has that condition must therefore carry the int32 range as the
-// schema's own minimum and maximum, which every version enforces.
-func TestInt32FieldsAreBoundedWhereAWebhookMayBeSkipped(t *testing.T) {
+// unboundedByDesign are the fields of the CRDs' schemas that carry no size bound of their own and
+// no CEL rule that bounds them, each with the reason that is safe. Keyed by CRD file, then path.
+var unboundedByDesign = map[string]map[string]string{
+	"*": {
+		"apiVersion": "kube-apiserver requires it to name the CRD's group and version",
+		"kind":       "kube-apiserver requires it to name the CRD's kind",
+	},
+	"policy.seedlabs.dev_admissionpolicies.yaml": {
+		// metav1.LabelSelector's fields cannot carry markers, and a CEL rule that walks its
+		// labels or expressions is too costly for kube-apiserver's estimate at this depth (it is
+		// evaluated for each of up to 128 rules times 32 overrides): its counts are bounded by
+		// rules on the selector; the policy is written by cluster admins only; and the webhook
+		// holds keys and values to Kubernetes' label rules.
+		"spec.rules[*].namespaces[*].selector.matchLabels[*]":                "a selector's label value",
+		"spec.rules[*].namespaces[*].selector.matchExpressions[*].key":       "a selector's label key",
+		"spec.rules[*].namespaces[*].selector.matchExpressions[*].operator":  "a selector's operator",
+		"spec.rules[*].namespaces[*].selector.matchExpressions[*].values":    "a selector's values",
+		"spec.rules[*].namespaces[*].selector.matchExpressions[*].values[*]": "a selector's value",
+	},
+}
+
+// boundedFormats are string formats whose values kube-apiserver parses, which bounds their length.
+var boundedFormats = []string{"date-time"}
+
+// TestCRDSchemasBoundEveryField holds every CRD to structural bounds, so that kube-apiserver
+// refuses an absurd size with a 422 before it calls any validating webhook: every array has
+// maxItems, every string maxLength (or an enum or a format it parses), every map maxProperties,
+// and every int32 minimum and maximum within the int32 range, unless a CEL rule of the field or
+// an ancestor names the field in its message (the fields of Kubernetes' own types, which cannot
+// carry markers), or unboundedByDesign gives the reason it is safe. An int64 needs no bound: a
+// JSON number beyond int64 decodes as a float too large to be a JSON integer, which the schema's
+// type refuses.
+//
+// The int32 range closes, besides, the hole of a kube-apiserver that does not enforce a schema's
+// int32 format (before 1.36): a number beyond int32 in a field the may-be-refused matchCondition
+// reads is no violation to the condition, so the validating webhook would be skipped, the object
+// stored, and the controller unable to decode it.
+func TestCRDSchemasBoundEveryField(t *testing.T) {
 	root := moduleRoot(t)
-	skippable := map[string]bool{} // "group/resource" of the webhooks with may-be-refused
-	for _, o := range readManifests(t, filepath.Join(root, "config", "webhook", "manifests.yaml")).ofKind("ValidatingWebhookConfiguration") {
-		for _, w := range decode[admissionregistrationv1.ValidatingWebhookConfiguration](t, o).Webhooks {
-			if !slices.ContainsFunc(w.MatchConditions, func(c admissionregistrationv1.MatchCondition) bool { return c.Name == "may-be-refused" }) {
-				continue
-			}
-			for _, r := range w.Rules {
-				for _, g := range r.APIGroups {
-					for _, res := range r.Resources {
-						skippable[g+"/"+res] = true
-					}
-				}
-			}
-		}
-	}
 	crds, err := filepath.Glob(filepath.Join(root, "config", "crd", "bases", "*.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	checked := 0
+	if len(crds) != 4 {
+		t.Fatalf("found %d CRDs in config/crd/bases, want the four kinds'", len(crds))
+	}
 	for _, path := range crds {
+		file := filepath.Base(path)
 		crd := decode[apiextensionsv1.CustomResourceDefinition](t, readManifests(t, path)[0])
-		if !skippable[crd.Spec.Group+"/"+crd.Spec.Names.Plural] {
-			continue
+		allowed := map[string]string{}
+		for _, scope := range []string{"*", file} {
+			for p, reason := range unboundedByDesign[scope] {
+				allowed[p] = reason
+			}
 		}
 		for _, v := range crd.Spec.Versions {
-			spec := v.Schema.OpenAPIV3Schema.Properties["spec"]
-			for _, field := range int32Fields("spec", spec) {
-				checked++
-				p := field.props
-				if p.Minimum == nil || *p.Minimum < math.MinInt32 || p.Maximum == nil || *p.Maximum > math.MaxInt32 {
-					t.Errorf("%s %s: %s is int32 but its schema allows [%v, %v]; want the int32 range as minimum and maximum",
-						crd.Name, v.Name, field.path, deref(p.Minimum), deref(p.Maximum))
+			w := &boundsWalk{allowed: allowed, used: map[string]bool{}}
+			w.walk("", *v.Schema.OpenAPIV3Schema, nil)
+			for _, problem := range w.problems {
+				t.Errorf("%s %s: %s", crd.Name, v.Name, problem)
+			}
+			for p := range allowed {
+				if !w.used[p] {
+					t.Errorf("%s %s: unboundedByDesign lists %s, which is bounded or no longer exists", crd.Name, v.Name, p)
 				}
+			}
+			if w.checked == 0 {
+				t.Errorf("%s %s: no field checked", crd.Name, v.Name)
 			}
 		}
 	}
-	if checked == 0 {
-		t.Fatal("no int32 field found behind a may-be-refused webhook; the test checks nothing")
-	}
 }
 
-type schemaField struct {
-	path  string
-	props apiextensionsv1.JSONSchemaProps
+// boundsWalk collects the fields of a schema that lack a structural bound.
+type boundsWalk struct {
+	allowed  map[string]string
+	used     map[string]bool
+	problems []string
+	checked  int
 }
 
-// int32Fields lists the int32 properties at or below path, in a stable order.
-func int32Fields(path string, p apiextensionsv1.JSONSchemaProps) []schemaField {
-	var out []schemaField
-	if p.Format == "int32" {
-		out = append(out, schemaField{path: path, props: p})
+// walk checks p, at path, and what it holds; messages are those of the CEL rules of p's ancestors.
+// A map's values go by the map's path followed by [*], as the items of an array.
+func (w *boundsWalk) walk(path string, p apiextensionsv1.JSONSchemaProps, messages []string) {
+	for _, rule := range p.XValidations {
+		messages = append(slices.Clip(messages), rule.Message)
 	}
-	names := make([]string, 0, len(p.Properties))
-	for name := range p.Properties {
-		names = append(names, name)
+	if path == "metadata" {
+		return // kube-apiserver's own schema, not the CRD's
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		out = append(out, int32Fields(path+"."+name, p.Properties[name])...)
+	if path != "" {
+		w.checked++
+		if problem := unbounded(p); problem != "" && !namedByRule(path, messages) {
+			if _, ok := w.allowed[path]; ok {
+				w.used[path] = true
+			} else {
+				w.problems = append(w.problems, path+": "+problem)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.Properties)) {
+		child := name
+		if path != "" {
+			child = path + "." + name
+		}
+		w.walk(child, p.Properties[name], messages)
 	}
 	if p.Items != nil && p.Items.Schema != nil {
-		out = append(out, int32Fields(path+"[*]", *p.Items.Schema)...)
+		w.walk(path+"[*]", *p.Items.Schema, messages)
 	}
-	return out
+	if p.AdditionalProperties != nil && p.AdditionalProperties.Schema != nil {
+		w.walk(path+"[*]", *p.AdditionalProperties.Schema, messages)
+	}
+}
+
+// unbounded says which structural bound p lacks, or "" when it has its bounds.
+func unbounded(p apiextensionsv1.JSONSchemaProps) string {
+	if p.XIntOrString {
+		return "int-or-string, with no CEL rule that bounds its number and its string"
+	}
+	switch p.Type {
+	case "array":
+		if p.MaxItems == nil {
+			return "array without maxItems"
+		}
+	case "string":
+		if p.MaxLength == nil && len(p.Enum) == 0 && !slices.Contains(boundedFormats, p.Format) {
+			return "string without maxLength, enum or a format that bounds it"
+		}
+	case "object":
+		if p.AdditionalProperties != nil && p.MaxProperties == nil {
+			return "map without maxProperties"
+		}
+	case "integer":
+		if p.Format == "int64" {
+			return ""
+		}
+		if p.Minimum == nil || *p.Minimum < math.MinInt32 || p.Maximum == nil || *p.Maximum > math.MaxInt32 {
+			return fmt.Sprintf("int32 whose schema allows [%s, %s]; want minimum and maximum within the int32 range",
+				deref(p.Minimum), deref(p.Maximum))
+		}
+	}
+	return ""
+}
+
+// namedByRule reports whether one of messages names path, as the CEL rule that bounds a field
+// Kubernetes' own type holds names it.
+func namedByRule(path string, messages []string) bool {
+	named := regexp.MustCompile(regexp.QuoteMeta(path) + `($|[^A-Za-z0-9_.\[])`)
+	return slices.ContainsFunc(messages, named.MatchString)
 }
 
 func deref(f *float64) string {
@@ -92,4 +179,159 @@ func deref(f *float64) string {
 		return "unbounded"
 	}
 	return strconv.FormatFloat(*f, 'f', -1, 64)
+}
+
+// schemaBound is a bound or default a Go constant of api/ states and the CRD's schema must hold.
+type schemaBound struct {
+	constant string
+	value    any
+	// file is the CRD's file in config/crd/bases, path the field (as TestCRDSchemasBoundEveryField
+	// names them).
+	file, path string
+	// what is the schema's keyword (maxItems, maxLength, maxProperties, maximum, default), or
+	// "rule": a CEL rule of the field whose expression holds fmt.Sprint(value) in rule's place of %v.
+	what, rule string
+}
+
+// TestSchemaBoundsAndDefaultsAreTheGoConstants holds each bound and default the api/ packages
+// state as a Go constant, for the webhooks and controllers to use, equal to what the CRD's
+// generated schema holds: markers cannot name a constant, so this test ties the two.
+func TestSchemaBoundsAndDefaultsAreTheGoConstants(t *testing.T) {
+	const (
+		welcome   = "auth.seedlabs.dev_welcomes.yaml"
+		memcached = "cache.seedlabs.dev_memcacheds.yaml"
+		deploy    = "app.seedlabs.dev_deployobjects.yaml"
+		policy    = "policy.seedlabs.dev_admissionpolicies.yaml"
+	)
+	bounds := []schemaBound{
+		{"conditions.MaxItems", conditions.MaxItems, welcome, "status.conditions", "maxItems", ""},
+		{"conditions.MaxItems", conditions.MaxItems, memcached, "status.conditions", "maxItems", ""},
+		{"conditions.MaxItems", conditions.MaxItems, deploy, "status.conditions", "maxItems", ""},
+		{"conditions.MaxItems", conditions.MaxItems, policy, "status.conditions", "maxItems", ""},
+
+		{"authv1alpha1.DefaultReplicas", authv1alpha1.DefaultReplicas, welcome, "spec.replicas", "default", ""},
+		{"authv1alpha1.DefaultPort", authv1alpha1.DefaultPort, welcome, "spec.port", "default", ""},
+		{"authv1alpha1.DefaultServiceType", authv1alpha1.DefaultServiceType, welcome, "spec.serviceType", "default", ""},
+		{"authv1alpha1.MaxGroupsItems", authv1alpha1.MaxGroupsItems, welcome, "spec.groups", "maxItems", ""},
+		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.name", "maxLength", ""},
+		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.groups[*]", "maxLength", ""},
+		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.email", "maxLength", ""},
+		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.password", "maxLength", ""},
+		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.image", "maxLength", ""},
+		{"authv1alpha1.MaxServiceURLLength", authv1alpha1.MaxServiceURLLength, welcome, "status.serviceURL", "maxLength", ""},
+
+		{"cachev1alpha1.DefaultSize", cachev1alpha1.DefaultSize, memcached, "spec.size", "default", ""},
+		{"cachev1alpha1.DefaultContainerPort", cachev1alpha1.DefaultContainerPort, memcached, "spec.containerPort", "default", ""},
+		{"cachev1alpha1.MaxNodesItems", cachev1alpha1.MaxNodesItems, memcached, "status.nodes", "maxItems", ""},
+		{"cachev1alpha1.MaxSelectorLength", cachev1alpha1.MaxSelectorLength, memcached, "status.selector", "maxLength", ""},
+
+		{"appv1.DefaultReplicas", appv1.DefaultReplicas, deploy, "spec.replicas", "default", ""},
+		{"appv1.MaxImageLength", appv1.MaxImageLength, deploy, "spec.image", "maxLength", ""},
+		{"appv1.MaxEnvItems", appv1.MaxEnvItems, deploy, "spec.env", "maxItems", ""},
+		{"appv1.MaxEnvNameLength", appv1.MaxEnvNameLength, deploy, "spec.env", "rule", "e.name.size() <= %v"},
+		{"appv1.MaxEnvValueLength", appv1.MaxEnvValueLength, deploy, "spec.env", "rule", "e.value.size() <= %v"},
+		{"appv1.MaxPortsItems", appv1.MaxPortsItems, deploy, "spec.ports", "maxItems", ""},
+		{"appv1.MaxResourcesProperties", appv1.MaxResourcesProperties, deploy, "spec.resources", "rule", "self.limits.size() <= %v"},
+		{"appv1.MaxResourcesProperties", appv1.MaxResourcesProperties, deploy, "spec.resources", "rule", "self.requests.size() <= %v"},
+		{"appv1.MaxQuantityLength", appv1.MaxQuantityLength, deploy, "spec.resources", "rule", "self.limits[k].size() <= %v"},
+		{"appv1.MaxQuantityLength", appv1.MaxQuantityLength, deploy, "spec.resources", "rule", "self.requests[k].size() <= %v"},
+		{"appv1.MaxQuantityLength", appv1.MaxQuantityLength, deploy, "spec.env", "rule", "e.valueFrom.resourceFieldRef.divisor.size() <= %v"},
+		{"appv1.MaxClaimsItems", appv1.MaxClaimsItems, deploy, "spec.resources", "rule", "self.claims.size() <= %v"},
+		{"appv1.MaxDeploymentConditionsItems", appv1.MaxDeploymentConditionsItems, deploy, "status.deploymentConditions", "maxItems", ""},
+		{"appv1.MaxConditionTypeLength", appv1.MaxConditionTypeLength, deploy, "status.deploymentConditions", "rule", "c.type.size() <= %v"},
+		{"appv1.MaxConditionStatusLength", appv1.MaxConditionStatusLength, deploy, "status.deploymentConditions", "rule", "c.status.size() <= %v"},
+		{"appv1.MaxConditionReasonLength", appv1.MaxConditionReasonLength, deploy, "status.deploymentConditions", "rule", "c.reason.size() <= %v"},
+		{"appv1.MaxConditionMessageLength", appv1.MaxConditionMessageLength, deploy, "status.deploymentConditions", "rule", "c.message.size() <= %v"},
+
+		{"policyv1alpha1.MaxAllowedRegistriesItems", policyv1alpha1.MaxAllowedRegistriesItems, policy, "spec.allowedRegistries", "maxItems", ""},
+		{"policyv1alpha1.MaxRegistryLength", policyv1alpha1.MaxRegistryLength, policy, "spec.allowedRegistries[*]", "maxLength", ""},
+		{"policyv1alpha1.MaxRulesItems", policyv1alpha1.MaxRulesItems, policy, "spec.rules", "maxItems", ""},
+		{"policyv1alpha1.MaxRuleIDLength", policyv1alpha1.MaxRuleIDLength, policy, "spec.rules[*].id", "maxLength", ""},
+		{"policyv1alpha1.MaxActionLength", policyv1alpha1.MaxActionLength, policy, "spec.rules[*].action", "maxLength", ""},
+		{"policyv1alpha1.MaxActionLength", policyv1alpha1.MaxActionLength, policy, "spec.rules[*].namespaces[*].action", "maxLength", ""},
+		{"policyv1alpha1.MaxNamespacesItems", policyv1alpha1.MaxNamespacesItems, policy, "spec.rules[*].namespaces", "maxItems", ""},
+		{"policyv1alpha1.MaxMatchLabelsProperties", policyv1alpha1.MaxMatchLabelsProperties, policy, "spec.rules[*].namespaces[*].selector", "rule", "self.matchLabels.size() <= %v"},
+		{"policyv1alpha1.MaxMatchExpressionsItems", policyv1alpha1.MaxMatchExpressionsItems, policy, "spec.rules[*].namespaces[*].selector", "rule", "self.matchExpressions.size() <= %v"},
+	}
+	schemas := map[string]apiextensionsv1.JSONSchemaProps{}
+	for _, file := range []string{welcome, memcached, deploy, policy} {
+		crd := decode[apiextensionsv1.CustomResourceDefinition](t, readManifests(t, filepath.Join(moduleRoot(t), "config", "crd", "bases", file))[0])
+		if len(crd.Spec.Versions) != 1 {
+			t.Fatalf("%s has %d versions; the test reads one", file, len(crd.Spec.Versions))
+		}
+		schemas[file] = *crd.Spec.Versions[0].Schema.OpenAPIV3Schema
+	}
+	for _, b := range bounds {
+		field, ok := schemaAt(schemas[b.file], b.path)
+		if !ok {
+			t.Errorf("%s: %s has no field %s", b.constant, b.file, b.path)
+			continue
+		}
+		want := fmt.Sprint(b.value)
+		var got string
+		switch b.what {
+		case "maxItems":
+			got = derefInt(field.MaxItems)
+		case "maxLength":
+			got = derefInt(field.MaxLength)
+		case "maxProperties":
+			got = derefInt(field.MaxProperties)
+		case "default":
+			got = "none"
+			if field.Default != nil {
+				var v any
+				if err := json.Unmarshal(field.Default.Raw, &v); err != nil {
+					t.Fatal(err)
+				}
+				got = fmt.Sprint(v)
+			}
+		case "rule":
+			expr := fmt.Sprintf(b.rule, b.value)
+			if !slices.ContainsFunc(field.XValidations, func(r apiextensionsv1.ValidationRule) bool { return strings.Contains(r.Rule, expr) }) {
+				t.Errorf("%s = %v, but no CEL rule of %s %s holds %q", b.constant, b.value, b.file, b.path, expr)
+			}
+			continue
+		}
+		if got != want {
+			t.Errorf("%s = %s, but %s %s has %s %s", b.constant, want, b.file, b.path, b.what, got)
+		}
+	}
+
+	// The rules list of a policy names each rule at most once, so its bound must leave room for
+	// every rule, and for every ID.
+	if n := len(webhooks.Rules()); n > policyv1alpha1.MaxRulesItems {
+		t.Errorf("there are %d rules, more than policyv1alpha1.MaxRulesItems (%d) lets a policy list", n, policyv1alpha1.MaxRulesItems)
+	}
+	for _, r := range webhooks.Rules() {
+		if len(r.ID) > policyv1alpha1.MaxRuleIDLength {
+			t.Errorf("rule ID %s is longer than policyv1alpha1.MaxRuleIDLength (%d)", r.ID, policyv1alpha1.MaxRuleIDLength)
+		}
+	}
+}
+
+// schemaAt is the schema of the field at path, as TestCRDSchemasBoundEveryField names fields.
+func schemaAt(root apiextensionsv1.JSONSchemaProps, path string) (apiextensionsv1.JSONSchemaProps, bool) {
+	p := root
+	for part := range strings.SplitSeq(path, ".") {
+		name, items := strings.CutSuffix(part, "[*]")
+		next, ok := p.Properties[name]
+		if !ok {
+			return p, false
+		}
+		p = next
+		if items {
+			if p.Items == nil || p.Items.Schema == nil {
+				return p, false
+			}
+			p = *p.Items.Schema
+		}
+	}
+	return p, true
+}
+
+func derefInt(i *int64) string {
+	if i == nil {
+		return "none"
+	}
+	return strconv.FormatInt(*i, 10)
 }

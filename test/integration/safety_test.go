@@ -455,7 +455,7 @@ var _ = Describe("Long lists of violations", func() {
 		ns := newNamespace(ctx)
 		bypassValidation(ctx, ns)
 		d := newDeployObject(ns, "noisy", "docker.io/library/nginx:1.27", httpPort(8080))
-		for i := range 2000 {
+		for i := range appv1.MaxEnvItems { // as many as the schema allows, each a violation
 			d.Spec.Env = append(d.Spec.Env, corev1.EnvVar{Name: fmt.Sprintf("V%d=", i), Value: "x"})
 		}
 		Eventually(func() error { return k8s.Create(ctx, d) }).Should(Succeed())

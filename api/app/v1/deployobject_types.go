@@ -14,10 +14,56 @@ const DefaultReplicas int32 = 1
 // the name a resourceFieldRef in spec.env may give as its containerName.
 const ContainerName = "app"
 
+// Structural bounds of a DeployObject, which the CRD's schema holds (the markers and CEL rules
+// below, which a test holds equal to these) so that kube-apiserver refuses an absurd size before
+// it calls any validating webhook. They are far above the webhook's rules where a cluster admin
+// may relax those, and Kubernetes' own limits where it has them.
+const (
+	// MaxImageLength is the most characters of spec.image.
+	MaxImageLength = 4096
+	// MaxEnvItems is the most environment variables; the webhook's rule allows 100.
+	MaxEnvItems = 1000
+	// MaxEnvNameLength is the most characters of a variable's name.
+	MaxEnvNameLength = 4096
+	// MaxEnvValueLength is the most characters of a variable's value, 1 MiB, so that the
+	// Deployment that carries it still fits in etcd (1.5 MiB); the webhook's rule allows 32 KiB.
+	MaxEnvValueLength = 1 << 20
+	// MaxPortsItems is the most Service ports: an EndpointSlice holds at most 100 ports, so a
+	// Service of more could not be served.
+	MaxPortsItems = 100
+	// MaxResourcesProperties is the most entries of spec.resources.limits, and of
+	// spec.resources.requests.
+	MaxResourcesProperties = 64
+	// MaxQuantityLength is the most characters of a quantity in spec.resources or a divisor: an
+	// int64 has 19 digits, and a suffix or exponent a few more.
+	MaxQuantityLength = 64
+	// MaxClaimsItems is the most spec.resources.claims; the webhook refuses any, as the pod has
+	// no resource claims.
+	MaxClaimsItems = 16
+	// MaxDeploymentConditionsItems is the most conditions status.deploymentConditions mirrors;
+	// a Deployment reports three types.
+	MaxDeploymentConditionsItems = 32
+	// MaxConditionTypeLength is the most characters of a mirrored Deployment condition's type,
+	// as of a metav1.Condition's.
+	MaxConditionTypeLength = 316
+	// MaxConditionStatusLength is the most characters of a mirrored Deployment condition's
+	// status, True, False or Unknown.
+	MaxConditionStatusLength = 64
+	// MaxConditionReasonLength is the most characters of a mirrored Deployment condition's
+	// reason, as of a metav1.Condition's.
+	MaxConditionReasonLength = 1024
+	// MaxConditionMessageLength is the most characters of a mirrored Deployment condition's
+	// message, as of a metav1.Condition's.
+	MaxConditionMessageLength = 32768
+)
+
 // DeployObjectSpec is the desired state of a generic app: one Deployment behind one Service.
 //
 // Image rules and ranges are enforced by the validating webhook, not by this schema, so that one
-// bad object gets every violation in a single reply.
+// bad object gets every violation in a single reply. The schema holds only structural bounds,
+// which kube-apiserver checks before calling any webhook: far above the webhook's rules a cluster
+// admin may relax, and Kubernetes' own limits where it has them. The fields of Kubernetes' own
+// types are bounded by the CEL rules on the field that holds them.
 type DeployObjectSpec struct {
 	// Replicas is the number of pods, at most 100 unless the AdmissionPolicy's maxReplicas raises
 	// the cap or the policy relaxes deployobject.replicas.max. Defaults to 1.
@@ -27,23 +73,55 @@ type DeployObjectSpec struct {
 	// +kubebuilder:validation:Maximum=2147483647
 	Replicas *int32 `json:"replicas,omitempty"`
 
-	// Image is the container image, with an explicit tag or digest.
+	// Image is the container image, with an explicit tag or digest. The schema refuses more
+	// than 4096 characters.
 	// +required
+	// +kubebuilder:validation:MaxLength=4096
 	Image string `json:"image"`
 
-	// Resources are the container's compute resource requests and limits.
+	// Resources are the container's compute resource requests and limits. The schema refuses
+	// more than 64 limits or requests, a resource name of more than 317 characters (a qualified
+	// name), a quantity of more than 64, and more than 16 claims, each named in at most 63 (a
+	// DNS-1123 label).
 	// +optional
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || self.limits.size() <= 64",message="spec.resources.limits must have at most 64 entries"
+	// +kubebuilder:validation:XValidation:rule="!has(self.limits) || self.limits.all(k, k.size() <= 317 && (type(self.limits[k]) != string || self.limits[k].size() <= 64))",message="spec.resources.limits[*] must be a quantity of at most 64 characters, named by a resource name of at most 317 (a qualified name)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.size() <= 64",message="spec.resources.requests must have at most 64 entries"
+	// +kubebuilder:validation:XValidation:rule="!has(self.requests) || self.requests.all(k, k.size() <= 317 && (type(self.requests[k]) != string || self.requests[k].size() <= 64))",message="spec.resources.requests[*] must be a quantity of at most 64 characters, named by a resource name of at most 317 (a qualified name)"
+	// +kubebuilder:validation:XValidation:rule="!has(self.claims) || self.claims.size() <= 16",message="spec.resources.claims must have at most 16 items"
+	// +kubebuilder:validation:XValidation:rule="!has(self.claims) || self.claims.all(c, (!has(c.name) || c.name.size() <= 63) && (!has(c.request) || c.request.size() <= 63))",message="spec.resources.claims[*].name and spec.resources.claims[*].request must have at most 63 characters (a DNS-1123 label)"
 	Resources corev1.ResourceRequirements `json:"resources,omitzero"`
 
 	// Env are the container's environment variables: at most 100, each value at most 32 KiB, and
-	// names and values at most 256 KiB in all.
+	// names and values at most 256 KiB in all. The schema refuses more than 1000 variables, a
+	// name of more than 4096 characters, a value of more than 1 MiB (so that the Deployment still
+	// fits in etcd), and references longer than Kubernetes allows.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.name) || e.name.size() <= 4096)",message="spec.env[*].name must have at most 4096 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.value) || e.value.size() <= 1048576)",message="spec.env[*].value must have at most 1048576 characters (1 MiB), so that the Deployment still fits in etcd"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || !has(e.valueFrom.configMapKeyRef) || ((!has(e.valueFrom.configMapKeyRef.name) || e.valueFrom.configMapKeyRef.name.size() <= 253) && (!has(e.valueFrom.configMapKeyRef.key) || e.valueFrom.configMapKeyRef.key.size() <= 253)))",message="spec.env[*].valueFrom.configMapKeyRef.name and spec.env[*].valueFrom.configMapKeyRef.key must have at most 253 characters (a ConfigMap's name and key)"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || !has(e.valueFrom.secretKeyRef) || ((!has(e.valueFrom.secretKeyRef.name) || e.valueFrom.secretKeyRef.name.size() <= 253) && (!has(e.valueFrom.secretKeyRef.key) || e.valueFrom.secretKeyRef.key.size() <= 253)))",message="spec.env[*].valueFrom.secretKeyRef.name and spec.env[*].valueFrom.secretKeyRef.key must have at most 253 characters (a Secret's name and key)"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || !has(e.valueFrom.fieldRef) || ((!has(e.valueFrom.fieldRef.apiVersion) || e.valueFrom.fieldRef.apiVersion.size() <= 317) && (!has(e.valueFrom.fieldRef.fieldPath) || e.valueFrom.fieldRef.fieldPath.size() <= 1024)))",message="spec.env[*].valueFrom.fieldRef.apiVersion must have at most 317 characters (a group and version) and spec.env[*].valueFrom.fieldRef.fieldPath at most 1024"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || !has(e.valueFrom.resourceFieldRef) || ((!has(e.valueFrom.resourceFieldRef.containerName) || e.valueFrom.resourceFieldRef.containerName.size() <= 63) && (!has(e.valueFrom.resourceFieldRef.resource) || e.valueFrom.resourceFieldRef.resource.size() <= 1024) && (!has(e.valueFrom.resourceFieldRef.divisor) || type(e.valueFrom.resourceFieldRef.divisor) != string || e.valueFrom.resourceFieldRef.divisor.size() <= 64)))",message="spec.env[*].valueFrom.resourceFieldRef.containerName must have at most 63 characters (a DNS-1123 label), spec.env[*].valueFrom.resourceFieldRef.resource at most 1024 and spec.env[*].valueFrom.resourceFieldRef.divisor at most 64"
+	// +kubebuilder:validation:XValidation:rule="self.all(e, !has(e.valueFrom) || !has(e.valueFrom.fileKeyRef) || ((!has(e.valueFrom.fileKeyRef.volumeName) || e.valueFrom.fileKeyRef.volumeName.size() <= 63) && (!has(e.valueFrom.fileKeyRef.path) || e.valueFrom.fileKeyRef.path.size() <= 4096) && (!has(e.valueFrom.fileKeyRef.key) || e.valueFrom.fileKeyRef.key.size() <= 4096)))",message="spec.env[*].valueFrom.fileKeyRef.volumeName must have at most 63 characters (a DNS-1123 label), spec.env[*].valueFrom.fileKeyRef.path and spec.env[*].valueFrom.fileKeyRef.key at most 4096"
 	Env []corev1.EnvVar `json:"env,omitempty"`
 
-	// Ports are the Service's ports; each targetPort is also a container port.
+	// Ports are the Service's ports; each targetPort is also a container port. The schema
+	// refuses more than 100 ports, as an EndpointSlice holds at most 100 and a Service of more
+	// could not be served; port numbers beyond the int32 range; a name of more than 63 characters
+	// (a DNS-1123 label), a protocol of more than 64 and an appProtocol of more than 317 (a
+	// qualified name).
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=100
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.port) || (p.port >= -2147483648 && p.port <= 2147483647))",message="spec.ports[*].port must be within the int32 range, -2147483648 to 2147483647"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.nodePort) || (p.nodePort >= -2147483648 && p.nodePort <= 2147483647))",message="spec.ports[*].nodePort must be within the int32 range, -2147483648 to 2147483647"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.targetPort) || (type(p.targetPort) == string ? p.targetPort.size() <= 63 : (p.targetPort >= -2147483648 && p.targetPort <= 2147483647)))",message="spec.ports[*].targetPort must be a number within the int32 range, -2147483648 to 2147483647, or a name of at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.name) || p.name.size() <= 63)",message="spec.ports[*].name must have at most 63 characters (a DNS-1123 label)"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.protocol) || p.protocol.size() <= 64)",message="spec.ports[*].protocol must have at most 64 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.appProtocol) || p.appProtocol.size() <= 317)",message="spec.ports[*].appProtocol must have at most 317 characters (a qualified name)"
 	Ports []corev1.ServicePort `json:"ports,omitempty"`
 }
 
@@ -57,35 +135,53 @@ type DeployObjectStatus struct {
 
 	// Replicas is the number of pods the Deployment targets.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// UpdatedReplicas is the number of pods running the current pod template.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	UpdatedReplicas int32 `json:"updatedReplicas,omitempty"`
 
 	// ReadyReplicas is the number of ready pods.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	ReadyReplicas int32 `json:"readyReplicas"`
 
 	// AvailableReplicas is the number of pods ready for at least minReadySeconds.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
 
 	// UnavailableReplicas is the number of pods still missing for the Deployment to be fully available.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	UnavailableReplicas int32 `json:"unavailableReplicas,omitempty"`
 
-	// DeploymentConditions are the Deployment's own conditions, mirrored as a whole.
+	// DeploymentConditions are the Deployment's own conditions, mirrored: at most 32, their
+	// strings bounded as a metav1.Condition's (type 316 characters, status 64, reason 1024,
+	// message 32768). The operator cuts what it mirrors to fit.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.type) || c.type.size() <= 316)",message="status.deploymentConditions[*].type must have at most 316 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.status) || c.status.size() <= 64)",message="status.deploymentConditions[*].status must have at most 64 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.reason) || c.reason.size() <= 1024)",message="status.deploymentConditions[*].reason must have at most 1024 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(c, !has(c.message) || c.message.size() <= 32768)",message="status.deploymentConditions[*].message must have at most 32768 characters"
 	DeploymentConditions []appsv1.DeploymentCondition `json:"deploymentConditions,omitempty"`
 
 	// Conditions are Ready, Reconciling, Stalled and Compliant, as kstatus reads them: Ready is True
 	// once the spec is fully rolled out, Reconciling while it is being rolled out, Stalled when it
-	// cannot progress without a change (docs/operations.md#conditions).
+	// cannot progress without a change (docs/operations.md#conditions). At most 32.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

@@ -17,13 +17,31 @@ const (
 	DefaultServiceType = corev1.ServiceTypeNodePort
 )
 
+// Structural bounds of a Welcome, which the CRD's schema holds (the markers below, which a test
+// holds equal to these) so that kube-apiserver refuses an absurd size before it calls any
+// validating webhook. They are far above the webhook's rules, which a cluster admin may relax.
+const (
+	// MaxGroupsItems is the most groups the schema allows; the webhook's rule allows 32.
+	MaxGroupsItems = 1024
+	// MaxStringLength is the most characters the schema allows in spec.name, each group,
+	// spec.email, spec.password and spec.image; the webhook's rules allow 256 bytes in the name,
+	// a group and the password, and 254 in the email.
+	MaxStringLength = 4096
+	// MaxServiceURLLength is the most characters of status.serviceURL; the operator writes at
+	// most 371 (a name of 253 characters, a namespace of 63).
+	MaxServiceURLLength = 1024
+)
+
 // WelcomeSpec is the desired state of a Welcome web app.
 //
 // Ranges and formats are enforced by the validating webhook, not by this schema, so that one
-// bad object gets every violation in a single reply.
+// bad object gets every violation in a single reply. The schema holds only structural bounds far
+// above them, which kube-apiserver checks before calling any webhook.
 type WelcomeSpec struct {
-	// Name is the name the web app greets: it serves "Hello <name>". At most 256 bytes.
+	// Name is the name the web app greets: it serves "Hello <name>". At most 256 bytes; the
+	// schema refuses more than 4096 characters.
 	// +required
+	// +kubebuilder:validation:MaxLength=4096
 	Name string `json:"name"`
 
 	// UserID is the numeric ID of the user, 1-65535.
@@ -33,19 +51,25 @@ type WelcomeSpec struct {
 	UserID *int32 `json:"userID,omitempty"`
 
 	// Groups are the names of the groups the user belongs to, each unique and non-empty: at most
-	// 32, each at most 256 bytes.
+	// 32, each at most 256 bytes. The schema refuses more than 1024 groups, or a group of more
+	// than 4096 characters.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MaxLength=4096
 	Groups []string `json:"groups,omitempty"`
 
-	// Email is the user's email address, at most 254 bytes.
+	// Email is the user's email address, at most 254 bytes; the schema refuses more than 4096
+	// characters.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	Email string `json:"email,omitempty"`
 
 	// Password is kept for compatibility with the original tutorial. It is stored unencrypted in
 	// etcd and readable by anyone who can read this object; admission warns when it is set. At
-	// most 256 bytes.
+	// most 256 bytes; the schema refuses more than 4096 characters.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	Password string `json:"password,omitempty"`
 
 	// Replicas is the number of web server pods, at most 100 unless the AdmissionPolicy's
@@ -64,13 +88,18 @@ type WelcomeSpec struct {
 	// +kubebuilder:validation:Maximum=2147483647
 	Port *int32 `json:"port,omitempty"`
 
-	// Image overrides the web server image the operator is configured with.
+	// Image overrides the web server image the operator is configured with. The schema refuses
+	// more than 4096 characters.
 	// +optional
+	// +kubebuilder:validation:MaxLength=4096
 	Image string `json:"image,omitempty"`
 
-	// ServiceType is how the web server is exposed: NodePort (the default), ClusterIP or LoadBalancer.
+	// ServiceType is how the web server is exposed: NodePort (the default), ClusterIP or
+	// LoadBalancer. The schema refuses more than 64 characters; the longest type has 12.
 	// +optional
 	// +kubebuilder:default=NodePort
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:MaxLength=64
 	ServiceType corev1.ServiceType `json:"serviceType,omitempty"`
 }
 
@@ -78,11 +107,15 @@ type WelcomeSpec struct {
 type WelcomeStatus struct {
 	// ReadyReplicas is the number of web server pods that are ready.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	ReadyReplicas int32 `json:"readyReplicas"`
 
 	// ServiceURL is where the web app answers inside the cluster, followed by the node port when
-	// the Service is a NodePort.
+	// the Service is a NodePort. At most 1024 characters: the operator writes at most 371 (a
+	// name of 253, a namespace of 63).
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	ServiceURL string `json:"serviceURL,omitempty"`
 
 	// ObservedGeneration is the generation of the spec this status describes; 0 until the
@@ -93,10 +126,11 @@ type WelcomeStatus struct {
 
 	// Conditions are Ready, Reconciling, Stalled and Compliant, as kstatus reads them: Ready is True
 	// once the spec is fully rolled out, Reconciling while it is being rolled out, Stalled when it
-	// cannot progress without a change (docs/operations.md#conditions).
+	// cannot progress without a change (docs/operations.md#conditions). At most 32.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

@@ -22,10 +22,22 @@ const (
 	Finalizer = "cache.seedlabs.dev/finalizer"
 )
 
+// Structural bounds of a Memcached's status, which the CRD's schema holds (the markers below,
+// which a test holds equal to these) and the controller keeps what it writes within.
+const (
+	// MaxNodesItems is the most pod names status.nodes lists: a pool of more pods, which a relaxed
+	// memcached.size.range allows, lists the first of them.
+	MaxNodesItems = 1024
+	// MaxSelectorLength is the most characters status.selector holds; the operator writes at most
+	// 313 (a name of 253).
+	MaxSelectorLength = 1024
+)
+
 // MemcachedSpec is the desired state of a memcached pool.
 //
 // Ranges are enforced by the validating webhook, not by this schema, so that one bad object gets
-// every violation in a single reply.
+// every violation in a single reply. The schema holds only the int32 range, which kube-apiserver
+// checks before calling any webhook.
 type MemcachedSpec struct {
 	// Size is the number of memcached instances, 1-3. Defaults to 1.
 	// +optional
@@ -46,10 +58,14 @@ type MemcachedSpec struct {
 type MemcachedStatus struct {
 	// Replicas is the number of memcached pods, as the scale subresource reports it.
 	// +optional
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=2147483647
 	Replicas int32 `json:"replicas"`
 
 	// Selector is the label selector of the memcached pods, for the scale subresource and an HPA.
+	// At most 1024 characters: the operator writes at most 313.
 	// +optional
+	// +kubebuilder:validation:MaxLength=1024
 	Selector string `json:"selector,omitempty"`
 
 	// ObservedGeneration is the generation of the spec this status describes; 0 until the
@@ -60,15 +76,19 @@ type MemcachedStatus struct {
 
 	// Conditions are Ready, Reconciling, Stalled and Compliant, as kstatus reads them: Ready is True
 	// once the spec is fully rolled out, Reconciling while it is being rolled out, Stalled when it
-	// cannot progress without a change (docs/operations.md#conditions).
+	// cannot progress without a change (docs/operations.md#conditions). At most 32.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
-	// Nodes are the names of the memcached pods, sorted.
+	// Nodes are the names of the memcached pods, sorted: the first 1024 of a larger pool (a pod's
+	// name has at most 253 characters, a DNS-1123 subdomain).
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1024
+	// +kubebuilder:validation:items:MaxLength=253
 	Nodes []string `json:"nodes,omitempty"`
 }
 

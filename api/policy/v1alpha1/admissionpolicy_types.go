@@ -7,7 +7,32 @@ import (
 // PolicyName is the name of the one AdmissionPolicy the operator reads.
 const PolicyName = "cluster"
 
-// Action is what admission does about a broken rule: Enforce, Warn or Audit.
+// Structural bounds of an AdmissionPolicy, which the CRD's schema holds (the markers and CEL
+// rules below, which a test holds equal to these) so that kube-apiserver refuses an absurd size
+// before it calls the validating webhook.
+const (
+	// MaxAllowedRegistriesItems is the most entries of spec.allowedRegistries.
+	MaxAllowedRegistriesItems = 256
+	// MaxRegistryLength is the most characters of one allowed registry: an image reference's
+	// name, registry host included, has at most 255.
+	MaxRegistryLength = 512
+	// MaxRulesItems is the most entries of spec.rules, more than three times the rules there are.
+	MaxRulesItems = 128
+	// MaxRuleIDLength is the most characters of a rule's ID.
+	MaxRuleIDLength = 256
+	// MaxActionLength is the most characters of an action; the longest, Enforce, has 7.
+	MaxActionLength = 64
+	// MaxNamespacesItems is the most namespace overrides of one rule.
+	MaxNamespacesItems = 32
+	// MaxMatchLabelsProperties is the most matchLabels of one override's selector.
+	MaxMatchLabelsProperties = 64
+	// MaxMatchExpressionsItems is the most matchExpressions of one override's selector.
+	MaxMatchExpressionsItems = 64
+)
+
+// Action is what admission does about a broken rule: Enforce, Warn or Audit. The schema refuses
+// more than 64 characters.
+// +kubebuilder:validation:MaxLength=64
 type Action string
 
 const (
@@ -24,14 +49,19 @@ const (
 // come from.
 //
 // Rule IDs, actions and selectors are checked by the operator's validating webhook, so that one
-// bad policy gets every violation in a single reply.
+// bad policy gets every violation in a single reply. The schema holds only structural bounds,
+// which kube-apiserver checks before calling the webhook.
 type AdmissionPolicySpec struct {
 	// AllowedRegistries are the registries an image of a DeployObject or a Welcome may come from,
 	// such as docker.io or registry.local:5000. Absent, the manager's --allowed-registries hold;
 	// an empty list, [], allows any registry. A stored entry that is not a registry host (one
 	// written past the webhook) allows nothing, so a list of no valid entry allows no registry.
+	// At most 256 entries of at most 512 characters (an image reference's name, registry host
+	// included, has at most 255).
 	// +optional
 	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=512
 	AllowedRegistries []string `json:"allowedRegistries"`
 
 	// MaxReplicas raises the cap of welcome.replicas.max and deployobject.replicas.max, the most
@@ -41,22 +71,26 @@ type AdmissionPolicySpec struct {
 	// those rules to Warn or Audit.
 	// +optional
 	// +kubebuilder:validation:Minimum=100
+	// +kubebuilder:validation:Maximum=2147483647
 	MaxReplicas *int32 `json:"maxReplicas,omitempty"`
 
 	// Rules set the action of rules by ID (kubectl webhook-operator rules lists them, and
 	// docs/rules.md). A rule not listed keeps its default: Enforce for the rules that refuse,
 	// Warn for those that warn. Contract rules, which protect what the operator builds, are
-	// always Enforced; warning rules can be Warned or Audited.
+	// always Enforced; warning rules can be Warned or Audited. At most 128 entries, more than
+	// three times the rules there are.
 	// +optional
 	// +listType=map
 	// +listMapKey=id
+	// +kubebuilder:validation:MaxItems=128
 	Rules []RulePolicy `json:"rules,omitempty"`
 }
 
 // RulePolicy is what admission does about one rule.
 type RulePolicy struct {
-	// ID is the rule's ID, such as deployobject.image.pinned.
+	// ID is the rule's ID, such as deployobject.image.pinned; at most 256 characters.
 	// +required
+	// +kubebuilder:validation:MaxLength=256
 	ID string `json:"id"`
 
 	// Action is what admission does about the rule, in every namespace no override selects.
@@ -64,16 +98,20 @@ type RulePolicy struct {
 	Action Action `json:"action"`
 
 	// Namespaces override the action in the namespaces they select; the first that selects the
-	// object's namespace decides.
+	// object's namespace decides. At most 32.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=32
 	Namespaces []NamespaceAction `json:"namespaces,omitempty"`
 }
 
 // NamespaceAction is the action of a rule in the namespaces a selector selects.
 type NamespaceAction struct {
-	// Selector selects namespaces by their labels; an empty selector selects every namespace.
+	// Selector selects namespaces by their labels; an empty selector selects every namespace. At
+	// most 64 matchLabels and 64 matchExpressions.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchLabels) || self.matchLabels.size() <= 64",message="spec.rules[*].namespaces[*].selector.matchLabels must have at most 64 entries"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.size() <= 64",message="spec.rules[*].namespaces[*].selector.matchExpressions must have at most 64 items"
 	Selector metav1.LabelSelector `json:"selector"`
 
 	// Action is what admission does about the rule in the selected namespaces.
@@ -94,10 +132,11 @@ type AdmissionPolicyStatus struct {
 	// when some cannot be (reason PartlyApplied, the message naming each and why: a policy stored
 	// past its webhook) or the policy is not the one the operator reads (reason NotRead). Ready
 	// says the same as Accepted, and Stalled the opposite, with the same reason, as kstatus reads
-	// them (docs/operations.md#conditions).
+	// them (docs/operations.md#conditions). At most 32.
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +kubebuilder:validation:MaxItems=32
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 

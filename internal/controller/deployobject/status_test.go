@@ -1,7 +1,9 @@
 package deployobject
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +77,46 @@ func TestMirrorDeploymentStatus(t *testing.T) {
 				t.Errorf("status mismatch (-want +got):\n%s", diff.Diff(tt.want, d.Status))
 			}
 		})
+	}
+}
+
+// TestMirrorDeploymentStatusFitsTheSchema cuts what a Deployment's status holds beyond the CRD's
+// schema (more conditions, longer strings) to fit, so that the status write is never refused, and
+// keeps what fits as it is.
+func TestMirrorDeploymentStatusFitsTheSchema(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("€", n) } // 3 bytes, 1 character each
+	var conditions []appsv1.DeploymentCondition
+	for i := range appv1.MaxDeploymentConditionsItems + 2 {
+		conditions = append(conditions, deploymentCondition(appsv1.DeploymentConditionType(fmt.Sprintf("Type%d%s", i, long(appv1.MaxConditionTypeLength))),
+			corev1.ConditionStatus(long(appv1.MaxConditionStatusLength+1)), long(appv1.MaxConditionReasonLength), long(appv1.MaxConditionMessageLength+1)))
+	}
+	conditions[0] = deploymentCondition(appsv1.DeploymentProgressing, corev1.ConditionTrue, "NewReplicaSetAvailable", progressedMessage)
+	d := &appv1.DeployObject{}
+	mirrorDeploymentStatus(d, appsv1.DeploymentStatus{Conditions: conditions})
+	got := d.Status.DeploymentConditions
+	if len(got) != appv1.MaxDeploymentConditionsItems {
+		t.Fatalf("mirrored %d conditions, want the schema's %d", len(got), appv1.MaxDeploymentConditionsItems)
+	}
+	if !reflect.DeepEqual(got[0], conditions[0]) {
+		t.Errorf("a condition that fits was changed (-want +got):\n%s", diff.Diff(conditions[0], got[0]))
+	}
+	for i, c := range got {
+		for _, f := range []struct {
+			name  string
+			value string
+			limit int
+		}{
+			{"type", string(c.Type), appv1.MaxConditionTypeLength},
+			{"status", string(c.Status), appv1.MaxConditionStatusLength},
+			{"reason", c.Reason, appv1.MaxConditionReasonLength},
+			{"message", c.Message, appv1.MaxConditionMessageLength},
+		} {
+			if n := len([]rune(f.value)); n > f.limit {
+				t.Errorf("condition %d: %s has %d characters, more than the schema's %d", i, f.name, n, f.limit)
+			}
+		}
+		if i > 0 && !strings.HasPrefix(string(c.Type), fmt.Sprintf("Type%d", i)) {
+			t.Errorf("condition %d: type %.20q…, want the beginning of the Deployment's, Type%d", i, c.Type, i)
+		}
 	}
 }

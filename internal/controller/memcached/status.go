@@ -17,7 +17,9 @@ func isNode(pod *corev1.Pod) bool {
 		pod.Status.Phase != corev1.PodFailed && pod.Status.Phase != corev1.PodSucceeded
 }
 
-// nodesOf returns the sorted names of the pods that are members of the pool, or nil if none is.
+// nodesOf returns the sorted names of the pods that are members of the pool, or nil if none is:
+// the first cachev1alpha1.MaxNodesItems of them, as many as the CRD's schema holds, so that the
+// status write of a larger pool (a relaxed memcached.size.range allows one) is never refused.
 func nodesOf(pods []corev1.Pod) []string {
 	var nodes []string
 	for i := range pods {
@@ -26,7 +28,7 @@ func nodesOf(pods []corev1.Pod) []string {
 		}
 	}
 	slices.Sort(nodes)
-	return nodes
+	return nodes[:min(len(nodes), cachev1alpha1.MaxNodesItems)]
 }
 
 // selectorOf is the label selector of a Memcached's pods in the string form the scale

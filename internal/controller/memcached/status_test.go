@@ -1,7 +1,9 @@
 package memcached
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -72,6 +74,31 @@ func TestNodesOf(t *testing.T) {
 				t.Errorf("nodesOf() = %#v, want %#v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestNodesOfFitTheSchema holds status.nodes of a pool larger than the CRD's schema allows to its
+// first names, sorted, so that the status write is not refused.
+func TestNodesOfFitTheSchema(t *testing.T) {
+	const n = cachev1alpha1.MaxNodesItems + 2
+	var pods []corev1.Pod
+	for i := n - 1; i >= 0; i-- {
+		pods = append(pods, pod(fmt.Sprintf("cache-%05d", i), corev1.PodRunning, false))
+	}
+	got := nodesOf(pods)
+	if len(got) != cachev1alpha1.MaxNodesItems {
+		t.Fatalf("nodesOf() of %d pods lists %d names, want the schema's %d", n, len(got), cachev1alpha1.MaxNodesItems)
+	}
+	if got[0] != "cache-00000" || got[len(got)-1] != fmt.Sprintf("cache-%05d", cachev1alpha1.MaxNodesItems-1) {
+		t.Errorf("nodesOf() lists %s to %s, want the first names in order", got[0], got[len(got)-1])
+	}
+}
+
+// TestSelectorOfFitsTheSchema holds status.selector of the longest name a Memcached may have to
+// the CRD's schema.
+func TestSelectorOfFitsTheSchema(t *testing.T) {
+	if got := selectorOf(strings.Repeat("m", 253)); len(got) > cachev1alpha1.MaxSelectorLength {
+		t.Errorf("selectorOf() of a 253-character name has %d characters, more than the schema's %d", len(got), cachev1alpha1.MaxSelectorLength)
 	}
 }
 

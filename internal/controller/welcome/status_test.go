@@ -1,7 +1,9 @@
 package welcome
 
 import (
+	"math"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,10 +14,20 @@ import (
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/conditiontest"
 )
 
 var cond = conditiontest.Condition
+
+// TestServiceURLFitsTheSchema holds status.serviceURL of the longest name, namespace and port
+// numbers to the CRD's schema, so that the status write is never refused.
+func TestServiceURLFitsTheSchema(t *testing.T) {
+	url := resources.WelcomeServiceURL(strings.Repeat("w", 253), strings.Repeat("n", 63), math.MinInt32, math.MinInt32)
+	if len(url) > authv1alpha1.MaxServiceURLLength {
+		t.Errorf("the longest serviceURL has %d characters, more than the schema's %d: %s", len(url), authv1alpha1.MaxServiceURLLength, url)
+	}
+}
 
 func TestNodePortOf(t *testing.T) {
 	tests := []struct {

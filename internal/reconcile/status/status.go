@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/seedlabs/webhook-operator/api/conditions"
 )
 
 // Object is a custom resource whose status has conditions and an observed generation.
@@ -28,18 +31,30 @@ type Object interface {
 
 // Set sets one condition of obj for obj's generation and reports whether it changed. The
 // transition time changes only when the status does.
+//
+// Conditions other writers set are dropped, the last first, where the operator's would not fit
+// beside them in the conditions.MaxItems the CRD's schema allows, so that the status write is
+// never refused.
 func Set(obj Object, conditionType string, status metav1.ConditionStatus, reason, message string) bool {
-	conditions := obj.GetConditions()
-	changed := meta.SetStatusCondition(&conditions, metav1.Condition{
+	list := obj.GetConditions()
+	changed := meta.SetStatusCondition(&list, metav1.Condition{
 		Type:               conditionType,
 		Status:             status,
 		Reason:             reason,
 		Message:            message,
 		ObservedGeneration: obj.GetGeneration(),
 	})
-	obj.SetConditions(conditions)
+	for i := len(list) - 1; i >= 0 && len(list) > conditions.MaxItems; i-- {
+		if !slices.Contains(own, list[i].Type) {
+			list = slices.Delete(list, i, i+1)
+		}
+	}
+	obj.SetConditions(list)
 	return changed
 }
+
+// own are the condition types the operator sets.
+var own = []string{conditions.Ready, conditions.Reconciling, conditions.Stalled, conditions.Compliant, conditions.Accepted}
 
 // retired are the condition types earlier commits of the operator reported, before Ready,
 // Reconciling and Stalled replaced them.

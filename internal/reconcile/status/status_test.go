@@ -3,7 +3,9 @@ package status
 import (
 	"context"
 	"errors"
+	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -227,6 +229,34 @@ func TestApplyFailed(t *testing.T) {
 			}
 			expectEvents(t, rec, want...)
 		})
+	}
+}
+
+// TestSetKeepsTheConditionsWithinTheSchema drops conditions other writers set, the last first,
+// where the operator's would not fit beside them in what the CRD's schema allows.
+func TestSetKeepsTheConditionsWithinTheSchema(t *testing.T) {
+	const gen = 2
+	var prior []metav1.Condition
+	for i := range conditions.MaxItems - 1 {
+		prior = append(prior, cond(fmt.Sprintf("example.com/Other%d", i), metav1.ConditionTrue, "Set", "by another writer", gen))
+	}
+	prior = append(prior[:1], append([]metav1.Condition{cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReconciling, "", gen)}, prior[1:]...)...)
+	obj := deployObjectAt(gen, prior...)
+	Set(obj, conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "")
+	Set(obj, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "")
+	got := obj.GetConditions()
+	if len(got) != conditions.MaxItems {
+		t.Fatalf("%d conditions, want the schema's %d", len(got), conditions.MaxItems)
+	}
+	for _, conditionType := range []string{conditions.Ready, conditions.Reconciling, conditions.Stalled} {
+		if !slices.ContainsFunc(got, func(c metav1.Condition) bool { return c.Type == conditionType }) {
+			t.Errorf("the operator's %s condition is missing", conditionType)
+		}
+	}
+	for i := range conditions.MaxItems - 3 {
+		if !slices.ContainsFunc(got, func(c metav1.Condition) bool { return c.Type == fmt.Sprintf("example.com/Other%d", i) }) {
+			t.Errorf("example.com/Other%d was dropped, want only the last others dropped", i)
+		}
 	}
 }
 
