@@ -21,7 +21,7 @@ import (
 // defaults an absent protocol before admission, so only an empty one is seen here. A port that is
 // not an object (null, which validation refuses) counts as lacking, whatever has() makes of it.
 // The validating webhook is called on a create, or an update that changes the spec.
-// +kubebuilder:webhook:path=/mutate-app-seedlabs-dev-v1-deployobject,mutating=true,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=mdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"lacks-a-default","expression":"!has(object.spec) || !has(object.spec.replicas) || (has(object.spec.ports) && object.spec.ports.exists(p, type(p) != map || !has(p.protocol) || p.protocol == '' || !has(p.targetPort) || (type(p.targetPort) == int && p.targetPort == 0) || (type(p.targetPort) == string && p.targetPort == '')))"}]}`
+// +kubebuilder:webhook:path=/mutate-app-seedlabs-dev-v1-deployobject,mutating=true,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=mdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"lacks-a-default","expression":"!has(object.spec) || !has(object.spec.replicas) || (has(object.spec.ports) && object.spec.ports.exists(p, type(p) != map || !has(p.protocol) || p.protocol == '' || !has(p.targetPort) || (type(p.targetPort) == int && p.targetPort == 0) || (type(p.targetPort) == string && p.targetPort == '')))"},{"name":"within-bounds","expression":"!has(object.spec) || type(object.spec) != map || ((!has(object.spec.env) || type(object.spec.env) != list || object.spec.env.size() <= 1000) && (!has(object.spec.ports) || type(object.spec.ports) != list || object.spec.ports.size() <= 100) && (!has(object.spec.resources) || type(object.spec.resources) != map || ((!has(object.spec.resources.limits) || type(object.spec.resources.limits) != map || object.spec.resources.limits.size() <= 64) && (!has(object.spec.resources.requests) || type(object.spec.resources.requests) != map || object.spec.resources.requests.size() <= 64) && (!has(object.spec.resources.claims) || type(object.spec.resources.claims) != list || object.spec.resources.claims.size() <= 16))))"}]}`
 // +kubebuilder:webhook:path=/validate-app-seedlabs-dev-v1-deployobject,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=vdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
 
 var serviceProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}
@@ -44,12 +44,16 @@ func DefaultDeployObject(d *appv1.DeployObject) {
 }
 
 // ValidateDeployObject returns every rule the DeployObject breaks under the policy, and
-// warnings for what is allowed but unwise. old is nil on create; on update, violations old
+// warnings for what is allowed but unwise; for a DeployObject past its schema's bounds, only those
+// (bounds.go). old is nil on create; on update, violations old
 // already had are not held against the update, so an image admitted under an earlier policy
 // stays admitted while it is left untouched.
 func ValidateDeployObject(old, d *appv1.DeployObject, policy *Policy) (field.ErrorList, admission.Warnings) {
+	if errs := deployObjectBounds(d); len(errs) > 0 {
+		return errs, nil
+	}
 	errs, warnings := validateDeployObject(d, policy)
-	if old != nil && len(errs) > 0 {
+	if old != nil && len(errs) > 0 && len(deployObjectBounds(old)) == 0 {
 		oldErrs, _ := validateDeployObject(old, policy)
 		errs = ratchet(errs, oldErrs, old, d)
 	}

@@ -81,6 +81,37 @@ func validatingMatcher(tb testing.TB, name string, gvk schema.GroupVersionKind, 
 	return nil
 }
 
+// mutatingMatcher is the matcher of the mutating webhook name in config/webhook/manifests.yaml.
+func mutatingMatcher(tb testing.TB, name string, gvk schema.GroupVersionKind, resource string) *webhookMatcher {
+	tb.Helper()
+	data, err := os.ReadFile("../config/webhook/manifests.yaml")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var config admissionregistrationv1.MutatingWebhookConfiguration
+		if err := yaml.Unmarshal([]byte(doc), &config); err != nil {
+			tb.Fatal(err)
+		}
+		if config.Kind != "MutatingWebhookConfiguration" {
+			continue
+		}
+		for i := range config.Webhooks {
+			if config.Webhooks[i].Name != name {
+				continue
+			}
+			return &webhookMatcher{
+				accessor: webhook.NewMutatingWebhookAccessor(name, config.Name, &config.Webhooks[i]),
+				compiler: celplugin.NewConditionCompiler(environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion())),
+				gvr:      gvk.GroupVersion().WithResource(resource),
+				gvk:      gvk,
+			}
+		}
+	}
+	tb.Fatalf("no mutating webhook %s in config/webhook/manifests.yaml", name)
+	return nil
+}
+
 // calls reports whether kube-apiserver would call the webhook for op on obj (and old, on an
 // update), failing the test when a matchCondition does not evaluate: with failurePolicy Fail that
 // refuses the request with an error that is not a field error.

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	metav1validation "k8s.io/apimachinery/pkg/apis/meta/v1/validation"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -58,7 +59,10 @@ func DefaultPolicy(images ImagePolicy) *Policy {
 //   - maxReplicas below the default cap (stored past the CRD's schema) is dropped: the cap stays;
 //   - a rule with an unknown or repeated ID (the first of an ID applies, if valid), an action it
 //     cannot take, or an invalid namespace selector is dropped whole, and the rule keeps its
-//     default action.
+//     default action;
+//   - past the schema's bounds (bounds.go), the rules, registries and namespace overrides past
+//     them are dropped, and so is a rule with a selector past them, so that compiling costs no
+//     more than a policy the schema admits.
 func NewPolicy(p *policyv1alpha1.AdmissionPolicy, defaults ImagePolicy) (*Policy, field.ErrorList) {
 	var errs field.ErrorList
 	if p.Name != policyv1alpha1.PolicyName {
@@ -66,9 +70,13 @@ func NewPolicy(p *policyv1alpha1.AdmissionPolicy, defaults ImagePolicy) (*Policy
 			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s", policyv1alpha1.PolicyName)))
 	}
 	spec := field.NewPath("spec")
-	compiled := &Policy{images: defaults, rules: make(map[RuleID]rulePolicy, len(p.Spec.Rules))}
-	if p.Spec.AllowedRegistries != nil {
-		images, imageErrs := compileImagePolicy(p.Spec.AllowedRegistries, spec.Child("allowedRegistries"))
+	rules, registries := p.Spec.Rules, p.Spec.AllowedRegistries
+	errs = append(errs, maxItems(spec.Child("rules"), len(rules), policyv1alpha1.MaxRulesItems)...)
+	errs = append(errs, maxItems(spec.Child("allowedRegistries"), len(registries), policyv1alpha1.MaxAllowedRegistriesItems)...)
+	rules = rules[:min(len(rules), policyv1alpha1.MaxRulesItems)]
+	compiled := &Policy{images: defaults, rules: make(map[RuleID]rulePolicy, len(rules))}
+	if registries != nil {
+		images, imageErrs := compileImagePolicy(registries[:min(len(registries), policyv1alpha1.MaxAllowedRegistriesItems)], spec.Child("allowedRegistries"))
 		compiled.images, errs = images, append(errs, imageErrs...)
 	}
 	if m := p.Spec.MaxReplicas; m != nil {
@@ -81,7 +89,7 @@ func NewPolicy(p *policyv1alpha1.AdmissionPolicy, defaults ImagePolicy) (*Policy
 		}
 	}
 	seen := map[string]bool{}
-	for i, r := range p.Spec.Rules {
+	for i, r := range rules {
 		path := spec.Child("rules").Index(i)
 		rp, ruleErrs := compileRule(r, path)
 		if seen[r.ID] {
@@ -104,8 +112,20 @@ func compileRule(r policyv1alpha1.RulePolicy, path *field.Path) (rulePolicy, fie
 	}
 	errs = append(errs, validateAction(rule, known, r.Action, path.Child("action"))...)
 	rp := rulePolicy{action: r.Action}
-	for j, o := range r.Namespaces {
+	errs = append(errs, maxItems(path.Child("namespaces"), len(r.Namespaces), policyv1alpha1.MaxNamespacesItems)...)
+	for j, o := range r.Namespaces[:min(len(r.Namespaces), policyv1alpha1.MaxNamespacesItems)] {
 		op := path.Child("namespaces").Index(j)
+		// Kubernetes' own validation of a selector names each bad key and value, in time that
+		// grows with them; parsing one that is invalid would join its errors into one message,
+		// in time that grows with their square.
+		invalid := selectorBounds(o, op.Child("selector"))
+		if len(invalid) == 0 {
+			invalid = metav1validation.ValidateLabelSelector(&o.Selector, metav1validation.LabelSelectorValidationOptions{}, op.Child("selector"))
+		}
+		if len(invalid) > 0 {
+			errs = append(errs, invalid...)
+			continue
+		}
 		selector, err := metav1.LabelSelectorAsSelector(&o.Selector)
 		if err != nil {
 			errs = append(errs, field.Invalid(op.Child("selector"), o.Selector, err.Error()))

@@ -52,7 +52,7 @@ func TestValidateAdmissionPolicy(t *testing.T) {
 	}
 	want := []string{
 		"metadata.name", "spec.allowedRegistries[0]", "spec.rules[0].id", "spec.rules[1].action", "spec.rules[2].action",
-		"spec.rules[2].namespaces[0].selector", "spec.rules[3].action", "spec.rules[4].namespaces[0].action",
+		"spec.rules[2].namespaces[0].selector.matchExpressions[0].operator", "spec.rules[3].action", "spec.rules[4].namespaces[0].action",
 	}
 	if diff := gocmp.Diff(want, got); diff != "" {
 		t.Errorf("fields refused (-want +got):\n%s", diff)
@@ -108,7 +108,7 @@ func TestNewPolicyAppliesWhatIsValid(t *testing.T) {
 		wantActions: map[RuleID]policyv1alpha1.Action{
 			WelcomePort: policyv1alpha1.Enforce, WelcomeEmail: policyv1alpha1.Warn, WelcomePassword: policyv1alpha1.Warn,
 		},
-		wantErrs: []string{"spec.rules[0].action", "spec.rules[1].id", "spec.rules[3].id", "spec.rules[4].namespaces[0].selector"},
+		wantErrs: []string{"spec.rules[0].action", "spec.rules[1].id", "spec.rules[3].id", "spec.rules[4].namespaces[0].selector.matchExpressions[0].operator"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			ap := admissionPolicy(tc.rules...)

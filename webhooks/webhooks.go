@@ -73,18 +73,18 @@ func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admission.Webhook {
 	j := newJudge(opts)
 	return map[string]*admission.Webhook{
-		"/mutate-auth-seedlabs-dev-v1alpha1-welcome": defaultingWebhook(scheme, DefaultWelcome),
+		"/mutate-auth-seedlabs-dev-v1alpha1-welcome": defaultingWebhook(scheme, DefaultWelcome, welcomeBounds),
 		"/validate-auth-seedlabs-dev-v1alpha1-welcome": validatingWebhook(scheme, j,
 			func(p *Policy, old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
 				return ValidateWelcome(old, w, p)
 			}),
-		"/mutate-cache-seedlabs-dev-v1alpha1-memcached": defaultingWebhook(scheme, DefaultMemcached),
+		"/mutate-cache-seedlabs-dev-v1alpha1-memcached": defaultingWebhook(scheme, DefaultMemcached, nil),
 		"/validate-cache-seedlabs-dev-v1alpha1-memcached": validatingWebhook(scheme, j,
 			func(_ *Policy, old, m *cachev1alpha1.Memcached) (field.ErrorList, admission.Warnings) {
 				return ValidateMemcached(old, m)
 			}),
 		memcachedScalePath:                         {Handler: newMemcachedScaleValidator(scheme, j)},
-		"/mutate-app-seedlabs-dev-v1-deployobject": defaultingWebhook(scheme, DefaultDeployObject),
+		"/mutate-app-seedlabs-dev-v1-deployobject": defaultingWebhook(scheme, DefaultDeployObject, deployObjectBounds),
 		"/validate-app-seedlabs-dev-v1-deployobject": validatingWebhook(scheme, j,
 			func(p *Policy, old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
 				return ValidateDeployObject(old, d, p)
@@ -104,9 +104,10 @@ type object[T any] interface {
 	GetNamespace() string
 }
 
-// defaultingWebhook is the mutating webhook of a kind, which defaults fills.
-func defaultingWebhook[T any, PT object[T]](scheme *runtime.Scheme, defaults func(PT)) *admission.Webhook {
-	return admission.WithDefaulter[PT](scheme, defaulterFunc[T, PT](defaults))
+// defaultingWebhook is the mutating webhook of a kind, which defaults fills; an object past
+// bounds, when set, is refused instead, as the kind's schema refuses it next.
+func defaultingWebhook[T any, PT object[T]](scheme *runtime.Scheme, defaults func(PT), bounds func(PT) field.ErrorList) *admission.Webhook {
+	return admission.WithDefaulter[PT](scheme, defaulterFunc[T, PT]{gvk: kindOf[T, PT](scheme), defaults: defaults, bounds: bounds})
 }
 
 // validatingWebhook is the validating webhook of a kind: validate judges an object against the
@@ -125,11 +126,21 @@ func kindOf[T any, PT object[T]](scheme *runtime.Scheme) schema.GroupVersionKind
 }
 
 // defaulterFunc serves a defaulting rule through controller-runtime.
-type defaulterFunc[T any, PT object[T]] func(PT)
+type defaulterFunc[T any, PT object[T]] struct {
+	gvk      schema.GroupVersionKind
+	defaults func(PT)
+	bounds   func(PT) field.ErrorList
+}
 
-// Default implements admission.Defaulter.
+// Default implements admission.Defaulter: controller-runtime answers the error it returns, a 422
+// Invalid status, without computing a patch.
 func (f defaulterFunc[T, PT]) Default(_ context.Context, obj PT) error {
-	f(obj)
+	if f.bounds != nil {
+		if errs := f.bounds(obj); len(errs) > 0 {
+			return Refusal(f.gvk.GroupKind(), obj.GetName(), errs)
+		}
+	}
+	f.defaults(obj)
 	return nil
 }
 

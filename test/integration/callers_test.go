@@ -12,12 +12,14 @@ import (
 	. "github.com/onsi/gomega"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -96,5 +98,25 @@ var _ = Describe("Callers of the webhooks", admission, func() {
 			g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 			g.Expect(list.Items).To(ContainElement(HaveField("Reason", webhooks.ReasonRefused)), fmt.Sprintf("Events in %s", ns))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	})
+
+	It("never call a defaulting webhook for an object past its schema's bounds: the schema refuses it next, naming the bound", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		ports := func(n int) []corev1.ServicePort {
+			var p []corev1.ServicePort
+			for i := range n {
+				p = append(p, corev1.ServicePort{Name: fmt.Sprintf("p%d", i), Port: int32(1000 + i)})
+			}
+			return p
+		}
+		mutate := "/mutate-app-seedlabs-dev-v1-deployobject"
+		before := webhookCalls(mutate)
+		err := k8s.Create(ctx, newDeployObject(ns, "past", "registry.local:5000/app:1.0", ports(appv1.MaxPortsItems+1)...), client.DryRunAll)
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want the schema's 422 Invalid, got %v", err)
+		Expect(err.Error()).To(ContainSubstring("spec.ports: Too many: 101: must have at most 100 items"))
+		Expect(webhookCalls(mutate)).To(Equal(before), "the defaulting webhook was called")
+
+		Expect(k8s.Create(ctx, newDeployObject(ns, "at", "registry.local:5000/app:1.0", ports(appv1.MaxPortsItems)...), client.DryRunAll)).To(Succeed())
+		Expect(webhookCalls(mutate)).To(Equal(before+1), "at the bound, the ports' targetPorts are defaulted")
 	})
 })

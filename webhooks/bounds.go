@@ -1,0 +1,63 @@
+package webhooks
+
+import (
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+)
+
+// The CRDs' schemas bound every list (api/, their maxItems and maxProperties), and kube-apiserver
+// holds an object to them before it calls a validating webhook, but after the mutating ones. The
+// handlers hold an object to the bounds of the lists they walk before anything else, so that a
+// request past them costs what reading it costs and no more, whoever sends it: a mutating
+// webhook's call, anyone who reaches the webhook's port, or a controller judging an object stored
+// before the bounds existed. The defaulting webhooks refuse such an object, as the schema would
+// next; the rules report only the bounds it breaks. The mutating webhooks' within-bounds
+// matchConditions keep kube-apiserver from calling them for one, so that the schema's refusal is
+// what the client reads.
+
+// maxItems is a TooMany error when a list at path holds n items, more than limit.
+func maxItems(path *field.Path, n, limit int) field.ErrorList {
+	if n <= limit {
+		return nil
+	}
+	return field.ErrorList{field.TooMany(path, n, limit)}
+}
+
+// welcomeBounds are the bounds of a Welcome's lists its rules walk.
+func welcomeBounds(w *authv1alpha1.Welcome) field.ErrorList {
+	return maxItems(field.NewPath("spec", "groups"), len(w.Spec.Groups), authv1alpha1.MaxGroupsItems)
+}
+
+// deployObjectBounds are the bounds of a DeployObject's lists its rules and its defaulting walk.
+func deployObjectBounds(d *appv1.DeployObject) field.ErrorList {
+	spec := field.NewPath("spec")
+	resources := spec.Child("resources")
+	errs := maxItems(spec.Child("env"), len(d.Spec.Env), appv1.MaxEnvItems)
+	errs = append(errs, maxItems(spec.Child("ports"), len(d.Spec.Ports), appv1.MaxPortsItems)...)
+	errs = append(errs, maxItems(resources.Child("limits"), len(d.Spec.Resources.Limits), appv1.MaxResourcesProperties)...)
+	errs = append(errs, maxItems(resources.Child("requests"), len(d.Spec.Resources.Requests), appv1.MaxResourcesProperties)...)
+	return append(errs, maxItems(resources.Child("claims"), len(d.Spec.Resources.Claims), appv1.MaxClaimsItems)...)
+}
+
+// maxSelectorValues is the most values of one matchExpression of a namespace override's selector.
+// The schema leaves them unbounded (a CEL rule over every selector of every rule would cost more
+// than kube-apiserver allows a CRD), and apimachinery parses a selector in time that grows with
+// the square of its values, so the webhook refuses more, and a stored policy drops the override.
+// No namespace carries that many labels to select among.
+const maxSelectorValues = 256
+
+// NewPolicy holds an AdmissionPolicy to the bounds of its lists as it walks them.
+
+// selectorBounds are the bounds of one namespace override's selector.
+func selectorBounds(o policyv1alpha1.NamespaceAction, path *field.Path) field.ErrorList {
+	errs := maxItems(path.Child("matchLabels"), len(o.Selector.MatchLabels), policyv1alpha1.MaxMatchLabelsProperties)
+	expressions := o.Selector.MatchExpressions
+	errs = append(errs, maxItems(path.Child("matchExpressions"), len(expressions), policyv1alpha1.MaxMatchExpressionsItems)...)
+	for k, e := range expressions[:min(len(expressions), policyv1alpha1.MaxMatchExpressionsItems)] {
+		errs = append(errs, maxItems(path.Child("matchExpressions").Index(k).Child("values"), len(e.Values), maxSelectorValues)...)
+	}
+	return errs
+}
