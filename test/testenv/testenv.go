@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -36,6 +37,9 @@ const (
 type Env struct {
 	// Config is an admin rest config for the API server.
 	Config *rest.Config
+	// ManagerConfig, when set, is the rest config the Manager runs with from its next start on,
+	// such as one impersonating a ServiceAccount bound to config/rbac; Config otherwise.
+	ManagerConfig *rest.Config
 	// Client reads and writes through the API server directly, never through a cache.
 	Client client.Client
 	// Manager is the operator's Manager, already started.
@@ -99,7 +103,7 @@ func (e *Env) startManager() error {
 	if err != nil {
 		return err
 	}
-	mgr, err := operator.New(e.Config, operator.Options{
+	mgr, err := operator.New(cmp.Or(e.ManagerConfig, e.Config), operator.Options{
 		MetricsAddr:                  metricsAddress,
 		SecureMetrics:                true,
 		ProbeAddr:                    probeAddress,
@@ -172,8 +176,9 @@ func freeLocalAddress() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// waitUntil calls try until it succeeds, failing when timeout passes or the Manager stops.
-func waitUntil(what string, try func() error, managerDone <-chan error, timeout time.Duration) error {
+// waitUntil calls try until it succeeds, failing when timeout passes or the Manager stops; what
+// the stopped Manager returned stays in managerDone, for Stop.
+func waitUntil(what string, try func() error, managerDone chan error, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	ticker := time.NewTicker(20 * time.Millisecond)
 	defer ticker.Stop()
@@ -187,6 +192,7 @@ func waitUntil(what string, try func() error, managerDone <-chan error, timeout 
 		}
 		select {
 		case err := <-managerDone:
+			managerDone <- err
 			return fmt.Errorf("the manager stopped before %s answered: %w", what, err)
 		case <-ticker.C:
 		}
@@ -215,6 +221,19 @@ func dialTCP(address string) func() error {
 		return conn.Close()
 	}
 }
+
+// RestartManager stops the Manager and starts a new one against the same control plane, as a
+// restarted Pod does. It fails if the stopped Manager returned an error.
+func (e *Env) RestartManager() error {
+	e.stopManager()
+	if err := <-e.managerDone; err != nil {
+		return fmt.Errorf("the manager stopped with an error: %w", err)
+	}
+	return e.startManager()
+}
+
+// ManagerDone receives what the running Manager's Start returned, once it has stopped.
+func (e *Env) ManagerDone() <-chan error { return e.managerDone }
 
 // Stop stops the Manager, then the control plane.
 func (e *Env) Stop() error {
