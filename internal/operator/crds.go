@@ -1,6 +1,7 @@
 package operator
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -347,8 +348,10 @@ func (w *crdWatch) whileEstablished(ctx context.Context, c crd) (_ context.Conte
 // established: its kind's controllers and the policy watch start from it. An informer whose CRD
 // goes away before it syncs is removed from the cache, and made again when the CRD is back; one
 // that has synced stays when its CRD is deleted, and picks up the kind's objects again when the
-// CRD is back, so what watches it idles meanwhile.
-func (w *crdWatch) informer(ctx context.Context, c crd) (cache.Informer, error) {
+// CRD is back, so what watches it idles meanwhile. An informer that does not sync within
+// syncTimeout (none when 0) while its CRD is established is an error, as a controller's source
+// that does not sync within its CacheSyncTimeout is: RBAC, most likely.
+func (w *crdWatch) informer(ctx context.Context, c crd, syncTimeout time.Duration) (cache.Informer, error) {
 	select {
 	case w.acquiring[c.name] <- struct{}{}:
 	case <-ctx.Done():
@@ -360,8 +363,12 @@ func (w *crdWatch) informer(ctx context.Context, c crd) (cache.Informer, error) 
 		if !ok {
 			return nil, ctx.Err()
 		}
+		attempt, cancelAttempt := lifetime, cancel
+		if syncTimeout > 0 {
+			attempt, cancelAttempt = context.WithTimeout(lifetime, syncTimeout)
+		}
 		var informer cache.Informer
-		err := wait.PollUntilContextCancel(lifetime, time.Second, true, func(ctx context.Context) (bool, error) {
+		err := wait.PollUntilContextCancel(attempt, time.Second, true, func(ctx context.Context) (bool, error) {
 			i, err := w.cache.GetInformer(ctx, c.obj)
 			if meta.IsNoMatchError(err) {
 				return false, nil // discovery has not caught up with the CRD yet
@@ -370,17 +377,20 @@ func (w *crdWatch) informer(ctx context.Context, c crd) (cache.Informer, error) 
 			return err == nil, err
 		})
 		gone := lifetime.Err() != nil
+		cancelAttempt()
 		cancel()
-		switch {
-		case err == nil:
+		if err == nil {
 			return informer, nil
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
-		case !gone:
-			return nil, fmt.Errorf("caching the kind of %s: %w", c.name, err)
 		}
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		// An informer that has not synced holds back every controller's start.
 		if err := w.cache.RemoveInformer(ctx, c.obj); err != nil {
 			return nil, fmt.Errorf("removing the informer of %s: %w", c.name, err)
+		}
+		if !gone {
+			return nil, fmt.Errorf("caching the kind of %s, established: %w", c.name, err)
 		}
 		w.log.Info("a CustomResourceDefinition went away before its kind was cached; waiting for it again", "crd", c.name)
 	}
@@ -405,28 +415,33 @@ func (w *crdWatch) deleting(ctx context.Context, name string) (bool, error) {
 
 // gate is mgr as the controller of c's kind is set up with it: the controller starts once c is
 // established and its kind cached (which may be long after the manager started), and idles while
-// c is deleted again.
+// c is deleted again. As the controller's own sources would, it fails when the kind is not cached
+// within the controllers' CacheSyncTimeout while c is established.
 func (w *crdWatch) gate(mgr ctrl.Manager, c crd) ctrl.Manager {
-	return crdGated{Manager: mgr, crds: w, crd: c}
+	// controller-runtime's default when the manager sets none.
+	syncTimeout := cmp.Or(mgr.GetControllerOptions().CacheSyncTimeout, 2*time.Minute)
+	return crdGated{Manager: mgr, crds: w, crd: c, syncTimeout: syncTimeout}
 }
 
 // crdGated is a manager whose runnables wait for a CRD.
 type crdGated struct {
 	ctrl.Manager
-	crds *crdWatch
-	crd  crd
+	crds        *crdWatch
+	crd         crd
+	syncTimeout time.Duration
 }
 
 // Add implements manager.Manager.
 func (m crdGated) Add(r manager.Runnable) error {
-	return m.Manager.Add(afterCRD{Runnable: r, crds: m.crds, crd: m.crd})
+	return m.Manager.Add(afterCRD{Runnable: r, crds: m.crds, crd: m.crd, syncTimeout: m.syncTimeout})
 }
 
 // afterCRD starts its runnable once the informer of a CRD's kind has synced.
 type afterCRD struct {
 	manager.Runnable
-	crds *crdWatch
-	crd  crd
+	crds        *crdWatch
+	crd         crd
+	syncTimeout time.Duration
 }
 
 // NeedLeaderElection implements manager.LeaderElectionRunnable as the runnable does.
@@ -437,7 +452,7 @@ func (a afterCRD) NeedLeaderElection() bool {
 
 // Start implements manager.Runnable.
 func (a afterCRD) Start(ctx context.Context) error {
-	if _, err := a.crds.informer(ctx, a.crd); err != nil {
+	if _, err := a.crds.informer(ctx, a.crd, a.syncTimeout); err != nil {
 		if ctx.Err() != nil {
 			return nil
 		}

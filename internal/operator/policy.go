@@ -146,7 +146,8 @@ func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webh
 			return nil // stopped before the cache synced
 		}
 		namespacesSynced.Store(true)
-		informer, err := crds.informer(ctx, admissionPolicyCRD)
+		// Without a limit: until the AdmissionPolicy is cached, the replica is not ready.
+		informer, err := crds.informer(ctx, admissionPolicyCRD, 0)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
