@@ -270,7 +270,12 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	// rule and which registries are allowed; until then, and once it is deleted, every rule keeps
 	// its default action and --allowed-registries holds.
 	policy := newLivePolicy(webhooks.DefaultPolicy(imagePolicy))
-	policySynced, err := watchPolicy(mgr, policy, imagePolicy)
+	// Any of the CRDs may be missing: each kind's controller, and the policy's watch, wait for it.
+	crds := newCRDWatch(mgr)
+	if err := mgr.Add(crds); err != nil {
+		return nil, fmt.Errorf("watching the CustomResourceDefinitions: %w", err)
+	}
+	policySynced, err := watchPolicy(mgr, crds, policy, imagePolicy)
 	if err != nil {
 		return nil, fmt.Errorf("watching the admission policy: %w", err)
 	}
@@ -302,7 +307,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Image:         o.WelcomeImage,
 		Guard:         specGuard,
 		PolicyChanges: policy.subscribe(),
-	}).SetupWithManager(controllers); err != nil {
+	}).SetupWithManager(crds.gate(controllers, welcomeCRD)); err != nil {
 		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
 	}
 	if err := (&memcached.Reconciler{
@@ -312,7 +317,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Image:         o.MemcachedImage,
 		Guard:         specGuard,
 		PolicyChanges: policy.subscribe(),
-	}).SetupWithManager(controllers); err != nil {
+	}).SetupWithManager(crds.gate(controllers, memcachedCRD)); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
 	}
 	if err := (&deployobject.Reconciler{
@@ -321,11 +326,12 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		Recorder:      mgr.GetEventRecorder(EventSource),
 		Guard:         specGuard,
 		PolicyChanges: policy.subscribe(),
-	}).SetupWithManager(controllers); err != nil {
+	}).SetupWithManager(crds.gate(controllers, deployObjectCRD)); err != nil {
 		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
 	}
 
-	if err := (&admissionpolicy.Reconciler{Client: mgr.GetClient(), Images: imagePolicy}).SetupWithManager(controllers); err != nil {
+	if err := (&admissionpolicy.Reconciler{Client: mgr.GetClient(), Images: imagePolicy}).
+		SetupWithManager(crds.gate(controllers, admissionPolicyCRD)); err != nil {
 		return nil, fmt.Errorf("setting up the AdmissionPolicy controller: %w", err)
 	}
 

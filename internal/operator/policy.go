@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -45,65 +46,131 @@ func init() {
 // what is valid, as webhooks.NewPolicy says, and what is not is logged: every replica, whenever it
 // started, applies the same stored policy the same way.
 //
-// The readiness check it returns passes once the policy stored when the replica started is in
-// force and the namespaces' labels are cached, so that a starting replica never answers under the
-// flags' policy while an AdmissionPolicy says otherwise, nor waits for a cache on a request.
-func watchPolicy(mgr ctrl.Manager, live *livePolicy, images webhooks.ImagePolicy) (healthz.Checker, error) {
+// Deleting the AdmissionPolicy's CRD deletes the policy first: that is no user's delete, and the
+// policy in force stays while the CRD is gone. Once the CRD is back, no AdmissionPolicy is stored
+// until one is created, so the flags' policy is in force, as on a replica that started while the
+// CRD was gone. Until the CRD is established, the flags' policy is in force.
+//
+// The readiness check it returns passes once the namespaces' labels are cached and the policy
+// stored when the replica started is in force (the flags' when the CRD is missing), so that a
+// starting replica never answers under the flags' policy while an AdmissionPolicy says otherwise,
+// nor waits for a cache on a request. Once passed, it passes until the manager stops.
+func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webhooks.ImagePolicy) (healthz.Checker, error) {
 	log := mgr.GetLogger().WithName("admission-policy")
-	var synced atomic.Bool
-	ready := func(*http.Request) error {
-		if !synced.Load() {
-			return errors.New("the AdmissionPolicy and the namespaces are not cached yet")
+	var (
+		namespacesSynced, ready atomic.Bool
+		// mu orders the changes of the policy in force.
+		mu sync.Mutex
+		// kept is set while the policy in force outlives the AdmissionPolicy, deleted with its CRD.
+		kept bool
+	)
+	check := func(*http.Request) error {
+		switch {
+		case ready.Load():
+			return nil
+		case !namespacesSynced.Load():
+			return errors.New("the namespaces are not cached yet")
+		case !crds.isSynced():
+			return errors.New("the CustomResourceDefinitions are not cached yet")
+		case crds.isEstablished(admissionPolicyCRD.name):
+			return errors.New("the AdmissionPolicy is not cached yet")
 		}
+		ready.Store(true) // no AdmissionPolicy CRD: the flags' policy is the one stored
 		return nil
 	}
-	return ready, mgr.Add(runnableFunc(func(ctx context.Context) error {
+	apply := func(obj any) {
+		p, ok := obj.(*policyv1alpha1.AdmissionPolicy)
+		if !ok || p.Name != policyv1alpha1.PolicyName {
+			return
+		}
+		compiled, errs := webhooks.NewPolicy(p, images)
+		mu.Lock()
+		defer mu.Unlock()
+		live.set(compiled)
+		kept = false
+		policyGeneration.Set(float64(p.Generation))
+		if len(errs) > 0 {
+			log.Error(errs.ToAggregate(), "applied the AdmissionPolicy but for what it holds that cannot be applied",
+				"generation", p.Generation, "rules", compiled.String(), "allowedRegistries", compiled.Images().AllowedRegistries())
+			return
+		}
+		log.Info("applied the AdmissionPolicy", "generation", p.Generation, "rules", compiled.String(),
+			"allowedRegistries", compiled.Images().AllowedRegistries())
+	}
+	deleted := func(ctx context.Context, obj any) {
+		if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+			obj = tombstone.Obj
+		}
+		p, ok := obj.(*policyv1alpha1.AdmissionPolicy)
+		if !ok || p.Name != policyv1alpha1.PolicyName {
+			return
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		switch withCRD, err := crds.deleting(ctx, admissionPolicyCRD.name); {
+		case ctx.Err() != nil:
+			return // the manager stops
+		case err != nil:
+			log.Error(err, "cannot tell whether the AdmissionPolicy was deleted with its CustomResourceDefinition; taking it for deleted by a user")
+		case withCRD:
+			kept = true
+			log.Info("the AdmissionPolicy was deleted with its CustomResourceDefinition: the policy in force stays while the CustomResourceDefinition is gone",
+				"generation", p.Generation)
+			return
+		}
+		live.set(nil)
+		policyGeneration.Set(0)
+		log.Info("the AdmissionPolicy was deleted; the default policy is in force")
+	}
+	// restore puts the flags' policy in force if the policy kept while the CRD was gone is not
+	// stored again now that the CRD is back.
+	restore := func(ctx context.Context) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !kept {
+			return
+		}
+		err := mgr.GetCache().Get(ctx, client.ObjectKey{Name: policyv1alpha1.PolicyName}, &policyv1alpha1.AdmissionPolicy{})
+		if !apierrors.IsNotFound(err) {
+			return // stored again, and applied
+		}
+		kept = false
+		live.set(nil)
+		policyGeneration.Set(0)
+		log.Info("the AdmissionPolicy's CustomResourceDefinition is back without the AdmissionPolicy; the default policy is in force")
+	}
+	return check, mgr.Add(runnableFunc(func(ctx context.Context) error {
 		namespaces, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{})
 		if err != nil {
 			return fmt.Errorf("watching the namespaces: %w", err)
 		}
-		informer, err := mgr.GetCache().GetInformer(ctx, &policyv1alpha1.AdmissionPolicy{})
-		if err != nil {
-			return fmt.Errorf("watching the AdmissionPolicy: %w", err)
+		if !toolscache.WaitForCacheSync(ctx.Done(), namespaces.HasSynced) {
+			return nil // stopped before the cache synced
 		}
-		apply := func(obj any) {
-			p, ok := obj.(*policyv1alpha1.AdmissionPolicy)
-			if !ok || p.Name != policyv1alpha1.PolicyName {
-				return
+		namespacesSynced.Store(true)
+		// Without a limit: until the AdmissionPolicy is cached, the replica is not ready.
+		informer, err := crds.informer(ctx, admissionPolicyCRD, 0)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
 			}
-			compiled, errs := webhooks.NewPolicy(p, images)
-			live.set(compiled)
-			policyGeneration.Set(float64(p.Generation))
-			if len(errs) > 0 {
-				log.Error(errs.ToAggregate(), "applied the AdmissionPolicy but for what it holds that cannot be applied",
-					"generation", p.Generation, "rules", compiled.String(), "allowedRegistries", compiled.Images().AllowedRegistries())
-				return
-			}
-			log.Info("applied the AdmissionPolicy", "generation", p.Generation, "rules", compiled.String(),
-				"allowedRegistries", compiled.Images().AllowedRegistries())
+			return fmt.Errorf("watching the AdmissionPolicy: %w", err)
 		}
 		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    apply,
 			UpdateFunc: func(_, obj any) { apply(obj) },
-			DeleteFunc: func(obj any) {
-				if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
-					obj = tombstone.Obj
-				}
-				if p, ok := obj.(*policyv1alpha1.AdmissionPolicy); ok && p.Name == policyv1alpha1.PolicyName {
-					live.set(nil)
-					policyGeneration.Set(0)
-					log.Info("the AdmissionPolicy was deleted; the default policy is in force")
-				}
-			},
+			DeleteFunc: func(obj any) { deleted(ctx, obj) },
 		})
 		if err != nil {
 			return fmt.Errorf("watching the AdmissionPolicy: %w", err)
 		}
-		if !toolscache.WaitForCacheSync(ctx.Done(), registration.HasSynced, namespaces.HasSynced) {
-			return nil // stopped before the caches synced
+		if !toolscache.WaitForCacheSync(ctx.Done(), registration.HasSynced) {
+			return nil // stopped before the cache synced
 		}
-		synced.Store(true)
-		<-ctx.Done()
+		ready.Store(true)
+		for crds.await(ctx, admissionPolicyCRD.name, false) && crds.await(ctx, admissionPolicyCRD.name, true) {
+			restore(ctx)
+		}
 		return nil
 	}))
 }

@@ -203,6 +203,8 @@ func TestAlerts(t *testing.T) {
 		{alert: "WebhookOperatorReplicasNotReady", field: "for", from: "10m", to: "5m"},
 		{alert: "WebhookOperatorDown", field: "expr", from: "== 1)", to: ")"},
 		{alert: "WebhookOperatorReconcileErrors", field: "for", from: "15m", to: "10m"},
+		{alert: "WebhookOperatorCRDMissing", field: "expr", from: "max by (crd)", to: "min by (crd)"},
+		{alert: "WebhookOperatorCRDMissing", field: "for", from: "5m", to: "3m"},
 		{alert: "WebhookOperatorServingCertificateExpiring", field: "expr", from: "< 7 * 86400", to: "< 86400"},
 		{alert: "WebhookOperatorServingCertificateExpiring", field: "expr", from: "< 86400", to: "< 2 * 86400"},
 	} {

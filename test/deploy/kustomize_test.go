@@ -527,11 +527,17 @@ func checkManagerConfiguration(t *testing.T, m manifests) {
 		if e.ValueFrom != nil && e.ValueFrom.ResourceFieldRef != nil {
 			env[e.Name] = "resource " + e.ValueFrom.ResourceFieldRef.Resource
 		}
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil {
+			env[e.Name] = "field " + e.ValueFrom.FieldRef.FieldPath
+		}
 	}
 	wantEnv := map[string]string{
 		operator.EnvWelcomeImage:   operator.DefaultWelcomeImage,
 		operator.EnvMemcachedImage: operator.DefaultMemcachedImage,
 		operator.EnvMemoryLimit:    "resource limits.memory",
+		operator.EnvPodName:        "field metadata.name",
+		operator.EnvPodNamespace:   "field metadata.namespace",
+		operator.EnvPodUID:         "field metadata.uid",
 	}
 	if diff := cmp.Diff(wantEnv, env); diff != "" {
 		t.Errorf("manager env (-want +got):\n%s", diff)

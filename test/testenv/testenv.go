@@ -4,6 +4,7 @@
 package testenv
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -36,6 +37,9 @@ const (
 type Env struct {
 	// Config is an admin rest config for the API server.
 	Config *rest.Config
+	// ManagerConfig, when set, is the rest config the Manager runs with from its next start on,
+	// such as one impersonating a ServiceAccount bound to config/rbac; Config otherwise.
+	ManagerConfig *rest.Config
 	// Client reads and writes through the API server directly, never through a cache.
 	Client client.Client
 	// Manager is the operator's Manager, already started.
@@ -52,6 +56,8 @@ type Env struct {
 	ServerVersion *version.Version
 
 	environment *envtest.Environment
+	// changeOptions changes the Manager's options every time it is started.
+	changeOptions func(*operator.Options)
 	stopManager context.CancelFunc
 	managerDone chan error
 }
@@ -99,13 +105,14 @@ func StartWith(o Options) (*Env, error) {
 	if e.ServerVersion, err = serverVersion(cfg); err != nil {
 		return nil, errors.Join(err, environment.Stop())
 	}
-	if err := e.startManager(o.Manager); err != nil {
+	e.changeOptions = o.Manager
+	if err := e.startManager(); err != nil {
 		return nil, errors.Join(err, environment.Stop())
 	}
 	return e, nil
 }
 
-func (e *Env) startManager(change func(*operator.Options)) error {
+func (e *Env) startManager() error {
 	wo := &e.environment.WebhookInstallOptions
 	probeAddress, err := freeLocalAddress()
 	if err != nil {
@@ -128,10 +135,10 @@ func (e *Env) startManager(change func(*operator.Options)) error {
 		SkipControllerNameValidation: true,
 		MaxConcurrentReconciles:      operator.DefaultMaxConcurrentReconciles,
 	}
-	if change != nil {
-		change(&options)
+	if e.changeOptions != nil {
+		e.changeOptions(&options)
 	}
-	mgr, err := operator.New(e.Config, options)
+	mgr, err := operator.New(cmp.Or(e.ManagerConfig, e.Config), options)
 	if err != nil {
 		return err
 	}
@@ -192,8 +199,9 @@ func freeLocalAddress() (string, error) {
 	return l.Addr().String(), nil
 }
 
-// waitUntil calls try until it succeeds, failing when timeout passes or the Manager stops.
-func waitUntil(what string, try func() error, managerDone <-chan error, timeout time.Duration) error {
+// waitUntil calls try until it succeeds, failing when timeout passes or the Manager stops; what
+// the stopped Manager returned stays in managerDone, for Stop.
+func waitUntil(what string, try func() error, managerDone chan error, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	ticker := time.NewTicker(20 * time.Millisecond)
 	defer ticker.Stop()
@@ -207,6 +215,7 @@ func waitUntil(what string, try func() error, managerDone <-chan error, timeout 
 		}
 		select {
 		case err := <-managerDone:
+			managerDone <- err
 			return fmt.Errorf("the manager stopped before %s answered: %w", what, err)
 		case <-ticker.C:
 		}
@@ -235,6 +244,19 @@ func dialTCP(address string) func() error {
 		return conn.Close()
 	}
 }
+
+// RestartManager stops the Manager and starts a new one against the same control plane, as a
+// restarted Pod does. It fails if the stopped Manager returned an error.
+func (e *Env) RestartManager() error {
+	e.stopManager()
+	if err := <-e.managerDone; err != nil {
+		return fmt.Errorf("the manager stopped with an error: %w", err)
+	}
+	return e.startManager()
+}
+
+// ManagerDone receives what the running Manager's Start returned, once it has stopped.
+func (e *Env) ManagerDone() <-chan error { return e.managerDone }
 
 // Stop stops the Manager, then the control plane.
 func (e *Env) Stop() error {
