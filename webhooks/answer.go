@@ -7,6 +7,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/seedlabs/webhook-operator/internal/message"
 )
 
 // MaxListed is the most violations a refusal lists, and the most warnings an answer carries; past
@@ -19,20 +21,32 @@ const MaxListed = 100
 
 // Refusal is the 422 Invalid status that refuses the object name of kind gk for errs: a cause per
 // violation, which kube-apiserver passes to the client, at most MaxListed of them, then a TooMany
-// cause at the first violation left out, counting those left out.
+// cause at the first violation left out, counting those left out; a long bad value is quoted in
+// part.
 func Refusal(gk schema.GroupKind, name string, errs field.ErrorList) error {
 	return apierrors.NewInvalid(gk, name, listed(errs))
 }
 
-// listed is errs cut to MaxListed, and a TooMany error counting the rest.
+// maxQuotedValue is the most bytes of a bad value a refusal quotes: the rest is counted.
+const maxQuotedValue = 256
+
+// listed is errs cut to MaxListed, and a TooMany error counting the rest, each quoting at most
+// maxQuotedValue bytes of its bad value: a refusal of many long values is no longer than a few.
 func listed(errs field.ErrorList) field.ErrorList {
-	if len(errs) <= MaxListed {
-		return errs
+	out := make(field.ErrorList, 0, min(len(errs), MaxListed)+1)
+	for _, e := range errs[:min(len(errs), MaxListed)] {
+		if v, ok := e.BadValue.(string); ok && len(v) > maxQuotedValue {
+			cut := *e
+			cut.BadValue = message.Truncate(v, maxQuotedValue)
+			e = &cut
+		}
+		out = append(out, e)
 	}
-	first := errs[MaxListed]
-	more := &field.Error{Type: field.ErrorTypeTooMany, Field: first.Field, BadValue: len(errs) - MaxListed, Detail: fmt.Sprintf(
-		"more violations from here on are not listed: a refusal lists the first %d; fix those and send it again to see the rest", MaxListed)}
-	return append(errs[:MaxListed:MaxListed], more)
+	if len(errs) > MaxListed {
+		out = append(out, &field.Error{Type: field.ErrorTypeTooMany, Field: errs[MaxListed].Field, BadValue: len(errs) - MaxListed,
+			Detail: fmt.Sprintf("more violations from here on are not listed: a refusal lists the first %d; fix those and send it again to see the rest", MaxListed)})
+	}
+	return out
 }
 
 // ListedWarnings is warnings cut to MaxListed, then one warning counting the rest.

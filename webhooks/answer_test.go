@@ -124,3 +124,18 @@ func TestNoWorkAfterTheRequestEnds(t *testing.T) {
 		t.Errorf("the same request, not ended, recorded %d Events and counted %v decisions, want 1 and 1", got, decided()-before)
 	}
 }
+
+// TestRefusalQuotesLongValuesInPart: a bad value longer than maxQuotedValue is quoted in part,
+// with the count of the rest, and the caller's list is left as it was.
+func TestRefusalQuotesLongValuesInPart(t *testing.T) {
+	long := strings.Repeat("g", 5000)
+	errs := field.ErrorList{field.Duplicate(field.NewPath("spec", "groups").Index(1), long)}
+	status := Refusal(schema.GroupKind{Group: "auth.seedlabs.dev", Kind: "Welcome"}, "w", errs).(interface{ Status() metav1.Status }).Status()
+	cause := status.Details.Causes[0].Message
+	if len(cause) > maxQuotedValue+64 || !strings.HasSuffix(cause, `more bytes"`) {
+		t.Errorf("the cause of a 5,000-byte value is %d bytes: %q", len(cause), cause[max(0, len(cause)-60):])
+	}
+	if errs[0].BadValue != long {
+		t.Error("Refusal changed the violation it was given")
+	}
+}

@@ -8,9 +8,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apiserver/pkg/admission"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/apiserver/pkg/admission"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
@@ -85,7 +85,7 @@ func TestObjectsPastTheirBoundsAreRefusedForTheBoundsAlone(t *testing.T) {
 func TestPoliciesPastTheirBoundsCompileWithinThem(t *testing.T) {
 	override := policyv1alpha1.NamespaceAction{Action: policyv1alpha1.Audit,
 		Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn,
-			Values: make([]string, maxSelectorValues+1)}}}}
+			Values: make([]string, maxSelectorTerms)}}}}
 	p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
 	p.Spec.Rules = append(p.Spec.Rules, policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn,
 		Namespaces: []policyv1alpha1.NamespaceAction{override}})
@@ -101,7 +101,7 @@ func TestPoliciesPastTheirBoundsCompileWithinThem(t *testing.T) {
 	}
 	want := []string{
 		"spec.rules: Too many: 129: must have at most 128 items",
-		"spec.rules[0].namespaces[0].selector.matchExpressions[0].values: Too many: 257: must have at most 256 items",
+		"spec.rules[0].namespaces[0].selector: Too many: 4097: the policy's namespace selectors may hold at most 4096 labels and values in all, and hold more by this one",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the bounds named (-want +got):\n%s", diff)

@@ -89,9 +89,10 @@ func NewPolicy(p *policyv1alpha1.AdmissionPolicy, defaults ImagePolicy) (*Policy
 		}
 	}
 	seen := map[string]bool{}
+	terms := maxSelectorTerms
 	for i, r := range rules {
 		path := spec.Child("rules").Index(i)
-		rp, ruleErrs := compileRule(r, path)
+		rp, ruleErrs := compileRule(r, path, &terms)
 		if seen[r.ID] {
 			ruleErrs = append(ruleErrs, field.Duplicate(path.Child("id"), r.ID))
 		}
@@ -103,8 +104,9 @@ func NewPolicy(p *policyv1alpha1.AdmissionPolicy, defaults ImagePolicy) (*Policy
 	return compiled, errs
 }
 
-// compileRule compiles one rule of a policy, or says why it cannot be applied.
-func compileRule(r policyv1alpha1.RulePolicy, path *field.Path) (rulePolicy, field.ErrorList) {
+// compileRule compiles one rule of a policy, or says why it cannot be applied; its selectors take
+// their labels and values from terms (selectorBounds).
+func compileRule(r policyv1alpha1.RulePolicy, path *field.Path, terms *int) (rulePolicy, field.ErrorList) {
 	var errs field.ErrorList
 	rule, known := ruleByID(RuleID(r.ID))
 	if !known {
@@ -118,7 +120,7 @@ func compileRule(r policyv1alpha1.RulePolicy, path *field.Path) (rulePolicy, fie
 		// Kubernetes' own validation of a selector names each bad key and value, in time that
 		// grows with them; parsing one that is invalid would join its errors into one message,
 		// in time that grows with their square.
-		invalid := selectorBounds(o, op.Child("selector"))
+		invalid := selectorBounds(o, op.Child("selector"), terms)
 		if len(invalid) == 0 {
 			invalid = metav1validation.ValidateLabelSelector(&o.Selector, metav1validation.LabelSelectorValidationOptions{}, op.Child("selector"))
 		}

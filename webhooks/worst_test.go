@@ -9,6 +9,10 @@ import (
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
 // maxAPIRequestBytes is kube-apiserver's limit on a request body (--max-request-bytes, 3 MiB by
@@ -30,6 +34,16 @@ type worstRequest struct {
 	op admissionv1.Operation
 	// object is the object with items list items, as JSON.
 	object func(items int) string
+	// atBound, when set, is how many items the object carries, its schema's bound: object then
+	// fills kube-apiserver's request limit with the items' strings. Such an object is what
+	// kube-apiserver may send the webhook; one past a bound, only someone calling it directly.
+	atBound int
+}
+
+// padTo is s repeated to the length each of n items may take in kube-apiserver's request limit,
+// less each item's overhead.
+func padTo(s string, n, overhead int) string {
+	return strings.Repeat(s, max((maxAPIRequestBytes-4096)/n-overhead, 1)/len(s))
 }
 
 // adminPolicyKind is the AdmissionPolicy as testKind knows a kind.
@@ -43,6 +57,42 @@ func repeated(item string, n int) string {
 }
 
 var worstRequests = []worstRequest{
+	{name: "Welcome/validate/duplicate-groups-at-bound", kind: welcomeKind, path: welcomeKind.validate, op: admissionv1.Create,
+		atBound: authv1alpha1.MaxGroupsItems, object: func(n int) string {
+			g := `"` + padTo("a", n, 3) + `"`
+			return `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"w"},` +
+				`"spec":{"name":"n","replicas":1,"port":8088,"serviceType":"NodePort","groups":[` + repeated(g, n) + `]}}`
+		}},
+	{name: "Welcome/validate/duplicate-groups-at-bound-update", kind: welcomeKind, path: welcomeKind.validate, op: admissionv1.Update,
+		atBound: authv1alpha1.MaxGroupsItems / 2, object: func(n int) string {
+			g := `"` + padTo("a", 2*n, 3) + `"`
+			return `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"w"},` +
+				`"spec":{"name":"n","replicas":1,"port":8088,"serviceType":"NodePort","groups":[` + repeated(g, n) + `]}}`
+		}},
+	{name: "DeployObject/validate/env-named-equals-at-bound", kind: deployObjectKind, path: deployObjectKind.validate, op: admissionv1.Create,
+		atBound: appv1.MaxEnvItems, object: func(n int) string {
+			e := `{"name":"` + padTo("=", n, 12) + `"}`
+			return `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject","metadata":{"name":"d"},` +
+				`"spec":{"image":"registry.local/app:v1","replicas":1,"env":[` + repeated(e, n) + `]}}`
+		}},
+	{name: "DeployObject/mutate/env-and-ports-at-bound", kind: deployObjectKind, path: deployObjectKind.mutate, op: admissionv1.Create,
+		atBound: appv1.MaxEnvItems, object: func(n int) string {
+			ports := make([]string, appv1.MaxPortsItems)
+			for i := range ports {
+				ports[i] = fmt.Sprintf(`{"name":"p%d","port":%d}`, i, i+1)
+			}
+			e := `{"name":"V","value":"` + padTo("x", n, 30) + `"}`
+			return `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject","metadata":{"name":"d"},` +
+				`"spec":{"image":"registry.local/app:v1","ports":[` + strings.Join(ports, ",") + `],"env":[` + repeated(e, n) + `]}}`
+		}},
+	{name: "AdmissionPolicy/validate/selector-values-at-bounds", kind: admissionPolicyKind, path: admissionPolicyPath, op: admissionv1.Create,
+		atBound: policyv1alpha1.MaxRulesItems, object: func(n int) string {
+			override := `{"action":"Audit","selector":{"matchExpressions":[{"key":"k","operator":"In","values":[` + repeated(`"!"`, 256) + `]}]}}`
+			overrides := min(policyv1alpha1.MaxNamespacesItems, (maxAPIRequestBytes-4096)/n/(len(override)+1))
+			rule := `{"id":"welcome.name.length","action":"Warn","namespaces":[` + repeated(override, overrides) + `]}`
+			return `{"apiVersion":"policy.seedlabs.dev/v1alpha1","kind":"AdmissionPolicy","metadata":{"name":"cluster"},` +
+				`"spec":{"rules":[` + repeated(rule, n) + `]}}`
+		}},
 	{name: "Welcome/validate/duplicate-groups", kind: welcomeKind, path: welcomeKind.validate, op: admissionv1.Create,
 		object: func(n int) string {
 			return `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"w"},` +
@@ -102,15 +152,18 @@ func itemsWithin(object func(int) string) int {
 }
 
 // BenchmarkWorstRequests serves each of worstRequests, filled to kube-apiserver's request limit
-// (or to -worst-items), to its webhook as Setup builds it, and reports the handler's time per
-// request and the size of its answer. It is the table of docs/performance.md's worst requests;
+// (past the schema's bounds, or to -worst-items: the requests only a direct caller can send), to
+// its webhook as Setup builds it, and reports the handler's time per request and the size of its
+// answer. It is the table of docs/performance.md's worst requests;
 // `-benchtime=1x` runs each once.
 func BenchmarkWorstRequests(b *testing.B) {
 	handlers := fuzzHandlers(b)
 	for _, w := range worstRequests {
-		items := *worstItems
+		items := w.atBound
 		if items == 0 {
-			items = itemsWithin(w.object)
+			if items = *worstItems; items == 0 {
+				items = itemsWithin(w.object)
+			}
 		}
 		object := []byte(w.object(items))
 		var old []byte

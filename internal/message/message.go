@@ -20,34 +20,43 @@ const (
 )
 
 // Violations describes errs as errs.ToAggregate().Error() does ("a", or "[a, b]" for several),
-// in at most limit bytes: the violations that fit, then "and N more".
+// in at most limit bytes: the violations that fit, then "and N more". It formats no more of errs
+// than can be shown, however many there are: a violation quotes its bad value, which may be large.
 func Violations(errs field.ErrorList, limit int) string {
 	var items []string
 	seen := sets.New[string]()
+	size, formatted := len("[]"), 0
 	for _, e := range errs {
-		if s := e.Error(); !seen.Has(s) {
-			seen.Insert(s)
-			items = append(items, s)
+		formatted++
+		s := e.Error()
+		if seen.Has(s) {
+			continue
+		}
+		seen.Insert(s)
+		items = append(items, s)
+		if size += len(s) + len(", "); size > limit+len(", ") {
+			break // no more fit: the rest are only counted
 		}
 	}
+	unformatted := len(errs) - formatted
 	switch {
 	case len(items) == 0:
 		return ""
-	case len(items) == 1:
+	case len(items) == 1 && unformatted == 0:
 		return Truncate(items[0], limit)
 	}
-	if all := "[" + strings.Join(items, ", ") + "]"; len(all) <= limit {
+	if all := "[" + strings.Join(items, ", ") + "]"; unformatted == 0 && len(all) <= limit {
 		return all
 	}
 	var b strings.Builder
 	b.WriteString("[")
 	for i, item := range items {
-		more := fmt.Sprintf("and %d more]", len(items)-i)
+		more := fmt.Sprintf("and %d more]", len(items)-i+unformatted)
 		if b.Len()+len(item)+len(", ")+len(more) > limit {
 			if i == 0 {
 				b.WriteString(Truncate(item, limit-b.Len()-len(", ")-len(more)))
 				b.WriteString(", ")
-				more = fmt.Sprintf("and %d more]", len(items)-1)
+				more = fmt.Sprintf("and %d more]", len(items)-1+unformatted)
 			}
 			b.WriteString(more)
 			return b.String()
@@ -55,7 +64,9 @@ func Violations(errs field.ErrorList, limit int) string {
 		b.WriteString(item)
 		b.WriteString(", ")
 	}
-	return b.String() // not reached: the whole list did not fit
+	// Every item fitted, but not the count of those left unformatted.
+	b.WriteString(fmt.Sprintf("and %d more]", unformatted))
+	return b.String()
 }
 
 // Note is an Event note of prefix followed by the violations that fit in EventNoteLimit.

@@ -73,3 +73,21 @@ func TestTruncate(t *testing.T) {
 		t.Errorf("Truncate = %q (%d bytes)", got, len(got))
 	}
 }
+
+// TestViolationsCountsWhatItDoesNotShow: of many violations with large values, those that fit are
+// shown and the rest counted, as many as they are.
+func TestViolationsCountsWhatItDoesNotShow(t *testing.T) {
+	var errs field.ErrorList
+	for i := range 100000 {
+		errs = append(errs, field.Duplicate(field.NewPath("spec", "groups").Index(i), strings.Repeat("g", 3000)))
+	}
+	got := Violations(errs, EventNoteLimit)
+	if len(got) > EventNoteLimit || !strings.HasSuffix(got, ", and 99999 more]") {
+		t.Errorf("Violations of 100,000: %d bytes, ends %q", len(got), got[max(0, len(got)-40):])
+	}
+	got = Violations(errs, ConditionLimit)
+	shown := strings.Count(got, "spec.groups[")
+	if want := fmt.Sprintf(", and %d more]", 100000-shown); len(got) > ConditionLimit || shown < 9 || !strings.HasSuffix(got, want) {
+		t.Errorf("Violations of 100,000 in %d bytes: %d shown, ends %q, want %q", ConditionLimit, shown, got[max(0, len(got)-40):], want)
+	}
+}

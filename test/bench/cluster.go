@@ -265,6 +265,7 @@ type managerProcess struct {
 	log     *os.File
 	pprof   string
 	metrics string
+	probe   string
 	// servingAfter is how long it took from exec to the first TLS handshake with the webhook server.
 	servingAfter time.Duration
 }
@@ -273,6 +274,8 @@ type managerProcess struct {
 type managerFlags struct {
 	binary  string
 	extra   []string
+	// env is added to the bench's own environment.
+	env     []string
 	logPath string
 }
 
@@ -307,14 +310,14 @@ func (c *cluster) startManager(f managerFlags) (*managerProcess, error) {
 		return nil, err
 	}
 	cmd := exec.Command(f.binary, args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+c.kubeconfig)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+c.kubeconfig), f.env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()
 		return nil, err
 	}
-	m := &managerProcess{cmd: cmd, done: make(chan struct{}), log: logFile, pprof: pprofAddr, metrics: metricsAddr}
+	m := &managerProcess{cmd: cmd, done: make(chan struct{}), log: logFile, pprof: pprofAddr, metrics: metricsAddr, probe: probeAddr}
 	go func() {
 		m.exitErr = cmd.Wait()
 		close(m.done)
@@ -333,6 +336,21 @@ func (c *cluster) startManager(f managerFlags) (*managerProcess, error) {
 		if time.Since(started) > time.Minute {
 			return nil, errors.Join(errors.New("the manager did not serve within a minute"), m.stop())
 		}
+	}
+}
+
+// wait waits interval, and fails when the process exited, ctx ended or deadline passed.
+func (m *managerProcess) wait(ctx context.Context, deadline time.Time, interval time.Duration) error {
+	if time.Now().After(deadline) {
+		return fmt.Errorf("not done by %s", deadline.Format(time.TimeOnly))
+	}
+	select {
+	case <-m.done:
+		return fmt.Errorf("the manager exited (%w)", m.exitErr)
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(interval):
+		return nil
 	}
 }
 
@@ -402,11 +420,14 @@ func (c *cluster) holdLease(ctx context.Context) error {
 	return err
 }
 
-// releaseLease gives the Lease up and waits until a manager process holds it.
-func (c *cluster) releaseLease(ctx context.Context) error {
+// releaseLease gives the Lease up and, when wait is set, waits until a manager process holds it.
+func (c *cluster) releaseLease(ctx context.Context, wait bool) error {
 	lease := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: operator.LeaderElectionID, Namespace: leaseNamespace}}
 	if err := c.client.Delete(ctx, lease); client.IgnoreNotFound(err) != nil {
 		return err
+	}
+	if !wait {
+		return nil
 	}
 	return c.waitForLeader(ctx)
 }

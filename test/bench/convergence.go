@@ -154,7 +154,7 @@ func runConvergence(ctx context.Context, c *cluster, mf managerFlags, s converge
 		}
 
 		// The operator.
-		if err := c.releaseLease(ctx); err != nil {
+		if err := c.releaseLease(ctx, true); err != nil {
 			return fail(err)
 		}
 		before, err := c.audit.offset()

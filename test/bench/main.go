@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,7 +34,7 @@ type settings struct {
 	admission   admissionSettings
 	handlers    handlerSettings
 	convergence convergenceSettings
-	memory      int
+	memory      memorySettings
 	hostile     hostileSettings
 	certSwaps   int
 	// sections are the sections to run: handlers, admission, convergence, memory, start.
@@ -44,11 +45,11 @@ func main() {
 	out := flag.String("out", filepath.Join("bin", "bench", "report.md"), "Where to write the report.")
 	managerBinary := flag.String("manager", filepath.Join("bin", "manager"), "The manager binary (make build).")
 	quick := flag.Bool("quick", false, "Small sizes, to try the bench out in a minute or two; the numbers are not worth much.")
-	memoryObjects := flag.Int("memory-objects", 0, "How many objects the memory section converges; 0 means 10000, or 600 with -quick.")
+	memoryObjects := flag.String("memory-objects", "", "The numbers of custom resources the memory section measures a new leader with, comma-separated; empty means 1000,10000,30000, or 300,1000 with -quick.")
 	sections := flag.String("sections", "handlers,admission,convergence,memory,start",
 		"The sections to run, comma-separated; hostile (about 15 minutes) runs only when named, best after memory.")
 	floodDuration := flag.Duration("flood-duration", 10*time.Minute, "How long the hostile section floods the webhooks with refused creates.")
-	baselineManager := flag.String("baseline-manager", "", "A manager binary the hostile section also starts with the hostile Deployments stored, to compare with.")
+	baselineManager := flag.String("baseline-manager", "", "A manager binary the memory and hostile sections also start, to compare with.")
 	flag.Parse()
 	ctrl.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapcore.ErrorLevel)))
 
@@ -56,7 +57,7 @@ func main() {
 		admission:   admissionSettings{rounds: 11, requests: 300, concurrency: []int{1, 8}},
 		handlers:    handlerSettings{rounds: 5, duration: 500 * time.Millisecond, concurrency: []int{1, 8}},
 		convergence: convergenceSettings{rounds: 3, perKind: 1000, workers: 8},
-		memory:      10000,
+		memory:      memorySettings{steps: []int{1000, 10000, 30000}, workers: 16, hostile: 500, childPadding: 1 << 20, metadataPadding: 256 << 10},
 		hostile:     hostileSettings{deployments: 1000, envBytes: 1 << 20, floodRate: 300},
 		certSwaps:   5,
 		sections:    map[string]bool{},
@@ -68,13 +69,22 @@ func main() {
 		s.admission.rounds, s.admission.requests = 2, 60
 		s.handlers.rounds, s.handlers.duration = 2, 200*time.Millisecond
 		s.convergence.rounds, s.convergence.perKind = 1, 100
-		s.memory, s.certSwaps = 600, 2
+		s.memory.steps, s.memory.hostile, s.certSwaps = []int{300, 1000}, 50, 2
 		s.hostile.deployments, s.hostile.envBytes, *floodDuration = 100, 256<<10, 20*time.Second
 	}
 	s.hostile.floodDuration, s.hostile.baselineManager = *floodDuration, *baselineManager
-	if *memoryObjects > 0 {
-		s.memory = *memoryObjects
+	if *memoryObjects != "" {
+		s.memory.steps = nil
+		for _, n := range strings.Split(*memoryObjects, ",") {
+			steps, err := strconv.Atoi(strings.TrimSpace(n))
+			if err != nil || steps <= 0 {
+				fmt.Fprintf(os.Stderr, "bench: -memory-objects: %q is not a number of objects\n", n)
+				os.Exit(2)
+			}
+			s.memory.steps = append(s.memory.steps, steps)
+		}
 	}
+	s.memory.baselineManager = *baselineManager
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, s, *out, *managerBinary); err != nil {
@@ -186,7 +196,30 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 		}
 	}
 
-	if s.sections["memory"] || s.sections["start"] || s.sections["hostile"] {
+	if s.sections["memory"] {
+		// New leaders, one at a time: no other manager runs meanwhile.
+		if m != nil {
+			err, m = m.stop(), nil
+			if err != nil {
+				return err
+			}
+		}
+		if err := c.releaseLease(ctx, false); err != nil {
+			return err
+		}
+		if s.memory.baselineManager != "" && !filepath.IsAbs(s.memory.baselineManager) {
+			s.memory.baselineManager = filepath.Join(root, s.memory.baselineManager)
+		}
+		logf("memory: new leaders with up to %d custom resources stored", s.memory.steps[len(s.memory.steps)-1])
+		r.memory, err = runMemory(ctx, c, mf, smp, s.memory, filepath.Join(filepath.Dir(out), "manager-heap.pprof"), logf)
+		if err != nil {
+			return fmt.Errorf("memory: %w", err)
+		}
+		if err := write(); err != nil {
+			return err
+		}
+	}
+	if s.sections["start"] || s.sections["hostile"] {
 		if m == nil {
 			if err := c.holdLease(ctx); err != nil {
 				return err
@@ -196,17 +229,7 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 			}
 			r.startups = append(r.startups, m.servingAfter)
 		}
-		if err := c.releaseLease(ctx); err != nil {
-			return err
-		}
-	}
-	if s.sections["memory"] {
-		logf("memory with %d objects", s.memory)
-		r.memory, err = runMemory(ctx, c, m, smp, s.memory, s.convergence.workers, filepath.Join(filepath.Dir(out), "manager-heap.pprof"))
-		if err != nil {
-			return fmt.Errorf("memory: %w", err)
-		}
-		if err := write(); err != nil {
+		if err := c.releaseLease(ctx, true); err != nil {
 			return err
 		}
 	}

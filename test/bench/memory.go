@@ -3,124 +3,279 @@ package main
 import (
 	"context"
 	"crypto/x509"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 )
 
-const memoryNamespace = "memory"
-
-type memoryResult struct {
-	objects int
-	// emptyHeap is the manager's live heap with nothing of ours stored; heap and rss with the
-	// objects and their children cached.
-	emptyHeap, heap, rss uint64
-	// jsonBytes is the size of the cached objects as the API server serves them, and
-	// jsonWithoutManagedFields without metadata.managedFields.
-	jsonBytes, jsonWithoutManagedFields uint64
-	converge                            time.Duration
+// memorySettings size the memory section.
+type memorySettings struct {
+	// steps are how many custom resources are stored, in turn, when a new leader is measured.
+	steps   []int
+	workers int
+	// hostile is how many tenant objects carry what a tenant may add: children with childPadding
+	// bytes added by hand, and custom resources with metadataPadding bytes of labels and annotations.
+	hostile                       int
+	childPadding, metadataPadding int
+	// baselineManager, when set, is measured beside the manager under test at every step.
+	baselineManager string
 }
 
-// runMemory has the operator converge objects custom resources, and compares the manager's memory
-// with the JSON of what it caches: the custom resources and their Deployments and Services.
-func runMemory(ctx context.Context, c *cluster, m *managerProcess, smp *samples, objects, workers int, heapProfile string) (*memoryResult, error) {
-	res := &memoryResult{objects: objects}
-	var err error
-	if res.emptyHeap, err = m.liveHeap(ctx); err != nil {
-		return nil, err
-	}
-	if err := c.createNamespace(ctx, memoryNamespace); err != nil {
-		return nil, err
-	}
-	perKind := (objects + 2) / 3
-	res.objects = 3 * perKind
-	if res.converge, err = operatorRun(ctx, c, smp, memoryNamespace, convergenceSettings{perKind: perKind, workers: workers}); err != nil {
-		return nil, err
-	}
-	if res.heap, err = m.liveHeap(ctx); err != nil {
-		return nil, err
-	}
-	if res.rss, err = m.rss(); err != nil {
-		return nil, err
-	}
-	profile, err := get(ctx, m.pprof, "/debug/pprof/heap")
-	if err != nil {
-		return nil, err
-	}
-	if err := os.WriteFile(heapProfile, profile, 0o644); err != nil {
-		return nil, err
-	}
-	for _, list := range []client.ObjectList{
-		&authv1alpha1.WelcomeList{}, &cachev1alpha1.MemcachedList{}, &appv1.DeployObjectList{},
-		&appsv1.DeploymentList{}, &corev1.ServiceList{},
-	} {
-		if err := c.client.List(ctx, list, client.InNamespace(memoryNamespace)); err != nil {
+// memoryResult is a new leader's memory and start at each step.
+type memoryResult struct {
+	settings memorySettings
+	steps    []memoryStep
+}
+
+// memoryStep is what was stored when the leaders were measured.
+type memoryStep struct {
+	what string
+	// objects is how many custom resources were stored, each with its Deployment and Service.
+	objects        int
+	ours, baseline *leaderStart
+}
+
+// leaderStart is a new leader's start with the step's objects stored.
+type leaderStart struct {
+	// ready is exec to /readyz passing; reconciled, exec to a reconcile of every object.
+	ready, reconciled time.Duration
+	// peakRSS is VmHWM at the end; heap the live heap after a forced collection.
+	peakRSS, heap uint64
+	// applied are the applies the leader made, of the Deployments and Services the store applied
+	// as the operator would have: none, when what the cache keeps tells it so.
+	applied float64
+}
+
+const (
+	memoryNamespace = "memory"
+	tenantNamespace = "memory-tenant"
+	// managerMemoryLimit is config/manager's memory limit, which the bench gives every manager
+	// process as the downward API would: it sets the Go runtime's soft limit to 90% of it.
+	managerMemoryLimit = 512 << 20
+)
+
+// runMemory stores custom resources with their children step by step, as the operator would have
+// made them (a plain client applying what it applies, under its field manager), and at each step
+// starts a new leader, and the baseline manager's when given, and measures its start: the live
+// heap once it has reconciled every object, its peak RSS, and how long it took. Between the first
+// two steps of custom resources, it stores the tenant objects: children carrying what a tenant
+// added by hand, and custom resources carrying labels and annotations as large as the API allows.
+func runMemory(ctx context.Context, c *cluster, mf managerFlags, smp *samples, s memorySettings, heapProfile string,
+	logf func(string, ...any),
+) (*memoryResult, error) {
+	res := &memoryResult{settings: s}
+	for _, ns := range []string{memoryNamespace, tenantNamespace} {
+		if err := c.createNamespace(ctx, ns); err != nil {
 			return nil, err
 		}
-		if err := eachItem(list, func(obj client.Object) error {
-			full, err := json.Marshal(obj)
-			if err != nil {
-				return err
+	}
+	stored := 0
+	measure := func(what string) error {
+		step := memoryStep{what: what, objects: stored}
+		var err error
+		logf("memory: a new leader with %s", what)
+		if step.ours, err = startLeader(ctx, c, mf, stored, heapProfile); err != nil {
+			return err
+		}
+		if s.baselineManager != "" {
+			f := mf
+			f.binary = s.baselineManager
+			logf("memory: the baseline manager with %s", what)
+			if step.baseline, err = startLeader(ctx, c, f, stored, ""); err != nil {
+				return fmt.Errorf("the baseline manager: %w", err)
 			}
-			obj.SetManagedFields(nil)
-			stripped, err := json.Marshal(obj)
-			if err != nil {
-				return err
-			}
-			res.jsonBytes += uint64(len(full))
-			res.jsonWithoutManagedFields += uint64(len(stripped))
-			return nil
+		}
+		res.steps = append(res.steps, step)
+		return nil
+	}
+	if err := measure("no custom resource"); err != nil {
+		return res, err
+	}
+	for i, target := range s.steps {
+		logf("memory: storing %d custom resources", target)
+		if err := forEach(target-stored, s.workers, func(j int) error {
+			return storeAsTheOperator(ctx, c, smp.object(memoryNamespace, stored+j), nil, nil)
 		}); err != nil {
-			return nil, err
+			return res, err
+		}
+		stored = target
+		if err := measure(fmt.Sprintf("%d custom resources", stored)); err != nil {
+			return res, err
+		}
+		if i > 0 || s.hostile == 0 {
+			continue
+		}
+		logf("memory: %d tenant objects whose children carry %d KiB added by hand", s.hostile, s.childPadding>>10)
+		if err := forEach(s.hostile, s.workers, func(j int) error {
+			obj := smp.object(tenantNamespace, 3*j+2*(j%2)) // Welcomes and DeployObjects in turn
+			obj.SetName(fmt.Sprintf("padded-child-%d", j))
+			return storeAsTheOperator(ctx, c, obj, nil, func(d *appsv1.Deployment) { padByHand(d, s.childPadding) })
+		}); err != nil {
+			return res, err
+		}
+		stored += s.hostile
+		if err := measure(fmt.Sprintf("%d custom resources, %d of them with %d KiB added by hand to their Deployment",
+			stored, s.hostile, s.childPadding>>10)); err != nil {
+			return res, err
+		}
+		logf("memory: %d tenant objects carrying %d KiB of labels and annotations", s.hostile, s.metadataPadding>>10)
+		if err := forEach(s.hostile, s.workers, func(j int) error {
+			obj := smp.object(tenantNamespace, 3*j)
+			obj.SetName(fmt.Sprintf("padded-%d", j))
+			return storeAsTheOperator(ctx, c, obj, func(o client.Object) { padMetadata(o, s.metadataPadding) }, nil)
+		}); err != nil {
+			return res, err
+		}
+		stored += s.hostile
+		if err := measure(fmt.Sprintf("%d custom resources, %d of them with %d KiB added by hand to their Deployment, %d with %d KiB of labels and annotations",
+			stored, s.hostile, s.childPadding>>10, s.hostile, s.metadataPadding>>10)); err != nil {
+			return res, err
 		}
 	}
-	// The objects stay: deleting ten thousand takes longer than the rest of the bench.
+	// The objects stay: deleting tens of thousands takes longer than the rest of the bench.
 	return res, nil
 }
 
-func eachItem(list client.ObjectList, f func(client.Object) error) error {
-	switch l := list.(type) {
-	case *authv1alpha1.WelcomeList:
-		for i := range l.Items {
-			if err := f(&l.Items[i]); err != nil {
-				return err
-			}
+// storeAsTheOperator creates obj, after pad when set, and applies its Deployment and Service and
+// writes its status as the operator would, through apply.Apply under the operator's field manager;
+// then handEdit, when set, changes the Deployment as a tenant would by hand.
+func storeAsTheOperator(ctx context.Context, c *cluster, obj client.Object, pad func(client.Object), handEdit func(*appsv1.Deployment)) error {
+	if pad != nil {
+		pad(obj)
+	}
+	if err := c.client.Create(ctx, obj); err != nil {
+		return err
+	}
+	deployment, service, status := plainWrites(obj)
+	if err := apply.Apply(ctx, c.client, nil, deployment.(*appsv1ac.DeploymentApplyConfiguration), apply.Options()...); err != nil {
+		return err
+	}
+	if err := apply.Apply(ctx, c.client, nil, service.(*corev1ac.ServiceApplyConfiguration), apply.Options()...); err != nil {
+		return err
+	}
+	if err := c.client.Status().Patch(ctx, status, client.MergeFrom(obj)); err != nil {
+		return err
+	}
+	if handEdit == nil {
+		return nil
+	}
+	d := &appsv1.Deployment{}
+	if err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), d); err != nil {
+		return err
+	}
+	before := d.DeepCopy()
+	handEdit(d)
+	return c.client.Patch(ctx, d, client.MergeFrom(before), client.FieldOwner("tenant"))
+}
+
+// padByHand adds to d what a tenant may add to a Deployment by hand: annotations, on it and on its
+// pod template, as large as the API allows (256 KiB each), and the rest as the value of an
+// environment variable of another container.
+func padByHand(d *appsv1.Deployment, size int) {
+	const annotations = 250 << 10
+	d.Annotations["tenant.example.com/note"] = strings.Repeat("x", annotations)
+	if d.Spec.Template.Annotations == nil {
+		d.Spec.Template.Annotations = map[string]string{}
+	}
+	d.Spec.Template.Annotations["tenant.example.com/note"] = strings.Repeat("x", annotations)
+	d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{
+		Name: "sidecar", Image: "registry.example.test/sidecar:1",
+		Env: []corev1.EnvVar{{Name: "PADDING", Value: strings.Repeat("x", max(size-2*annotations, 0))}},
+	})
+}
+
+// padMetadata gives obj size bytes of labels and annotations: annotations as large as the API
+// allows (256 KiB in all), and labels for the rest.
+func padMetadata(obj client.Object, size int) {
+	annotations := min(size, 250<<10)
+	obj.SetAnnotations(map[string]string{"tenant.example.com/note": strings.Repeat("x", annotations)})
+	labels := map[string]string{}
+	for i := 0; annotations+len(labels)*120 < size; i++ {
+		labels[fmt.Sprintf("tenant.example.com/label-%05d", i)] = strings.Repeat("v", 63)
+	}
+	obj.SetLabels(labels)
+}
+
+// startLeader starts the manager of f with config/manager's memory limit, waits
+// until it is ready and until it has reconciled objects custom resources, and measures it; then
+// it stops it. heapProfile, when set, receives its heap profile.
+func startLeader(ctx context.Context, c *cluster, f managerFlags, objects int, heapProfile string) (*leaderStart, error) {
+	f.env = append(f.env, fmt.Sprintf("%s=%d", operator.EnvMemoryLimit, managerMemoryLimit))
+	started := time.Now()
+	m, err := c.startManager(f)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = m.stop() }()
+	l := &leaderStart{}
+	deadline := started.Add(30 * time.Minute)
+	for l.ready == 0 {
+		if _, err := get(ctx, m.probe, "/readyz"); err == nil {
+			l.ready = time.Since(started)
+			break
 		}
-	case *cachev1alpha1.MemcachedList:
-		for i := range l.Items {
-			if err := f(&l.Items[i]); err != nil {
-				return err
-			}
-		}
-	case *appv1.DeployObjectList:
-		for i := range l.Items {
-			if err := f(&l.Items[i]); err != nil {
-				return err
-			}
-		}
-	case *appsv1.DeploymentList:
-		for i := range l.Items {
-			if err := f(&l.Items[i]); err != nil {
-				return err
-			}
-		}
-	case *corev1.ServiceList:
-		for i := range l.Items {
-			if err := f(&l.Items[i]); err != nil {
-				return err
-			}
+		if err := m.wait(ctx, deadline, 50*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("waiting for /readyz: %w", err)
 		}
 	}
-	return nil
+	if err := c.waitForLeader(ctx); err != nil {
+		return nil, err
+	}
+	for {
+		samples, err := scrape(ctx, m, "controller_runtime_reconcile_total")
+		if err != nil {
+			return nil, err
+		}
+		reconciled := 0.0
+		for labels, v := range samples {
+			if !strings.Contains(labels, `controller="admissionpolicy"`) {
+				reconciled += v
+			}
+		}
+		if reconciled >= float64(objects) {
+			l.reconciled = time.Since(started)
+			break
+		}
+		if err := m.wait(ctx, deadline, 500*time.Millisecond); err != nil {
+			return nil, fmt.Errorf("reconciled %.0f of %d objects: %w", reconciled, objects, err)
+		}
+	}
+	if l.heap, err = m.liveHeap(ctx); err != nil {
+		return nil, err
+	}
+	if l.peakRSS, err = m.status("VmHWM:"); err != nil {
+		return nil, err
+	}
+	applied, err := scrape(ctx, m, "webhook_operator_applies_total")
+	if err != nil {
+		return nil, err
+	}
+	for labels, v := range applied {
+		if strings.Contains(labels, `result="applied"`) {
+			l.applied += v
+		}
+	}
+	if heapProfile != "" {
+		profile, err := get(ctx, m.pprof, "/debug/pprof/heap")
+		if err != nil {
+			return nil, err
+		}
+		if err := os.WriteFile(heapProfile, profile, 0o644); err != nil {
+			return nil, err
+		}
+	}
+	return l, nil
 }
 
 // runCertificateSwap writes a new serving pair into the webhook server's certificate directory, as

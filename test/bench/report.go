@@ -176,18 +176,63 @@ func (r *report) convergenceTables(p func(string, ...any)) {
 func (r *report) memoryTable(p func(string, ...any)) {
 	m := r.memory
 	mib := func(n uint64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
-	p("## 4. Manager memory")
+	p("## 4. A new leader's memory")
 	p("")
-	p("%d objects (a third of each kind) converged (%s), each with its Deployment and Service in the manager's cache.",
-		m.objects, m.converge.Round(time.Second))
-	p("Live heap (HeapAlloc after a forced GC, from the manager's pprof endpoint) and RSS; JSON as the API server serves the")
-	p("objects, and without metadata.managedFields, which the manager's cache leaves out.")
+	p("Custom resources (the kinds in turn) stored with their Deployments and Services as the operator would have applied them,")
+	p("by a plain client under its field manager; at each step a new leader (manager process) starts with config/manager's")
+	p("memory limit, %d MiB (so the Go runtime's soft limit is 90%% of it), and is measured once it has reconciled every object:", managerMemoryLimit>>20)
+	p("its live heap (HeapAlloc after a forced GC), its peak RSS (VmHWM), and the applies it made. Ready is exec to /readyz.")
 	p("")
-	p("| JSON | JSON without managedFields | live heap, empty | live heap | RSS | heap ÷ JSON | (heap − empty) ÷ JSON | (heap − empty) ÷ JSON without managedFields | RSS ÷ JSON |")
-	p("|---|---|---|---|---|---|---|---|---|")
-	p("| %s | %s | %s | %s | %s | %.2f× | %.2f× | %.2f× | %.2f× |", mib(m.jsonBytes), mib(m.jsonWithoutManagedFields), mib(m.emptyHeap),
-		mib(m.heap), mib(m.rss), float64(m.heap)/float64(m.jsonBytes), float64(m.heap-m.emptyHeap)/float64(m.jsonBytes),
-		float64(m.heap-m.emptyHeap)/float64(m.jsonWithoutManagedFields), float64(m.rss)/float64(m.jsonBytes))
+	p("| stored | manager | ready | reconciled | live heap | peak RSS | applies at start |")
+	p("|---|---|---|---|---|---|---|")
+	row := func(what, manager string, l *leaderStart) {
+		if l == nil {
+			return
+		}
+		p("| %s | %s | %s | %s | %s | %s | %.0f |", what, manager, l.ready.Round(100*time.Millisecond), l.reconciled.Round(100*time.Millisecond),
+			mib(l.heap), mib(l.peakRSS), l.applied)
+	}
+	for _, step := range m.steps {
+		row(step.what, "this tree", step.ours)
+		row(step.what, "baseline", step.baseline)
+	}
+	p("")
+	// The slope of the live heap per custom resource, between the steps of plain custom resources.
+	var plain []memoryStep
+	for _, step := range m.steps {
+		if strings.HasSuffix(step.what, " custom resources") || step.objects == 0 {
+			plain = append(plain, step)
+		}
+	}
+	slope := func(pick func(memoryStep) *leaderStart) (float64, uint64, bool) {
+		if len(plain) < 2 {
+			return 0, 0, false
+		}
+		first, last := plain[0], plain[len(plain)-1]
+		if pick(first) == nil || pick(last) == nil || last.objects == first.objects {
+			return 0, 0, false
+		}
+		perObject := (float64(pick(last).heap) - float64(pick(first).heap)) / float64(last.objects-first.objects)
+		return perObject, pick(first).heap, true
+	}
+	for _, c := range []struct {
+		name string
+		pick func(memoryStep) *leaderStart
+	}{{"this tree", func(s memoryStep) *leaderStart { return s.ours }}, {"baseline", func(s memoryStep) *leaderStart { return s.baseline }}} {
+		perObject, empty, ok := slope(c.pick)
+		if !ok {
+			continue
+		}
+		p("%s: %.2f KiB of live heap per custom resource with its children (from %d to %d stored); projected to 100,000: %s.",
+			c.name, perObject/1024, plain[0].objects, plain[len(plain)-1].objects, mib(empty+uint64(perObject*100000)))
+	}
+	if len(plain) >= 2 {
+		if ours, _, ok := slope(func(s memoryStep) *leaderStart { return s.ours }); ok {
+			if base, _, ok := slope(func(s memoryStep) *leaderStart { return s.baseline }); ok && ours > 0 {
+				p("Baseline ÷ this tree, heap per custom resource: %.2f×.", base/ours)
+			}
+		}
+	}
 	p("")
 }
 
@@ -220,8 +265,8 @@ func (r *report) hostileTables(p func(string, ...any)) {
 	p("## 6. Hostile input")
 	p("")
 	objects := "no custom resources"
-	if r.memory != nil {
-		objects = fmt.Sprintf("the %d custom resources of section 4", r.memory.objects)
+	if r.memory != nil && len(r.memory.steps) > 0 {
+		objects = fmt.Sprintf("the %d custom resources of section 4", r.memory.steps[len(r.memory.steps)-1].objects)
 	}
 	p("With %s stored, %d Deployments carrying the operator's managed-by label, each with a %d KiB env value (%s of JSON),",
 		objects, h.settings.deployments, h.settings.envBytes>>10, mib(h.storedBytes))

@@ -58,8 +58,8 @@ type Env struct {
 	environment *envtest.Environment
 	// changeOptions changes the Manager's options every time it is started.
 	changeOptions func(*operator.Options)
-	stopManager context.CancelFunc
-	managerDone chan error
+	stopManager   context.CancelFunc
+	managerDone   chan error
 }
 
 // Options change what StartWith starts, for a suite of its own.
