@@ -272,8 +272,8 @@ type managerProcess struct {
 
 // managerFlags are the flags every manager process gets beside the addresses.
 type managerFlags struct {
-	binary  string
-	extra   []string
+	binary string
+	extra  []string
 	// env is added to the bench's own environment.
 	env     []string
 	logPath string
