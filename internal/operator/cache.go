@@ -33,15 +33,14 @@ func cacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	return cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&appsv1.Deployment{}:       {Label: ours, Transform: keepChildren},
-			&corev1.Service{}:          {Label: ours, Transform: keepChildren},
-			&corev1.Pod{}:              {Label: ours, Transform: keepPoolMember},
-			&corev1.Namespace{}:        {Transform: keepNamespaceLabels},
-			&authv1alpha1.Welcome{}:    {Transform: withoutLabelsAndAnnotations},
-			&cachev1alpha1.Memcached{}: {Transform: withoutLabelsAndAnnotations},
-			&appv1.DeployObject{}:      {Transform: withoutLabelsAndAnnotations},
+			&appsv1.Deployment{}: {Label: ours, Transform: keepChildren},
+			&corev1.Service{}:    {Label: ours, Transform: keepChildren},
+			&corev1.Pod{}:        {Label: ours, Transform: keepPoolMember},
+			&corev1.Namespace{}:  {Transform: keepNamespaceLabels},
 		},
-		DefaultTransform: cache.TransformStripManagedFields(),
+		// Not ByObject for the custom resources: the cache resolves every ByObject type when it is
+		// made, and a missing CRD would keep the manager from starting.
+		DefaultTransform: withoutWhatIsNotRead,
 	}
 }
 
@@ -118,14 +117,20 @@ func heldSkeleton(obj metav1.Object) metav1.ObjectMeta {
 	return m
 }
 
-// withoutLabelsAndAnnotations is the cache transform of the custom resources: the controllers
-// read neither their labels nor their annotations (kubectl apply's last-applied-configuration
-// among them, as large as the object), and a tenant can make both as large as the API allows.
-func withoutLabelsAndAnnotations(obj any) (any, error) {
-	if o, ok := obj.(metav1.Object); ok {
+// withoutWhatIsNotRead is the cache transform of every object but those above: no managedFields,
+// and of the custom resources no labels or annotations either. The controllers read neither of a
+// custom resource (kubectl apply's last-applied-configuration among them, as large as the object),
+// and a tenant can make both as large as the API allows.
+func withoutWhatIsNotRead(obj any) (any, error) {
+	o, ok := obj.(metav1.Object)
+	if !ok {
+		return obj, nil
+	}
+	o.SetManagedFields(nil)
+	switch obj.(type) {
+	case *authv1alpha1.Welcome, *cachev1alpha1.Memcached, *appv1.DeployObject:
 		o.SetLabels(nil)
 		o.SetAnnotations(nil)
-		o.SetManagedFields(nil)
 	}
 	return obj, nil
 }

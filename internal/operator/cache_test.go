@@ -150,14 +150,23 @@ func TestTheCacheKeepsOfCustomResourcesAndNamespacesWhatIsRead(t *testing.T) {
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 	}
 	w := &authv1alpha1.Welcome{ObjectMeta: *meta.DeepCopy(), Spec: authv1alpha1.WelcomeSpec{Name: "Ada"}}
-	got, err := withoutLabelsAndAnnotations(w)
+	got, err := withoutWhatIsNotRead(w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", UID: "w1", ResourceVersion: "7", Generation: 3},
 		Spec: authv1alpha1.WelcomeSpec{Name: "Ada"}}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("withoutLabelsAndAnnotations() (-want +got):\n%s", diff)
+		t.Errorf("withoutWhatIsNotRead() (-want +got):\n%s", diff)
+	}
+
+	secret := &corev1.Secret{ObjectMeta: *meta.DeepCopy()}
+	got, err = withoutWhatIsNotRead(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := got.(*corev1.Secret); s.ManagedFields != nil || s.Labels["team"] != "web" || len(s.Annotations) != 1 {
+		t.Errorf("of another kind, withoutWhatIsNotRead() keeps %+v; want its labels and annotations, without managedFields", s.ObjectMeta)
 	}
 
 	ns := &corev1.Namespace{ObjectMeta: *meta.DeepCopy(), Spec: corev1.NamespaceSpec{Finalizers: []corev1.FinalizerName{"kubernetes"}},
