@@ -1,6 +1,7 @@
 package resources
 
 import (
+	"cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -155,10 +156,10 @@ func deployObjectEnv(env []corev1.EnvVar) []*corev1ac.EnvVarApplyConfiguration {
 func envVarSource(s *corev1.EnvVarSource) *corev1ac.EnvVarSourceApplyConfiguration {
 	out := corev1ac.EnvVarSource()
 	if f := s.FieldRef; f != nil {
-		ref := corev1ac.ObjectFieldSelector().WithFieldPath(f.FieldPath)
-		if f.APIVersion != "" {
-			ref.WithAPIVersion(f.APIVersion)
-		}
+		// The API server defaults apiVersion to v1, and the operator owns fieldRef as a whole (it
+		// is an atomic struct): applying it without the default would have what the Deployment
+		// holds differ from what is applied for ever (apply.Held), and every reconcile apply again.
+		ref := corev1ac.ObjectFieldSelector().WithFieldPath(f.FieldPath).WithAPIVersion(cmp.Or(f.APIVersion, "v1"))
 		out.WithFieldRef(ref)
 	}
 	if f := s.ResourceFieldRef; f != nil {

@@ -182,6 +182,17 @@ func buildService(t *testing.T, d *appv1.DeployObject) (*corev1.Service, []byte)
 	return got, raw
 }
 
+// withFieldRefAPIVersion is env with the apiVersion the API server gives a fieldRef without one,
+// v1: the operator applies it, since it owns fieldRef as a whole.
+func withFieldRefAPIVersion(env []corev1.EnvVar) []corev1.EnvVar {
+	for _, e := range env {
+		if e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.APIVersion == "" {
+			e.ValueFrom.FieldRef.APIVersion = "v1"
+		}
+	}
+	return env
+}
+
 func TestDeployObjectDeployment(t *testing.T) {
 	onePort := []corev1.ServicePort{{Port: 8080}}
 	tests := []struct {
@@ -192,7 +203,7 @@ func TestDeployObjectDeployment(t *testing.T) {
 		{
 			name: "env, resources and ports of every kind",
 			d:    deployObject(3, shopPorts(), shopEnv(), shopResources()),
-			want: wantShopDeployment(3, shopEnv(), shopResources(),
+			want: wantShopDeployment(3, withFieldRefAPIVersion(shopEnv()), shopResources(),
 				containerPort("", 8080, corev1.ProtocolTCP),
 				containerPort("metrics", 9090, corev1.ProtocolTCP),
 				containerPort("", 5353, corev1.ProtocolUDP),
@@ -256,7 +267,7 @@ func TestDeployObjectEnvJSON(t *testing.T) {
 	want := `[{"name":"LOG_LEVEL","value":"debug"},{"name":"EMPTY"},` +
 		`{"name":"DB_PASSWORD","valueFrom":{"secretKeyRef":{"key":"password","name":"shop-db","optional":false}}},` +
 		`{"name":"FEATURES","valueFrom":{"configMapKeyRef":{"key":"features","name":"shop-config","optional":true}}},` +
-		`{"name":"POD_NAME","valueFrom":{"fieldRef":{"fieldPath":"metadata.name"}}},` +
+		`{"name":"POD_NAME","valueFrom":{"fieldRef":{"apiVersion":"v1","fieldPath":"metadata.name"}}},` +
 		`{"name":"POD_IP","valueFrom":{"fieldRef":{"apiVersion":"v1","fieldPath":"status.podIP"}}},` +
 		`{"name":"MEMORY_LIMIT_MI","valueFrom":{"resourceFieldRef":{"containerName":"app","divisor":"1Mi","resource":"limits.memory"}}},` +
 		`{"name":"CPU_REQUEST","valueFrom":{"resourceFieldRef":{"resource":"requests.cpu"}}}]`

@@ -27,6 +27,7 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // safetyKind is one of the three kinds, as the specs below need it: a valid object of a name.
@@ -177,13 +178,14 @@ var _ = Describe("DeployObject admission of what the Pod and Service APIs refuse
 	It("judges each case of the edge table as the unit tests do, and rolls out every case it admits", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		var admitted []*appv1.DeployObject
+		var admittedCases []string
 		for i, tc := range fixtures.DeployObjectEdges {
 			d := fixtures.EdgeDeployObject(ns, fmt.Sprintf("edge-%d", i))
 			tc.Edit(d)
 			err := k8s.Create(ctx, d)
 			if len(tc.Refused) == 0 {
 				Expect(err).NotTo(HaveOccurred(), "%s", tc.Name)
-				admitted = append(admitted, d)
+				admitted, admittedCases = append(admitted, d), append(admittedCases, tc.Name)
 				continue
 			}
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want 422 Invalid, got %v", tc.Name, err)
@@ -205,6 +207,25 @@ var _ = Describe("DeployObject admission of what the Pod and Service APIs refuse
 				}
 			}).Should(Succeed(), "%s", d.Name)
 		}
+
+		By("holding what the controller applies, as the API server stored it, so that the next reconcile of every case applies nothing")
+		var notHeld []string
+		for i, d := range admitted {
+			stored := &appv1.DeployObject{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), stored)).To(Succeed())
+			webhooks.DefaultDeployObject(stored)
+			owner := resources.ControllerReference(appv1.GroupVersion.String(), "DeployObject", stored.Name, stored.UID)
+			deployment, service := &appsv1.Deployment{}, &corev1.Service{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), deployment)).To(Succeed())
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), service)).To(Succeed())
+			if holds, err := apply.Holds(deployment, resources.DeployObjectDeployment(stored).WithOwnerReferences(owner)); err != nil || !holds {
+				notHeld = append(notHeld, fmt.Sprintf("%s (%s): its Deployment (%v)", d.Name, admittedCases[i], err))
+			}
+			if holds, err := apply.Holds(service, resources.DeployObjectService(stored).WithOwnerReferences(owner)); err != nil || !holds {
+				notHeld = append(notHeld, fmt.Sprintf("%s (%s): its Service (%v)", d.Name, admittedCases[i], err))
+			}
+		}
+		Expect(notHeld).To(BeEmpty(), "what the controller applies is not held: a reconcile would apply it again, every time")
 	})
 
 	It("holds a Welcome's image to the image rules and the registry allow-list", func(ctx SpecContext) {

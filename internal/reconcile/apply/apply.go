@@ -23,7 +23,7 @@ import (
 // applies counts the applies of Apply: made, or left out because they could change nothing.
 var applies = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "webhook_operator_applies_total",
-	Help: "Server-side applies of the Deployments and Services the operator makes, by kind and result: applied (a request was made) or skipped (the object held what the apply would give it).",
+	Help: "Server-side applies of the Deployments and Services the operator makes, by kind and result: created (none existed), applied (over one that did not hold what the apply gives it) or skipped (it did: no request).",
 }, []string{"kind", "result"})
 
 func init() {
@@ -67,35 +67,49 @@ const neverStored = "1"
 // resourceVersion no object has: the API server ignores it when it creates the object, and
 // refuses an apply to an existing one whose resourceVersion differs (409 Conflict).
 func Apply[T configuration[T]](ctx context.Context, c client.Client, live client.Object, desired T, opts ...client.ApplyOption) error {
-	want, err := json.Marshal(desired)
+	holds, err := Holds(live, desired)
 	if err != nil {
-		return fmt.Errorf("hashing the apply configuration: %w", err)
+		return err
 	}
-	desired.WithAnnotations(map[string]string{AnnotationDesired: hashOf(want)})
-	if !isNil(live) {
-		if held, ok := heldBy(live); ok {
-			applying, err := fingerprint(desired)
-			if err != nil {
-				return fmt.Errorf("hashing the apply configuration: %w", err)
-			}
-			if held == applying {
-				applies.WithLabelValues(kindOf(desired), "skipped").Inc()
-				have, err := json.Marshal(live)
-				if err != nil {
-					return err
-				}
-				// desired becomes the stored object, as the reply to an apply would make it.
-				return json.Unmarshal(have, desired)
-			}
+	if holds {
+		applies.WithLabelValues(kindOf(desired), "skipped").Inc()
+		have, err := json.Marshal(live)
+		if err != nil {
+			return err
 		}
+		// desired becomes the stored object, as the reply to an apply would make it.
+		return json.Unmarshal(have, desired)
 	}
 	if isNil(live) {
+		applies.WithLabelValues(kindOf(desired), "created").Inc()
 		desired.WithResourceVersion(neverStored)
 	} else {
+		applies.WithLabelValues(kindOf(desired), "applied").Inc()
 		desired.WithUID(live.GetUID())
 	}
-	applies.WithLabelValues(kindOf(desired), "applied").Inc()
 	return c.Apply(ctx, desired, opts...)
+}
+
+// Holds adds to desired its AnnotationDesired, and reports whether live (as the cache holds it, or
+// read past it; nil when there is none) holds what applying desired would give it.
+func Holds[T configuration[T]](live client.Object, desired T) (bool, error) {
+	want, err := json.Marshal(desired)
+	if err != nil {
+		return false, fmt.Errorf("hashing the apply configuration: %w", err)
+	}
+	desired.WithAnnotations(map[string]string{AnnotationDesired: hashOf(want)})
+	if isNil(live) {
+		return false, nil
+	}
+	held, ok := heldBy(live)
+	if !ok {
+		return false, nil
+	}
+	applying, err := fingerprint(desired)
+	if err != nil {
+		return false, fmt.Errorf("hashing the apply configuration: %w", err)
+	}
+	return held == applying, nil
 }
 
 // heldBy is what the operator's field manager holds of live: its AnnotationHeld as the cache keeps
