@@ -65,7 +65,7 @@ func Violations(errs field.ErrorList, limit int) string {
 		b.WriteString(", ")
 	}
 	// Every item fitted, but not the count of those left unformatted.
-	b.WriteString(fmt.Sprintf("and %d more]", unformatted))
+	fmt.Fprintf(&b, "and %d more]", unformatted)
 	return b.String()
 }
 

@@ -478,9 +478,6 @@ func (m *managerProcess) liveHeap(ctx context.Context) (uint64, error) {
 	return 0, errors.New("no HeapAlloc in the heap profile")
 }
 
-// rss is the manager process's resident set size.
-func (m *managerProcess) rss() (uint64, error) { return m.status("VmRSS:") }
-
 // status reads a size in bytes from the manager process's /proc status: VmRSS:, VmHWM: (the peak RSS).
 func (m *managerProcess) status(field string) (uint64, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", m.cmd.Process.Pid))

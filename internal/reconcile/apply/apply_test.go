@@ -37,9 +37,9 @@ func desiredService() *corev1ac.ServiceApplyConfiguration {
 			WithPorts(corev1ac.ServicePort().WithName("http").WithPort(80)))
 }
 
-// kept is the Service as the manager's cache keeps it after desired was applied: with the values
+// kept is the Service as the manager's cache keeps it after desiredService() was applied: with the values
 // the API server set, and held, the hash of what the operator's field manager holds of it.
-func kept(t *testing.T, desired *corev1ac.ServiceApplyConfiguration, held string) *corev1.Service {
+func kept(t *testing.T, held string) *corev1.Service {
 	t.Helper()
 	return &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "default", ResourceVersion: "7", UID: "u-1",
@@ -83,19 +83,19 @@ func TestApply(t *testing.T) {
 		desired func() *corev1ac.ServiceApplyConfiguration
 		applied bool
 	}{
-		{"holds it", kept(t, desiredService(), held), desiredService, false},
-		{"holds something else", kept(t, desiredService(), "0123456789abcdef0123456789abcdef"), desiredService, true},
+		{"holds it", kept(t, held), desiredService, false},
+		{"holds something else", kept(t, "0123456789abcdef0123456789abcdef"), desiredService, true},
 		{"read past the cache, with nothing held", func() *corev1.Service {
-			s := kept(t, desiredService(), held)
+			s := kept(t, held)
 			s.Annotations = nil
 			return s
 		}(), desiredService, true},
-		{"a field it no longer sets", kept(t, desiredService(), held), func() *corev1ac.ServiceApplyConfiguration {
+		{"a field it no longer sets", kept(t, held), func() *corev1ac.ServiceApplyConfiguration {
 			d := desiredService()
 			d.Labels = nil
 			return d
 		}, true},
-		{"a new value", kept(t, desiredService(), held), func() *corev1ac.ServiceApplyConfiguration {
+		{"a new value", kept(t, held), func() *corev1ac.ServiceApplyConfiguration {
 			return desiredService().WithSpec(corev1ac.ServiceSpec().WithPorts(corev1ac.ServicePort().WithName("http").WithPort(8080)))
 		}, true},
 	} {
