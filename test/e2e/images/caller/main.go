@@ -5,8 +5,9 @@
 //
 // $MODE says what it does:
 //   - probe: one call without a client certificate, then one with each pair of $CLIENT_PAIRS (a
-//     JSON object of name to {"cert": PEM, "key": PEM}); it prints one JSON line per call, how it
-//     ended, and exits.
+//     JSON object of name to {"cert": PEM, "key": PEM}), each waiting 3 s after the handshake for
+//     the server to refuse the certificate; it prints one JSON line per call, how it ended, and
+//     exits.
 //   - stall: keeps $CONNECTIONS such calls open at once, each dialled again once the server ends
 //     it (but not sooner than a second after it was dialled), until SIGTERM; every
 //     $REPORT_SECONDS it prints one JSON line of counts.
@@ -68,6 +69,8 @@ type settings struct {
 	target, path  string
 	contentLength int
 	send          int
+	// alertWait is how long a call waits, after the handshake, for the server to refuse it.
+	alertWait time.Duration
 }
 
 func main() {
@@ -92,6 +95,7 @@ func run() error {
 	defer stop()
 	switch os.Getenv("MODE") {
 	case "probe":
+		s.alertWait = 3 * time.Second
 		return probe(ctx, s)
 	case "stall":
 		return stall(ctx, s)
@@ -169,6 +173,17 @@ func call(ctx context.Context, s settings, config *tls.Config, wait time.Duratio
 	_ = conn.SetDeadline(start.Add(wait))
 	if err := conn.HandshakeContext(ctx); err != nil {
 		return ended(Call{Stage: "handshake"}, err)
+	}
+	// In TLS 1.3 the client's handshake ends before the server has checked the client's
+	// certificate: a refusal comes as an alert right after it, which a request written at once
+	// would meet as a broken pipe. Waiting a moment for it first tells the two apart.
+	if s.alertWait > 0 {
+		_ = conn.SetReadDeadline(time.Now().Add(s.alertWait))
+		var none [1]byte
+		if _, err := conn.Read(none[:]); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
+			return ended(Call{Stage: "handshake"}, err)
+		}
+		_ = conn.SetDeadline(start.Add(wait))
 	}
 	header := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n",
 		s.path, s.target, s.contentLength)
