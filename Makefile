@@ -365,11 +365,13 @@ previous_dir = $(E2E_BIN)/previous/$(1)
 previous_img = e2e.local/webhook-operator:$(1)
 # The images of the end-to-end test's own pods, as OCI layouts: the pod sandbox, cert-manager, a
 # memcached from Debian's package (the operator's default is a public image, which cannot be
-# pulled), and e2e-echo in two versions, for DeployObjects.
+# pulled), e2e-echo in two versions, for DeployObjects, and e2e-caller, which calls the webhook
+# port from a pod as anyone could.
 E2E_IMAGES_DIR        ?= $(E2E_BIN)/images
 E2E_MEMCACHED_IMG      = e2e.local/memcached:debian
 E2E_CERT_MANAGER_IMG   = e2e.local/cert-manager:dev
 E2E_ECHO_IMG           = e2e.local/echo
+E2E_CALLER_IMG         = e2e.local/caller:dev
 E2E_MEMCACHED_PACKAGES = memcached libevent-2.1-7 libsasl2-2 libssl3 libc6
 # module_dir is where the Go module cache holds module $(1) at the version test/tools/e2e requires.
 module_dir = $$(cd test/tools/e2e && go mod download $(1) && go list -m -f '{{.Dir}}' $(1))
@@ -377,7 +379,7 @@ module_dir = $$(cd test/tools/e2e && go mod download $(1) && go list -m -f '{{.D
 .PHONY: test-e2e
 test-e2e: build images e2e-images e2e-previous controlplane node $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) $(CERT_MANAGER_CRDS) $(KUSTOMIZE) $(HELM) ## As root: make deploy onto a cluster with a real node (kubelet, containerd, runc) and cert-manager, and test it.
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_HELM="$(HELM)" E2E_KUBECTL_PLUGIN="$(LOCALBIN)/kubectl-webhook_operator" \
-	E2E_IMG="$(IMG)" E2E_WELCOME_IMG="$(WELCOME_IMG)" E2E_MEMCACHED_IMG="$(E2E_MEMCACHED_IMG)" E2E_ECHO_IMG="$(E2E_ECHO_IMG)" \
+	E2E_IMG="$(IMG)" E2E_WELCOME_IMG="$(WELCOME_IMG)" E2E_MEMCACHED_IMG="$(E2E_MEMCACHED_IMG)" E2E_ECHO_IMG="$(E2E_ECHO_IMG)" E2E_CALLER_IMG="$(E2E_CALLER_IMG)" \
 	E2E_CERT_MANAGER_IMG="$(E2E_CERT_MANAGER_IMG)" E2E_CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" \
 	E2E_IMAGES="$(IMAGES_DIR)/webhook-operator $(IMAGES_DIR)/welcome-web $(wildcard $(E2E_IMAGES_DIR)/*) \
 		$(foreach c,$(E2E_PREVIOUS_COMMIT) $(E2E_PREVIOUS_CHART_COMMIT),$(call previous_dir,$(c))/images/webhook-operator)" \
@@ -437,12 +439,15 @@ $(E2E_BIN)/memcached-rootfs: | node-packages
 e2e-images: $(CERT_MANAGER) $(E2E_BIN)/memcached-rootfs ## Build the images of the end-to-end test's own pods into E2E_IMAGES_DIR.
 	$(GO_BUILD) -o $(E2E_BIN)/pause ./test/e2e/images/pause
 	$(GO_BUILD) -o $(E2E_BIN)/e2e-echo ./test/e2e/images/echo
+	$(GO_BUILD) -o $(E2E_BIN)/e2e-caller ./test/e2e/images/caller
 	go run ./cmd/image-build --ref registry.k8s.io/pause:3.10.2 --entrypoint /pause --user 65535:65535 \
 		--platform $(GOOS)/$(GOARCH)=$(E2E_BIN)/pause --out $(E2E_IMAGES_DIR)/pause
 	go run ./cmd/image-build --ref $(E2E_CERT_MANAGER_IMG) --entrypoint /cert-manager \
 		--platform $(GOOS)/$(GOARCH)=$(CERT_MANAGER) --out $(E2E_IMAGES_DIR)/cert-manager
 	go run ./cmd/image-build --ref $(E2E_MEMCACHED_IMG) --entrypoint /usr/bin/memcached --env PATH=/usr/bin:/bin \
 		--platform $(GOOS)/$(GOARCH)=$(E2E_BIN)/memcached-rootfs --out $(E2E_IMAGES_DIR)/memcached
+	go run ./cmd/image-build --ref $(E2E_CALLER_IMG) --entrypoint /e2e-caller \
+		--platform $(GOOS)/$(GOARCH)=$(E2E_BIN)/e2e-caller --out $(E2E_IMAGES_DIR)/caller
 	for v in v1 v2; do \
 		go run ./cmd/image-build --ref $(E2E_ECHO_IMG):$$v --entrypoint /e2e-echo --env APP_VERSION=$$v \
 			--platform $(GOOS)/$(GOARCH)=$(E2E_BIN)/e2e-echo --out $(E2E_IMAGES_DIR)/echo-$$v || exit 1; \

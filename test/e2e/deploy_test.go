@@ -6,11 +6,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"os"
@@ -28,7 +28,6 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -39,7 +38,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -49,7 +47,7 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	"github.com/seedlabs/webhook-operator/internal/scheme"
+	"github.com/seedlabs/webhook-operator/certs"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
@@ -80,9 +78,9 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		rec = recordManagers("managers-deploy")
 		start := time.Now()
-		out, err := makeTarget(ctx, "deploy")
-		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
-		AddReportEntry("make deploy", time.Since(start).Round(time.Millisecond).String())
+		out, err := deployWithClientCA(ctx)
+		Expect(err).NotTo(HaveOccurred(), "make deploy %s:\n%s", clientCADeployConfig, out)
+		AddReportEntry("make deploy "+clientCADeployConfig, time.Since(start).Round(time.Millisecond).String())
 	}, NodeTimeout(3*time.Minute))
 
 	It("runs each of the manager's pods on the node, as a container of the image make images built", func(ctx SpecContext) {
@@ -179,6 +177,51 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		}}})).To(Succeed())
 	}, SpecTimeout(time.Minute))
 
+	// kube-apiserver presents the client certificate its AdmissionConfiguration gives it (see
+	// test/e2e/cluster), signed by the CA in the ConfigMap config/webhook-client-ca mounts: every
+	// admission of this install goes through that check. Anyone else who reaches the webhook port
+	// from a pod is turned away before the server reads a byte of what it sends.
+	It("serves only callers with a client certificate of the CA it was given: kube-apiserver, and no pod without one or with another CA's", func(ctx SpecContext) {
+		deployment := managerDeployment(ctx, Default)
+		Expect(containerOf(&corev1.Pod{Spec: deployment.Spec.Template.Spec}, fixtures.ManagerContainer).Args).
+			To(ContainElement("--webhook-client-ca=/etc/webhook-operator/client-ca/ca.crt"), "config/webhook-client-ca sets the flag")
+		Eventually(func(g Gomega) { expectAdmissionServed(ctx, g, samplesNamespace) }).
+			WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "kube-apiserver, presenting its certificate, is served")
+		token := metricsReaderToken(ctx, samplesNamespace)
+		var before map[string]float64
+		Eventually(func(g Gomega) { before = refusedCalls(scrapeManagers(ctx, g, token)) }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		other, err := certs.NewCA("someone-else", time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		forged, err := other.NewClientPair(pkix.Name{CommonName: "kube-apiserver-webhook-client"}, time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		trusted, err := kube.WebhookClientCA.NewClientPair(pkix.Name{CommonName: "e2e-trusted-caller"}, time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		calls := probeWebhookPort(ctx, samplesNamespace, map[string][2][]byte{
+			"another-ca": {forged.CertPEM, forged.KeyPEM},
+			"trusted":    {trusted.CertPEM, trusted.KeyPEM},
+		})
+		var lines []string
+		for _, name := range []string{"none", "another-ca", "trusted"} {
+			lines = append(lines, calls[name].String())
+		}
+		AddReportEntry("calls of the webhook port from a pod, each sending 1 KiB of a 1 MiB body", strings.Join(lines, "\n"))
+
+		// The body never ends, so an answer at all says the server did not wait to read it.
+		Expect(calls["none"]).To(And(HaveField("Stage", "answered"), HaveField("Status", http.StatusForbidden)),
+			"a caller without a certificate is answered 403 before its body arrives: %s", calls["none"])
+		Expect(calls["another-ca"]).To(And(HaveField("Stage", "handshake"), HaveField("Error", ContainSubstring("remote error: tls: bad certificate"))),
+			"a certificate of another CA fails the handshake: %s", calls["another-ca"])
+		// The CA's own certificate is let in, and then held to the body's read deadline.
+		Expect(calls["trusted"].Status).NotTo(Equal(http.StatusForbidden), "a certificate of the CA is served: %s", calls["trusted"])
+		Expect(calls["trusted"].Stage).To(BeElementOf("answered", "answer"), "%s", calls["trusted"])
+
+		Eventually(func(g Gomega) {
+			g.Expect(refusedCalls(scrapeManagers(ctx, g, token))["client_certificate"]).To(BeNumerically(">", before["client_certificate"]),
+				"webhook_operator_webhook_calls_refused_total{reason=\"client_certificate\"} counts the caller without a certificate")
+		}).WithContext(ctx).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+	}, SpecTimeout(3*time.Minute))
+
 	It("applies every valid sample with kubectl, with the defaults admission promises", func(ctx SpecContext) {
 		for _, path := range sampleFiles("") {
 			s, err := readSample(path)
@@ -217,19 +260,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 			}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
 		}, NodeTimeout(2*time.Minute))
-		as := func(user, role string) client.Client {
-			Expect(k8s.Create(ctx, &rbacv1.RoleBinding{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: user},
-				RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: role},
-				Subjects:   []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: rbacv1.UserKind, Name: user}},
-			})).To(Succeed())
-			config := rest.CopyConfig(kube.Config)
-			config.Impersonate = rest.ImpersonationConfig{UserName: user}
-			c, err := client.New(config, client.Options{Scheme: scheme.New()})
-			Expect(err).NotTo(HaveOccurred())
-			return c
-		}
-		editor, viewer := as("e2e-editor", "edit"), as("e2e-viewer", "view")
+		editor, viewer := impersonating(ctx, ns, "e2e-editor", "edit"), impersonating(ctx, ns, "e2e-viewer", "view")
 
 		for _, path := range sampleFiles("") {
 			s, err := readSample(path)
@@ -363,17 +394,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	// The refusals of the invalid samples are counted by rule on the replicas that answered them,
 	// and every metric the Grafana dashboard queries is served, to a caller bound to metrics-reader.
 	It("serves the admission metrics the Grafana dashboard reads over the secured metrics endpoint", func(ctx SpecContext) {
-		sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: samplesNamespace, Name: "metrics-scraper"}}
-		Expect(k8s.Create(ctx, sa)).To(Succeed())
-		binding := &rbacv1.ClusterRoleBinding{
-			ObjectMeta: metav1.ObjectMeta{Name: "e2e-metrics-scraper"},
-			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: fixtures.NamePrefix + "metrics-reader"},
-			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}},
-		}
-		Expect(k8s.Create(ctx, binding)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, binding))).To(Succeed()) })
-		token := &authenticationv1.TokenRequest{}
-		Expect(k8s.SubResource("token").Create(ctx, sa, token)).To(Succeed())
+		token := metricsReaderToken(ctx, samplesNamespace)
 
 		data, err := os.ReadFile(filepath.Join(cfg.root, "config", "grafana", "webhook-operator.json"))
 		Expect(err).NotTo(HaveOccurred())
@@ -382,19 +403,8 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 
 		Eventually(func(g Gomega) {
 			var all strings.Builder
-			for _, pod := range managerPods(ctx, g) {
-				req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(pod.Status.PodIP, "8443")+"/metrics", nil)
-				g.Expect(err).NotTo(HaveOccurred())
-				req.Header.Set("Authorization", "Bearer "+token.Status.Token)
-				// The serving certificate is cert-manager's; what is checked here is what is served.
-				transport := &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec
-				resp, err := (&http.Client{Transport: transport, Timeout: 5 * time.Second}).Do(req)
-				g.Expect(err).NotTo(HaveOccurred())
-				body, err := io.ReadAll(resp.Body)
-				_ = resp.Body.Close()
-				g.Expect(err).NotTo(HaveOccurred())
-				g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "%s: %s", pod.Name, body)
-				all.Write(body)
+			for _, metrics := range scrapeManagers(ctx, g, token) {
+				all.WriteString(metrics)
 			}
 			served := all.String()
 			g.Expect(served).To(MatchRegexp(`webhook_operator_rule_results_total\{action="denied",kind="Welcome",rule="welcome.port.range"\} [1-9]`))

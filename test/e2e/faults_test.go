@@ -83,8 +83,8 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 	BeforeAll(func(ctx SpecContext) {
 		rec = recordManagers("managers-faults")
 		start := time.Now()
-		out, err := makeTarget(ctx, "deploy")
-		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
+		out, err := deployWithClientCA(ctx)
+		Expect(err).NotTo(HaveOccurred(), "make deploy %s:\n%s", clientCADeployConfig, out)
 		pods := waitManagerReady(ctx, 2*time.Minute)
 		AddReportEntry("make deploy until every replica is Ready", time.Since(start).Round(time.Millisecond).String())
 		AddReportEntry("manager replicas, as config/default ships them", len(pods))
@@ -378,8 +378,8 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 	}, SpecTimeout(5*time.Minute))
 
 	It("leaves nothing stuck when the manager goes first and the namespaces of the custom resources and the CRDs follow", func(ctx SpecContext) {
-		out, err := makeTarget(ctx, "deploy")
-		Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
+		out, err := deployWithClientCA(ctx)
+		Expect(err).NotTo(HaveOccurred(), "make deploy %s:\n%s", clientCADeployConfig, out)
 		waitManagerReady(ctx, 2*time.Minute)
 		// Whatever this spec leaves, the rest of the suite gets a cluster without the operator.
 		DeferCleanup(forceUninstall)
@@ -418,12 +418,19 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 	}, SpecTimeout(5*time.Minute))
 })
 
-// deployWithNamespace, in a BeforeAll, runs make deploy, waits until every manager replica is
-// Ready and creates the restricted namespace ns; once the container's specs are done, it deletes
-// ns and runs make undeploy.
-func deployWithNamespace(ctx SpecContext, ns string) {
+// deployWithNamespace, in a BeforeAll, runs make deploy, with config/webhook-client-ca if
+// mutualTLS (deployWithClientCA), waits until every manager replica is Ready and creates the
+// restricted namespace ns; once the container's specs are done, it deletes ns and runs make
+// undeploy.
+func deployWithNamespace(ctx SpecContext, ns string, mutualTLS bool) {
 	GinkgoHelper()
-	out, err := makeTarget(ctx, "deploy")
+	var out string
+	var err error
+	if mutualTLS {
+		out, err = deployWithClientCA(ctx)
+	} else {
+		out, err = makeTarget(ctx, "deploy")
+	}
 	Expect(err).NotTo(HaveOccurred(), "make deploy:\n%s", out)
 	DeferCleanup(func(ctx SpecContext) {
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())

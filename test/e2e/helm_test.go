@@ -35,6 +35,10 @@ import (
 // release is the Helm release the specs install the chart as, into the operator's namespace.
 const release = "webhook-operator"
 
+// clientCAValue has the chart's manager serve only callers with a client certificate of the CA
+// in the ConfigMap clientCAConfigMap, which helmInstall then creates: kube-apiserver's.
+const clientCAValue = "webhook.clientCA.configMap=" + clientCAConfigMap
+
 // helm runs the helm built from the Go module proxy against the cluster, as the admin.
 func helm(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, cfg.helm, args...)
@@ -78,6 +82,9 @@ func helmInstall(ctx context.Context, chart string, values ...string) {
 		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
 	}}}
 	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	if slices.Contains(values, clientCAValue) {
+		createClientCAConfigMap(ctx)
+	}
 	DeferCleanup(func(ctx SpecContext) {
 		out, err := helm(ctx, "uninstall", release, "--namespace", fixtures.Namespace, "--ignore-not-found", "--wait", "--timeout", "2m")
 		Expect(err).NotTo(HaveOccurred(), "helm uninstall:\n%s", out)
@@ -151,8 +158,9 @@ func expectAdmissionServed(ctx context.Context, g Gomega, namespace string) {
 // expectOnlyLeftovers: once helm uninstall returned, of the release's objects only the CRDs
 // remain (kept, with every custom resource), and once the manager's pods are gone the operator's
 // namespace holds nothing but what docs/install.md lists as left to delete with it: the leader
-// election Lease, and the Secrets cert-manager wrote.
-func expectOnlyLeftovers(ctx context.Context, objects []*unstructured.Unstructured, secrets []string) {
+// election Lease, and the Secrets cert-manager wrote; beside them, the user's own objects, such as
+// the ConfigMap of the client CA, each as "<Kind> <name>".
+func expectOnlyLeftovers(ctx context.Context, objects []*unstructured.Unstructured, secrets []string, usersOwn ...string) {
 	for _, o := range objects {
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(o.GroupVersionKind())
@@ -168,6 +176,7 @@ func expectOnlyLeftovers(ctx context.Context, objects []*unstructured.Unstructur
 	for _, s := range secrets {
 		want = append(want, "Secret "+s)
 	}
+	want = append(want, usersOwn...)
 	slices.Sort(want)
 	Eventually(func(g Gomega) []string {
 		pods := &corev1.PodList{}
@@ -209,7 +218,7 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 
 	BeforeAll(func(ctx SpecContext) {
 		rec = recordManagers("managers-helm")
-		helmInstall(ctx, thisChart())
+		helmInstall(ctx, thisChart(), clientCAValue)
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
 		Expect(k8s.Create(ctx, ns)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed()) })
@@ -235,6 +244,10 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 			g.Expect(bundles).To(HaveEach(Equal(servingSecretData(ctx).Data["ca.crt"])))
 			expectAdmissionServed(ctx, g, namespace)
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		// kube-apiserver, whose calls were just served, presents the client certificate the
+		// manager now requires.
+		Expect(containerOf(&corev1.Pod{Spec: managerDeployment(ctx, Default).Spec.Template.Spec}, fixtures.ManagerContainer).Args).
+			To(ContainElement("--webhook-client-ca=/etc/webhook-operator/client-ca/ca.crt"), "webhook.clientCA.configMap sets the flag")
 
 		Expect(k8s.Create(ctx, &authv1alpha1.Welcome{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "helm-welcome"},
@@ -249,7 +262,7 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 
 		start := time.Now()
 		args := append([]string{"upgrade", release, thisChart(), "--namespace", fixtures.Namespace,
-			"--wait", "--timeout", "4m"}, chartValues("replicaCount=3", "webhook.timeoutSeconds=2", "podAnnotations.e2e/upgraded=v2")...)
+			"--wait", "--timeout", "4m"}, chartValues("replicaCount=3", "webhook.timeoutSeconds=2", "podAnnotations.e2e/upgraded=v2", clientCAValue)...)
 		out, err := helm(ctx, args...)
 		Expect(err).NotTo(HaveOccurred(), "helm upgrade:\n%s", out)
 		AddReportEntry("helm upgrade, rolling the managers", time.Since(start).Round(time.Millisecond).String())
@@ -275,7 +288,7 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 		objects = releaseObjects(ctx)
 		out, err := helm(ctx, "uninstall", release, "--namespace", fixtures.Namespace, "--wait", "--timeout", "2m")
 		Expect(err).NotTo(HaveOccurred(), "helm uninstall:\n%s", out)
-		expectOnlyLeftovers(ctx, objects, []string{fixtures.NamePrefix + "ca", "metrics-server-cert", "webhook-server-cert"})
+		expectOnlyLeftovers(ctx, objects, []string{fixtures.NamePrefix + "ca", "metrics-server-cert", "webhook-server-cert"}, "ConfigMap "+clientCAConfigMap)
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "helm-welcome"}, &authv1alpha1.Welcome{})).To(Succeed(),
 			"the Welcome is kept with its CRD")
 	}, SpecTimeout(3*time.Minute))

@@ -35,7 +35,7 @@ const gitopsNamespace = "e2e-gitops"
 // while its pods really start on the node: never done before they are.
 var _ = Describe("What kstatus and Argo CD make of the status, with pods that really start", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
-		deployWithNamespace(ctx, gitopsNamespace)
+		deployWithNamespace(ctx, gitopsNamespace, true)
 	}, NodeTimeout(4*time.Minute))
 
 	// The objects are built when the spec runs, once the suite's settings (cfg) are read.

@@ -43,7 +43,7 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 	var clientset *kubernetes.Clientset
 
 	BeforeAll(func(ctx SpecContext) {
-		deployWithNamespace(ctx, operandsNamespace)
+		deployWithNamespace(ctx, operandsNamespace, true)
 		var err error
 		clientset, err = kubernetes.NewForConfig(kube.Config)
 		Expect(err).NotTo(HaveOccurred())

@@ -60,6 +60,7 @@ type settings struct {
 	welcome   string // the welcome-web image `make images` built
 	memcached string // the memcached image the suite built from Debian's package
 	echo      string // the e2e-echo image, without its tag (v1 or v2)
+	caller    string // the e2e-caller image, which calls the webhook port from a pod
 	images    []string
 	version   string // what make stamped into the binaries
 	commit    string
@@ -96,6 +97,7 @@ func readSettings() settings {
 		welcome:   get("E2E_WELCOME_IMG"),
 		memcached: get("E2E_MEMCACHED_IMG"),
 		echo:      get("E2E_ECHO_IMG"),
+		caller:    get("E2E_CALLER_IMG"),
 		images:    strings.Fields(get("E2E_IMAGES")),
 		version:   get("E2E_VERSION"),
 		commit:    get("E2E_COMMIT"),

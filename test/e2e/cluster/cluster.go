@@ -30,6 +30,8 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/seedlabs/webhook-operator/certs"
 )
 
 // Binaries are the programs the cluster runs, all built from source by the Makefile but runc.
@@ -69,6 +71,9 @@ type Cluster struct {
 	Client client.Client
 	// LogDir holds each process's log.
 	LogDir string
+	// WebhookClientCA signs the client certificate kube-apiserver presents to every admission
+	// webhook: a webhook server given its certificate (--webhook-client-ca) serves kube-apiserver.
+	WebhookClientCA *certs.CA
 
 	node      *node
 	processes []*Process
@@ -95,6 +100,7 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 	if err != nil {
 		return nil, fmt.Errorf("creating the cluster's certificates: %w", err)
 	}
+	c.WebhookClientCA = certs.webhookClientCA
 	tokens, err := writeTokens(filepath.Join(dir, "pki", "tokens.csv"))
 	if err != nil {
 		return nil, err
@@ -153,6 +159,8 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 		"--kubelet-client-key="+certs.kubeletClientKey,
 		"--kubelet-preferred-address-types=InternalIP",
 		"--cert-dir="+filepath.Join(dir, "kube-apiserver"),
+		// Every admission webhook is called with a client certificate of WebhookClientCA.
+		"--admission-control-config-file="+certs.admissionConfiguration,
 	)
 	if err != nil {
 		return nil, err

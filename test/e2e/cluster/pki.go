@@ -19,13 +19,44 @@ import (
 )
 
 // pki is the cluster's certificate authority, kube-apiserver's serving pair and kubelet client
-// pair, and the service account signing key, written under a directory.
+// pair, the service account signing key, and the CA of the client certificate kube-apiserver
+// presents to admission webhooks with the AdmissionConfiguration that gives it, written under a
+// directory.
 type pki struct {
 	caCert, servingCert, servingKey      string
 	kubeletClientCert, kubeletClientKey  string
 	serviceAccountKey, serviceAccountPub string
 	caPEM                                []byte
+	// webhookClientCA signs the client certificate of admissionConfiguration's kubeconfig.
+	webhookClientCA        *certs.CA
+	admissionConfiguration string
 }
+
+// admissionConfiguration gives kube-apiserver's webhook admission plugins a kubeconfig whose user
+// "*" (every webhook) holds the client certificate they present, as docs/operations.md says.
+const admissionConfiguration = `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %[1]s
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %[1]s
+`
+
+const webhookKubeconfig = `apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: %s
+    client-key: %s
+`
 
 // kubernetesServiceIP is the first address of ServiceCIDR, which the kubernetes Service takes.
 const kubernetesServiceIP = "10.96.0.1"
@@ -54,6 +85,16 @@ func newPKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
+	// kube-apiserver presents a certificate of a CA of its own to every webhook, which a webhook
+	// server given that CA verifies.
+	webhookClientCA, err := certs.NewCA("e2e-webhook-client-ca", pkiValidity)
+	if err != nil {
+		return nil, err
+	}
+	webhookClient, err := webhookClientCA.NewClientPair(pkix.Name{CommonName: "kube-apiserver-webhook-client"}, pkiValidity)
+	if err != nil {
+		return nil, err
+	}
 	saKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating the service account key: %w", err)
@@ -68,23 +109,31 @@ func newPKI(dir string) (*pki, error) {
 	}
 
 	p := &pki{
-		caCert:            filepath.Join(dir, "ca.crt"),
-		servingCert:       filepath.Join(dir, "apiserver.crt"),
-		servingKey:        filepath.Join(dir, "apiserver.key"),
-		kubeletClientCert: filepath.Join(dir, "apiserver-kubelet-client.crt"),
-		kubeletClientKey:  filepath.Join(dir, "apiserver-kubelet-client.key"),
-		serviceAccountKey: filepath.Join(dir, "sa.key"),
-		serviceAccountPub: filepath.Join(dir, "sa.pub"),
-		caPEM:             ca.CertPEM,
+		caCert:                 filepath.Join(dir, "ca.crt"),
+		servingCert:            filepath.Join(dir, "apiserver.crt"),
+		servingKey:             filepath.Join(dir, "apiserver.key"),
+		kubeletClientCert:      filepath.Join(dir, "apiserver-kubelet-client.crt"),
+		kubeletClientKey:       filepath.Join(dir, "apiserver-kubelet-client.key"),
+		serviceAccountKey:      filepath.Join(dir, "sa.key"),
+		serviceAccountPub:      filepath.Join(dir, "sa.pub"),
+		caPEM:                  ca.CertPEM,
+		webhookClientCA:        webhookClientCA,
+		admissionConfiguration: filepath.Join(dir, "admission-configuration.yaml"),
 	}
+	webhookClientCert, webhookClientKey := filepath.Join(dir, "webhook-client.crt"), filepath.Join(dir, "webhook-client.key")
+	kubeconfig := filepath.Join(dir, "webhook-client.kubeconfig")
 	files := map[string][]byte{
-		p.caCert:            ca.CertPEM,
-		p.servingCert:       serving.CertPEM,
-		p.servingKey:        serving.KeyPEM,
-		p.kubeletClientCert: kubeletClient.CertPEM,
-		p.kubeletClientKey:  kubeletClient.KeyPEM,
-		p.serviceAccountKey: pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
-		p.serviceAccountPub: pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+		p.caCert:                 ca.CertPEM,
+		p.servingCert:            serving.CertPEM,
+		p.servingKey:             serving.KeyPEM,
+		p.kubeletClientCert:      kubeletClient.CertPEM,
+		p.kubeletClientKey:       kubeletClient.KeyPEM,
+		p.serviceAccountKey:      pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: saKeyDER}),
+		p.serviceAccountPub:      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
+		webhookClientCert:        webhookClient.CertPEM,
+		webhookClientKey:         webhookClient.KeyPEM,
+		kubeconfig:               []byte(fmt.Sprintf(webhookKubeconfig, webhookClientCert, webhookClientKey)),
+		p.admissionConfiguration: []byte(fmt.Sprintf(admissionConfiguration, kubeconfig)),
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
