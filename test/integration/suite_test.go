@@ -24,6 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/yaml"
 
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -61,7 +64,14 @@ var _ = BeforeSuite(func() {
 func newNamespace(ctx context.Context) string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "it-"}}
 	Expect(k8s.Create(ctx, ns)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed()) })
+	DeferCleanup(func(ctx SpecContext) {
+		// envtest runs no namespace controller: the operator's objects would outlive their
+		// namespace, and the manager would go on reconciling them in the specs that follow.
+		for _, obj := range []client.Object{&appv1.DeployObject{}, &authv1alpha1.Welcome{}, &cachev1alpha1.Memcached{}} {
+			Expect(k8s.DeleteAllOf(ctx, obj, client.InNamespace(ns.Name))).To(Succeed())
+		}
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())
+	})
 	return ns.Name
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/seedlabs/webhook-operator/internal/resources"
@@ -23,7 +24,7 @@ import (
 // applies counts the applies of Apply: made, or left out because they could change nothing.
 var applies = prometheus.NewCounterVec(prometheus.CounterOpts{
 	Name: "webhook_operator_applies_total",
-	Help: "Server-side applies of the Deployments and Services the operator makes, by kind and result: created (none existed), applied (over one that did not hold what the apply gives it) or skipped (it did: no request).",
+	Help: "Server-side applies of the Deployments and Services the operator makes, by kind and result: created (none existed), applied (over one that did not hold what the apply gives it), failed (the API server refused either) or skipped (it held it: no request).",
 }, []string{"kind", "result"})
 
 func init() {
@@ -80,14 +81,21 @@ func Apply[T configuration[T]](ctx context.Context, c client.Client, live client
 		// desired becomes the stored object, as the reply to an apply would make it.
 		return json.Unmarshal(have, desired)
 	}
+	result := "created"
 	if isNil(live) {
-		applies.WithLabelValues(kindOf(desired), "created").Inc()
 		desired.WithResourceVersion(neverStored)
 	} else {
-		applies.WithLabelValues(kindOf(desired), "applied").Inc()
+		result = "applied"
+		log.FromContext(ctx).V(1).Info("applying over an object that does not hold what the apply gives it",
+			"kind", kindOf(desired), "name", live.GetName(), "namespace", live.GetNamespace())
 		desired.WithUID(live.GetUID())
 	}
-	return c.Apply(ctx, desired, opts...)
+	err = c.Apply(ctx, desired, opts...)
+	if err != nil {
+		result = "failed"
+	}
+	applies.WithLabelValues(kindOf(desired), result).Inc()
+	return err
 }
 
 // Holds adds to desired its AnnotationDesired, and reports whether live (as the cache holds it, or

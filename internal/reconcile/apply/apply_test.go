@@ -3,9 +3,12 @@ package apply
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
@@ -112,6 +115,39 @@ func TestApply(t *testing.T) {
 				t.Errorf("a skipped apply must leave the stored object in desired, as the reply to an apply does: %+v", desired.Spec)
 			}
 		})
+	}
+}
+
+// TestAppliesCountsEachResult: webhook_operator_applies_total tells an object created from one
+// applied over, a refused apply from both, and an apply left out.
+func TestAppliesCountsEachResult(t *testing.T) {
+	ctx := context.Background()
+	refusing := reconciletest.NewClient(t, &interceptor.Funcs{
+		Apply: func(context.Context, client.WithWatch, runtime.ApplyConfiguration, ...client.ApplyOption) error {
+			return apierrors.NewForbidden(corev1.Resource("services"), "shop", errors.New("port 7777 is reserved"))
+		},
+	})
+	var n int
+	held := heldOf(t, desiredService())
+	for _, tc := range []struct {
+		result string
+		c      client.Client
+		live   *corev1.Service
+	}{
+		{"created", countingClient(t, &n), nil},
+		{"applied", countingClient(t, &n), kept(t, "0123456789abcdef0123456789abcdef")},
+		{"skipped", countingClient(t, &n), kept(t, held)},
+		{"failed", refusing, nil},
+		{"failed", refusing, kept(t, "0123456789abcdef0123456789abcdef")},
+	} {
+		before := testutil.ToFloat64(applies.WithLabelValues("Service", tc.result))
+		err := Apply(ctx, tc.c, tc.live, desiredService())
+		if (tc.result == "failed") != (err != nil) {
+			t.Errorf("%s: %v", tc.result, err)
+		}
+		if got := testutil.ToFloat64(applies.WithLabelValues("Service", tc.result)) - before; got != 1 {
+			t.Errorf("%s counted %v times, want once", tc.result, got)
+		}
 	}
 }
 
