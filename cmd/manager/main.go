@@ -5,9 +5,11 @@ package main
 import (
 	"flag"
 	"fmt"
+	"log/slog"
 	"os"
 	"runtime/debug"
 
+	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -31,6 +33,7 @@ func main() {
 	ctrl.SetLogger(logger)
 	// What client-go logs through klog comes out in the same stream, in the same encoding.
 	klog.SetLogger(logger)
+	logStandardLibraryTo(logger)
 	log := ctrl.Log.WithName("setup")
 	if limit, ok := operator.MemoryLimit(os.Getenv); ok {
 		debug.SetMemoryLimit(limit)
@@ -47,4 +50,11 @@ func main() {
 		log.Error(err, "the manager stopped with an error")
 		os.Exit(1)
 	}
+}
+
+// logStandardLibraryTo sends what the standard library logs to logger: net/http's server, which
+// controller-runtime gives no logger of its own, logs a failed TLS handshake (a caller without a
+// trusted client certificate) through package log, which slog's default logger takes over.
+func logStandardLibraryTo(logger logr.Logger) {
+	slog.SetDefault(slog.New(logr.ToSlogHandler(logger.WithName("stdlib"))))
 }
