@@ -1,14 +1,19 @@
 package webhooks
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
@@ -154,10 +159,13 @@ func itemsWithin(object func(int) string) int {
 // BenchmarkWorstRequests serves each of worstRequests, filled to kube-apiserver's request limit
 // (past the schema's bounds, or to -worst-items: the requests only a direct caller can send), to
 // its webhook as Setup builds it, and reports the handler's time per request and the size of its
-// answer. It is the table of docs/performance.md's worst requests;
-// `-benchtime=1x` runs each once.
+// answer. Beside each, decode-only serves the same request to a controller-runtime webhook that
+// decodes the object (and the old one) as the kind's handlers do and allows it: the cost of any
+// webhook served by controller-runtime, the baseline to divide by. It is the table of
+// docs/performance.md's worst requests; `-benchtime=1x` runs each once.
 func BenchmarkWorstRequests(b *testing.B) {
 	handlers := fuzzHandlers(b)
+	decodeOnly := decodeOnlyWebhook(b)
 	for _, w := range worstRequests {
 		items := w.atBound
 		if items == 0 {
@@ -188,5 +196,39 @@ func BenchmarkWorstRequests(b *testing.B) {
 			b.ReportMetric(float64(len(object)), "object-bytes")
 			b.ReportMetric(float64(answer), "answer-bytes")
 		})
+		b.Run(fmt.Sprintf("%s/items=%d/decode-only", w.name, items), func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if reply, _ := postReview(b, decodeOnly, body); !reply.Response.Allowed {
+					b.Fatalf("decode-only: %v", reply.Response.Result)
+				}
+			}
+		})
 	}
+}
+
+// decodeOnlyWebhook is a controller-runtime webhook that decodes a request's object, and its old
+// object when there is one, into the kind's type, as the validators and defaulters do, and allows it.
+func decodeOnlyWebhook(tb testing.TB) *admission.Webhook {
+	tb.Helper()
+	decoder := admission.NewDecoder(testScheme)
+	decode := func(raw runtime.RawExtension, gvk metav1.GroupVersionKind) error {
+		if len(raw.Raw) == 0 {
+			return nil
+		}
+		obj, err := testScheme.New(schema.GroupVersionKind{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind})
+		if err != nil {
+			return err
+		}
+		return decoder.DecodeRaw(raw, obj)
+	}
+	return &admission.Webhook{Handler: admission.HandlerFunc(func(_ context.Context, req admission.Request) admission.Response {
+		if err := decode(req.Object, req.Kind); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		if err := decode(req.OldObject, req.Kind); err != nil {
+			return admission.Errored(http.StatusBadRequest, err)
+		}
+		return admission.Allowed("")
+	})}
 }
