@@ -9,14 +9,19 @@ import (
 	"strings"
 	"time"
 
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // memorySettings size the memory section.
@@ -75,6 +80,17 @@ func runMemory(ctx context.Context, c *cluster, mf managerFlags, smp *samples, s
 	logf func(string, ...any),
 ) (*memoryResult, error) {
 	res := &memoryResult{settings: s}
+	// The objects are stored while no manager serves the webhooks, which would refuse every
+	// create: the webhook configurations are set aside until the section ends.
+	restore, err := c.setWebhooksAside(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err := restore(); err != nil {
+			logf("memory: restoring the webhook configurations: %v", err)
+		}
+	}()
 	for _, ns := range []string{memoryNamespace, tenantNamespace} {
 		if err := c.createNamespace(ctx, ns); err != nil {
 			return nil, err
@@ -153,6 +169,15 @@ func runMemory(ctx context.Context, c *cluster, mf managerFlags, smp *samples, s
 func storeAsTheOperator(ctx context.Context, c *cluster, obj client.Object, pad func(client.Object), handEdit func(*appsv1.Deployment)) error {
 	if pad != nil {
 		pad(obj)
+	}
+	// The mutating webhooks' defaults, which no webhook gives while the objects are stored.
+	switch o := obj.(type) {
+	case *appv1.DeployObject:
+		webhooks.DefaultDeployObject(o)
+	case *authv1alpha1.Welcome:
+		webhooks.DefaultWelcome(o)
+	case *cachev1alpha1.Memcached:
+		webhooks.DefaultMemcached(o)
 	}
 	if err := c.client.Create(ctx, obj); err != nil {
 		return err
@@ -307,3 +332,37 @@ func runCertificateSwap(c *cluster, trialsWanted int) (trials, error) {
 }
 
 func sameCertificate(a, b *x509.Certificate) bool { return a.SerialNumber.Cmp(b.SerialNumber) == 0 }
+
+// setWebhooksAside deletes the cluster's webhook configurations, and returns what creates them
+// again as they were.
+func (c *cluster) setWebhooksAside(ctx context.Context) (func() error, error) {
+	var mutating admissionregistrationv1.MutatingWebhookConfigurationList
+	if err := c.client.List(ctx, &mutating); err != nil {
+		return nil, err
+	}
+	var validating admissionregistrationv1.ValidatingWebhookConfigurationList
+	if err := c.client.List(ctx, &validating); err != nil {
+		return nil, err
+	}
+	var aside []client.Object
+	for i := range mutating.Items {
+		aside = append(aside, &mutating.Items[i])
+	}
+	for i := range validating.Items {
+		aside = append(aside, &validating.Items[i])
+	}
+	for _, obj := range aside {
+		if err := c.client.Delete(ctx, obj); err != nil {
+			return nil, err
+		}
+	}
+	return func() error {
+		var errs []error
+		for _, obj := range aside {
+			obj.SetResourceVersion("")
+			obj.SetUID("")
+			errs = append(errs, c.client.Create(context.WithoutCancel(ctx), obj))
+		}
+		return errors.Join(errs...)
+	}, nil
+}
