@@ -108,9 +108,23 @@ func keptService(s *corev1.Service) *corev1.Service {
 
 // heldSkeleton is obj's skeleton with apply.AnnotationHeld. A child whose managedFields do not
 // extract (none of the operator's, say) gets none, and is applied on its next reconcile.
+//
+// client-go may hand a transform an object it has already transformed (a new leader's informers
+// do, as they fill the cache), so a transform must be idempotent: an object without managedFields
+// keeps the annotations this one made, as the hash of nothing would tell every reconcile to apply
+// again. Only the owner of a child's namespace could send one without managedFields and with these
+// annotations, and would only keep the operator from putting back what they change by hand in it.
 func heldSkeleton(obj metav1.Object) metav1.ObjectMeta {
 	m := skeleton(obj)
 	m.Annotations = make(map[string]string, 1)
+	if len(obj.GetManagedFields()) == 0 {
+		for _, key := range []string{apply.AnnotationHeld, apply.AnnotationMorePorts} {
+			if v, ok := obj.GetAnnotations()[key]; ok {
+				m.Annotations[key] = v
+			}
+		}
+		return m
+	}
 	if held, err := apply.Held(obj); err == nil {
 		m.Annotations[apply.AnnotationHeld] = held
 	}

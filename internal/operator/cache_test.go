@@ -8,6 +8,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
@@ -103,6 +104,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 	service := func(ports int) *corev1.Service {
 		s := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Annotations: map[string]string{"padding": "x"},
+				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 				OwnerReferences: controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop")},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.0.0.7", Selector: map[string]string{"app": "shop"},
 				SessionAffinity: corev1.ServiceAffinityNone},
@@ -140,6 +142,54 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 			t.Errorf("kept %d ports and the annotations %v; want none, and %s", len(s.Spec.Ports), s.Annotations, apply.AnnotationMorePorts)
 		}
 	})
+}
+
+// TestTheCacheTransformsAreIdempotent: client-go may transform an object it has already
+// transformed, as a new leader's informers do while they fill the cache; what the transform keeps
+// must come out the same, the hash of what the operator holds above all, or every reconcile of a
+// new leader would apply again.
+func TestTheCacheTransformsAreIdempotent(t *testing.T) {
+	owners := []metav1.OwnerReference{{APIVersion: "auth.seedlabs.dev/v1alpha1", Kind: "Welcome", Name: "shop", UID: "u1", Controller: ptr.To(true)}}
+	managed := []metav1.ManagedFieldsEntry{{Manager: resources.FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
+		FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}}}
+	deployment := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", UID: "d1", ResourceVersion: "7", OwnerReferences: owners,
+			Labels: map[string]string{resources.LabelManagedBy: resources.ManagedBy}, ManagedFields: managed},
+		Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)},
+	}
+	service := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", OwnerReferences: owners, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
+	}
+	for i := range maxKeptPorts + 1 {
+		service.Spec.Ports = append(service.Spec.Ports, corev1.ServicePort{Port: int32(8000 + i)})
+	}
+	for _, tc := range []struct {
+		name      string
+		in        any
+		transform func(any) (any, error)
+	}{
+		{"a child Deployment", deployment, keepChildren},
+		{"a child Service", service, keepChildren},
+		{"a Welcome", &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"a": "b"}, ManagedFields: managed}}, withoutWhatIsNotRead},
+		{"a Namespace", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"a": "b"}, ManagedFields: managed}}, keepNamespaceLabels},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			once, err := tc.transform(tc.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.name == "a child Deployment" && once.(metav1.Object).GetAnnotations()[apply.AnnotationHeld] == "" {
+				t.Fatal("no hash of what the operator holds")
+			}
+			twice, err := tc.transform(once.(runtime.Object).DeepCopyObject())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(once, twice); diff != "" {
+				t.Errorf("transformed again (-once +twice):\n%s", diff)
+			}
+		})
+	}
 }
 
 func TestTheCacheKeepsOfCustomResourcesAndNamespacesWhatIsRead(t *testing.T) {

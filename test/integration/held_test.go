@@ -65,6 +65,14 @@ var _ = Describe("What the cache keeps of a custom resource's children", func() 
 		Consistently(func() float64 { return appliesOf("Deployment", "applied") + appliesOf("Service", "applied") - applied }).
 			WithContext(ctx).WithTimeout(3*time.Second).WithPolling(500*time.Millisecond).Should(BeZero(), "a resync applies nothing")
 
+		By("starting a new manager, as a new leader does: its cache tells it every apply is left out")
+		skipped = appliesOf("Deployment", "skipped")
+		Expect(env.RestartManager()).To(Succeed())
+		Eventually(func() float64 { return appliesOf("Deployment", "skipped") - skipped }).
+			WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", 3), "the three objects reconciled by the new manager")
+		Consistently(func() float64 { return appliesOf("Deployment", "applied") + appliesOf("Service", "applied") - applied }).
+			WithContext(ctx).WithTimeout(3*time.Second).WithPolling(500*time.Millisecond).Should(BeZero(), "a new leader applies nothing")
+
 		By("annotating the Deployment by hand, as another field manager: still nothing to apply")
 		skipped = appliesOf("Deployment", "skipped")
 		dep := &appsv1.Deployment{}
