@@ -101,11 +101,11 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		for i := range managers {
 			pod := &managers[i]
 			Expect(pod.Spec.NodeName).To(Equal(cluster.NodeName))
-			Expect(containerOf(pod, fixtures.ManagerContainer).Image).To(Equal(cfg.image), "make deploy IMG= sets the manager's image")
+			Expect(managerContainer(pod).Image).To(Equal(cfg.image), "make deploy IMG= sets the manager's image")
 			Expect(managerStatus(pod).ImageID).To(Equal(imageID), "the container runs this platform's image of the index make images wrote")
 			Expect(net.ParseIP(pod.Status.PodIP).IsLoopback()).To(BeFalse())
 			readyAt[pod.Name] = make(chan time.Time, 1)
-			go watchReadiness(ctx, readinessURL(pod, containerOf(pod, fixtures.ManagerContainer)), readyAt[pod.Name])
+			go watchReadiness(ctx, readinessURL(pod, managerContainer(pod)), readyAt[pod.Name])
 		}
 	}, SpecTimeout(3*time.Minute))
 
@@ -183,7 +183,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	// from a pod is turned away before the server reads a byte of what it sends.
 	It("serves only callers with a client certificate of the CA it was given: kube-apiserver, and no pod without one or with another CA's", func(ctx SpecContext) {
 		deployment := managerDeployment(ctx, Default)
-		Expect(containerOf(&corev1.Pod{Spec: deployment.Spec.Template.Spec}, fixtures.ManagerContainer).Args).
+		Expect(managerContainer(&corev1.Pod{Spec: deployment.Spec.Template.Spec}).Args).
 			To(ContainElement("--webhook-client-ca=/etc/webhook-operator/client-ca/ca.crt"), "config/webhook-client-ca sets the flag")
 		Eventually(func(g Gomega) { expectAdmissionServed(ctx, g, samplesNamespace) }).
 			WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "kube-apiserver, presenting its certificate, is served")
@@ -618,13 +618,14 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	}, SpecTimeout(3*time.Minute))
 })
 
-func containerOf(pod *corev1.Pod, name string) *corev1.Container {
+// managerContainer is the manager's container of pod.
+func managerContainer(pod *corev1.Pod) *corev1.Container {
 	for i := range pod.Spec.Containers {
-		if pod.Spec.Containers[i].Name == name {
+		if pod.Spec.Containers[i].Name == fixtures.ManagerContainer {
 			return &pod.Spec.Containers[i]
 		}
 	}
-	Fail(fmt.Sprintf("pod %s has no container %s", pod.Name, name))
+	Fail(fmt.Sprintf("pod %s has no container %s", pod.Name, fixtures.ManagerContainer))
 	return nil
 }
 

@@ -246,7 +246,7 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		// kube-apiserver, whose calls were just served, presents the client certificate the
 		// manager now requires.
-		Expect(containerOf(&corev1.Pod{Spec: managerDeployment(ctx, Default).Spec.Template.Spec}, fixtures.ManagerContainer).Args).
+		Expect(managerContainer(&corev1.Pod{Spec: managerDeployment(ctx, Default).Spec.Template.Spec}).Args).
 			To(ContainElement("--webhook-client-ca=/etc/webhook-operator/client-ca/ca.crt"), "webhook.clientCA.configMap sets the flag")
 
 		Expect(k8s.Create(ctx, &authv1alpha1.Welcome{

@@ -26,7 +26,6 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
 // The namespaces of the hostile-load spec: the tenant's, who attacks admission, and a neighbour's,
@@ -570,7 +569,7 @@ func watchManagerMemory(ctx context.Context, pods []corev1.Pod) *memoryWatch {
 		Expect(err).NotTo(HaveOccurred())
 		pid, err := strconv.Atoi(strings.TrimSpace(out))
 		Expect(err).NotTo(HaveOccurred(), "crictl inspect printed %q", out)
-		limit := containerOf(pod, fixtures.ManagerContainer).Resources.Limits.Memory()
+		limit := managerContainer(pod).Resources.Limits.Memory()
 		Expect(limit.IsZero()).To(BeFalse(), "the manager of pod %s has no memory limit", pod.Name)
 		w.peaks[pod.Name] = &memoryPeak{pid: pid, limit: limit.Value()}
 	}
