@@ -290,3 +290,33 @@ func randomSerialNumber() (*big.Int, error) {
 	}
 	return serial.Add(serial, one), nil
 }
+
+// WebhookClientConfig is what kube-apiserver reads to present a client certificate to every
+// admission webhook, as docs/operations.md says to give it one: the AdmissionConfiguration for
+// --admission-control-config-file, naming kubeconfigPath for both webhook plugins, and that
+// kubeconfig, whose user "*" (every webhook) holds certFile and keyFile.
+func WebhookClientConfig(kubeconfigPath, certFile, keyFile string) (admissionConfiguration, kubeconfig []byte) {
+	admissionConfiguration = fmt.Appendf(nil, `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %[1]s
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: %[1]s
+`, kubeconfigPath)
+	kubeconfig = fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: %s
+    client-key: %s
+`, certFile, keyFile)
+	return admissionConfiguration, kubeconfig
+}

@@ -37,32 +37,6 @@ var (
 	ca *certs.CA
 )
 
-// admissionConfiguration gives kube-apiserver's webhook admission plugins a kubeconfig, whose
-// user "*" (any webhook) holds the client certificate they present.
-const admissionConfiguration = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: ValidatingAdmissionWebhook
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: KUBECONFIG
-- name: MutatingAdmissionWebhook
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: KUBECONFIG
-`
-
-const webhookKubeconfig = `apiVersion: v1
-kind: Config
-users:
-- name: "*"
-  user:
-    client-certificate: DIR/client.crt
-    client-key: DIR/client.key
-`
-
 var _ = BeforeSuite(func() {
 	dir, err := os.MkdirTemp("", "webhook-client-ca-")
 	Expect(err).NotTo(HaveOccurred())
@@ -73,14 +47,15 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	kubeconfig := filepath.Join(dir, "webhook-kubeconfig.yaml")
 	config := filepath.Join(dir, "admission-configuration.yaml")
-	for path, data := range map[string]string{
-		filepath.Join(dir, "client.crt"): string(client.CertPEM),
-		filepath.Join(dir, "client.key"): string(client.KeyPEM),
-		filepath.Join(dir, "ca.crt"):     string(ca.CertPEM),
-		kubeconfig:                       strings.ReplaceAll(webhookKubeconfig, "DIR", dir),
-		config:                           strings.ReplaceAll(admissionConfiguration, "KUBECONFIG", kubeconfig),
+	admissionConfiguration, webhookKubeconfig := certs.WebhookClientConfig(kubeconfig, filepath.Join(dir, "client.crt"), filepath.Join(dir, "client.key"))
+	for path, data := range map[string][]byte{
+		filepath.Join(dir, "client.crt"): client.CertPEM,
+		filepath.Join(dir, "client.key"): client.KeyPEM,
+		filepath.Join(dir, "ca.crt"):     ca.CertPEM,
+		kubeconfig:                       webhookKubeconfig,
+		config:                           admissionConfiguration,
 	} {
-		Expect(os.WriteFile(path, []byte(data), 0o600)).To(Succeed())
+		Expect(os.WriteFile(path, data, 0o600)).To(Succeed())
 	}
 	env, err = testenv.StartWith(testenv.Options{
 		APIServerFlags: map[string]string{"admission-control-config-file": config},

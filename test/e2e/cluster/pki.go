@@ -32,32 +32,6 @@ type pki struct {
 	admissionConfiguration string
 }
 
-// admissionConfiguration gives kube-apiserver's webhook admission plugins a kubeconfig whose user
-// "*" (every webhook) holds the client certificate they present, as docs/operations.md says.
-const admissionConfiguration = `apiVersion: apiserver.config.k8s.io/v1
-kind: AdmissionConfiguration
-plugins:
-- name: ValidatingAdmissionWebhook
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: %[1]s
-- name: MutatingAdmissionWebhook
-  configuration:
-    apiVersion: apiserver.config.k8s.io/v1
-    kind: WebhookAdmissionConfiguration
-    kubeConfigFile: %[1]s
-`
-
-const webhookKubeconfig = `apiVersion: v1
-kind: Config
-users:
-- name: "*"
-  user:
-    client-certificate: %s
-    client-key: %s
-`
-
 // kubernetesServiceIP is the first address of ServiceCIDR, which the kubernetes Service takes.
 const kubernetesServiceIP = "10.96.0.1"
 
@@ -122,6 +96,7 @@ func newPKI(dir string) (*pki, error) {
 	}
 	webhookClientCert, webhookClientKey := filepath.Join(dir, "webhook-client.crt"), filepath.Join(dir, "webhook-client.key")
 	kubeconfig := filepath.Join(dir, "webhook-client.kubeconfig")
+	admissionConfiguration, webhookKubeconfig := certs.WebhookClientConfig(kubeconfig, webhookClientCert, webhookClientKey)
 	files := map[string][]byte{
 		p.caCert:                 ca.CertPEM,
 		p.servingCert:            serving.CertPEM,
@@ -132,8 +107,8 @@ func newPKI(dir string) (*pki, error) {
 		p.serviceAccountPub:      pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: saPubDER}),
 		webhookClientCert:        webhookClient.CertPEM,
 		webhookClientKey:         webhookClient.KeyPEM,
-		kubeconfig:               []byte(fmt.Sprintf(webhookKubeconfig, webhookClientCert, webhookClientKey)),
-		p.admissionConfiguration: []byte(fmt.Sprintf(admissionConfiguration, kubeconfig)),
+		kubeconfig:               webhookKubeconfig,
+		p.admissionConfiguration: admissionConfiguration,
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
