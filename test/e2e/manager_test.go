@@ -15,7 +15,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -88,23 +93,31 @@ func listReadyEndpoints(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	var addresses []string
-	for _, slice := range list.Items {
-		for _, e := range slice.Endpoints {
-			if ptr.Deref(e.Conditions.Ready, false) {
-				addresses = append(addresses, e.Addresses...)
-			}
-		}
+	for i := range list.Items {
+		addresses = append(addresses, readyAddresses(&list.Items[i])...)
 	}
 	return addresses, nil
 }
 
-// endpointTracker polls the webhook Service's ready endpoints every 20 ms and keeps what it saw,
-// so that a spec can tell when a replica left the Service, next to when its process stopped.
+// readyAddresses are the addresses slice holds as ready.
+func readyAddresses(slice *discoveryv1.EndpointSlice) []string {
+	var addresses []string
+	for _, e := range slice.Endpoints {
+		if ptr.Deref(e.Conditions.Ready, false) {
+			addresses = append(addresses, e.Addresses...)
+		}
+	}
+	return addresses
+}
+
+// endpointTracker watches the webhook Service's EndpointSlices, on a client of its own, and keeps
+// every change of its ready addresses with the time it arrived, so that a spec can tell when a
+// replica left the Service, next to when its process stopped. A watch sees each change as soon as
+// a poll would, without loading the API server the specs share.
 type endpointTracker struct {
 	mu      sync.Mutex
 	history []endpointSnapshot
-	cancel  context.CancelFunc
-	done    chan struct{}
+	stop    context.CancelFunc
 }
 
 type endpointSnapshot struct {
@@ -112,49 +125,61 @@ type endpointSnapshot struct {
 	ready []string
 }
 
-// maxEndpointSnapshots bounds the tracker's memory: 20 minutes of polls.
-const maxEndpointSnapshots = 60000
+// maxEndpointSnapshots bounds the tracker's memory.
+const maxEndpointSnapshots = 10000
 
-// trackReadyEndpoints starts an endpointTracker, which the spec's end stops.
+// trackReadyEndpoints starts an endpointTracker, which the spec's end stops, and returns once it
+// has seen the Service's endpoints as they are now.
 func trackReadyEndpoints(ctx context.Context) *endpointTracker {
+	clientset, err := kubernetes.NewForConfig(rest.CopyConfig(kube.Config))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	informer := informers.NewSharedInformerFactoryWithOptions(clientset, 0, informers.WithNamespace(fixtures.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.LabelSelector = discoveryv1.LabelServiceName + "=" + fixtures.WebhookService
+		})).Discovery().V1().EndpointSlices().Informer()
 	ctx, cancel := context.WithCancel(ctx)
-	t := &endpointTracker{cancel: cancel, done: make(chan struct{})}
-	go func() {
-		defer GinkgoRecover()
-		defer close(t.done)
-		ticker := time.NewTicker(20 * time.Millisecond)
-		defer ticker.Stop()
-		for {
-			ready, err := listReadyEndpoints(ctx)
-			if err == nil {
-				t.mu.Lock()
-				if len(t.history) < maxEndpointSnapshots {
-					t.history = append(t.history, endpointSnapshot{at: time.Now(), ready: ready})
-				}
-				t.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
+	t := &endpointTracker{stop: cancel}
+	record := func(any) {
+		var ready []string
+		for _, obj := range informer.GetStore().List() {
+			ready = append(ready, readyAddresses(obj.(*discoveryv1.EndpointSlice))...)
 		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if len(t.history) < maxEndpointSnapshots {
+			t.history = append(t.history, endpointSnapshot{at: time.Now(), ready: ready})
+		}
+	}
+	_, err = informer.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    record,
+		UpdateFunc: func(_, obj any) { record(obj) },
+		DeleteFunc: record,
+	})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		informer.RunWithContext(ctx)
 	}()
-	DeferCleanup(t.stop)
+	DeferCleanup(func() { cancel(); <-done })
+	ExpectWithOffset(1, cache.WaitForCacheSync(ctx.Done(), informer.HasSynced)).To(BeTrue(), "the EndpointSlices of the webhook Service")
+	record(nil)
 	return t
 }
 
-func (t *endpointTracker) stop() {
-	t.cancel()
-	<-t.done
-}
-
-// leftAt is the first time from after on that address was not a ready endpoint.
+// leftAt is the first time from after on that address was not a ready endpoint: after itself if
+// it was not one then.
 func (t *endpointTracker) leftAt(address string, after time.Time) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for _, s := range t.history {
-		if !s.at.Before(after) && !slices.Contains(s.ready, address) {
+	for i, s := range t.history {
+		if s.at.Before(after) {
+			if (i+1 == len(t.history) || !t.history[i+1].at.Before(after)) && !slices.Contains(s.ready, address) {
+				return after, true
+			}
+			continue
+		}
+		if !slices.Contains(s.ready, address) {
 			return s.at, true
 		}
 	}

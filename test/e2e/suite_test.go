@@ -46,6 +46,11 @@ func TestMain(m *testing.M) {
 
 func TestE2E(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// Gomega polls every 10 ms unless told otherwise: on 2 cores, a few specs' polls of the API
+	// server would take the CPU kubelet and kube-apiserver need. Nothing here is timed closer
+	// than this; a spec that needs finer timing says so.
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	SetDefaultConsistentlyPollingInterval(200 * time.Millisecond)
 	RunSpecs(t, "Deployed operator end to end")
 }
 
