@@ -229,6 +229,23 @@ var _ = Describe("DeployObject controller", func() {
 			g.Expect(getDeployment(g, ctx, "app").Spec.Template.Spec.Containers[0].Ports).To(ConsistOf(
 				MatchFields(IgnoreExtras, Fields{"ContainerPort": BeEquivalentTo(9191)})))
 		}).Should(Succeed())
+
+		By("moving that port's number twice more, the container port staying its targetPort")
+		for _, port := range []int32{9192, 9193} {
+			edit(ctx, d, func(d *appv1.DeployObject) {
+				d.Spec.Ports = []corev1.ServicePort{{Name: "metrics", Port: port, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9191)}}
+			})
+			Eventually(func(g Gomega) {
+				var got appv1.DeployObject
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), &got)).To(Succeed())
+				g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+				g.Expect(meta.FindStatusCondition(got.Status.Conditions, conditions.Reconciling)).To(HaveField("Reason", Not(Equal("ApplyFailed"))),
+					"%+v", got.Status.Conditions)
+				g.Expect(getService(g, ctx, "app").Spec.Ports).To(ConsistOf(MatchFields(IgnoreExtras, Fields{
+					"Name": Equal("metrics"), "Port": BeEquivalentTo(port), "TargetPort": Equal(intstr.FromInt32(9191)),
+				})))
+			}).Should(Succeed())
+		}
 	})
 
 	It("puts drift in the Deployment and the Service back", func(ctx SpecContext) {

@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/policywatch"
@@ -101,7 +100,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	// reply.
 	if !status.Applied(d) {
 		trial := resources.DeployObjectService(desired).WithOwnerReferences(owner)
-		if err := r.Apply(ctx, trial, apply.Options(client.DryRunAll)...); err != nil {
+		if err := children.TryService(ctx, r.Client, trial); err != nil {
 			return ctrl.Result{}, status.ApplyFailed(r.Recorder, d, fmt.Errorf("applying the Service: %w", err))
 		}
 	}

@@ -58,37 +58,43 @@ func ForeignServicePorts(live *corev1.Service, desired *corev1ac.ServiceApplyCon
 // is not an error: that apply creates it.
 //
 // A live Service the cache keeps without its ports (AnnotationMorePorts) is read again with
-// reader, past the cache.
-func ReplaceForeignServicePorts(ctx context.Context, c client.Client, reader client.Reader, live *corev1.Service, desired *corev1ac.ServiceApplyConfiguration) error {
+// reader, past the cache. opts go with the patch: client.DryRunAll tries it. It reports whether
+// there were ports to replace.
+func ReplaceForeignServicePorts(ctx context.Context, c client.Client, reader client.Reader, live *corev1.Service, desired *corev1ac.ServiceApplyConfiguration,
+	opts ...client.PatchOption,
+) (bool, error) {
 	if live == nil {
-		return nil
+		return false, nil
 	}
 	if live.Annotations[AnnotationMorePorts] != "" {
 		read := &corev1.Service{}
 		if err := reader.Get(ctx, client.ObjectKeyFromObject(live), read); err != nil {
-			return fmt.Errorf("reading the ports of the Service %s: %w", client.ObjectKeyFromObject(live), client.IgnoreNotFound(err))
+			return false, fmt.Errorf("reading the ports of the Service %s: %w", client.ObjectKeyFromObject(live), client.IgnoreNotFound(err))
 		}
 		live = read
+	} else {
+		// The patch's reply is written into the object patched, which is the caller's.
+		live = live.DeepCopy()
 	}
 	if len(ForeignServicePorts(live, desired)) == 0 {
-		return nil
+		return false, nil
 	}
 	ports, err := keptOrDesiredPorts(live, desired)
 	if err != nil {
-		return err
+		return true, err
 	}
 	patch, err := json.Marshal([]map[string]any{
 		{"op": "test", "path": "/metadata/resourceVersion", "value": live.ResourceVersion},
 		{"op": "replace", "path": "/spec/ports", "value": ports},
 	})
 	if err != nil {
-		return err
+		return true, err
 	}
-	if err := c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), client.FieldOwner(resources.FieldManager)); err != nil &&
-		!apierrors.IsNotFound(err) {
-		return fmt.Errorf("replacing ports changed on the Service %s by hand: %w", client.ObjectKeyFromObject(live), err)
+	opts = append([]client.PatchOption{client.FieldOwner(resources.FieldManager)}, opts...)
+	if err := c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), opts...); err != nil && !apierrors.IsNotFound(err) {
+		return true, fmt.Errorf("replacing the ports of the Service %s: %w", client.ObjectKeyFromObject(live), err)
 	}
-	return nil
+	return true, nil
 }
 
 // keptOrDesiredPorts returns the desired ports in order, each the live port of the same port and

@@ -145,15 +145,29 @@ func (c Children) ApplyDeployment(ctx context.Context, cl client.Client, deploym
 }
 
 // ApplyService server-side applies the desired Service over c's, as ApplyDeployment does, after
-// replacing ports changed by hand, so that the apply leaves no foreign port behind.
+// replacing the ports it no longer has (changed by hand, or by the custom resource's spec), so
+// that the apply leaves no port behind.
 func (c Children) ApplyService(ctx context.Context, cl client.Client, service *corev1ac.ServiceApplyConfiguration) error {
-	if err := apply.ReplaceForeignServicePorts(ctx, cl, c.live, c.Service, service); err != nil {
+	if _, err := apply.ReplaceForeignServicePorts(ctx, cl, c.live, c.Service, service); err != nil {
 		return fmt.Errorf("applying the Service: %w", err)
 	}
 	if err := apply.Apply(ctx, cl, c.Service, service, apply.Options()...); err != nil {
 		return fmt.Errorf("applying the Service: %w", err)
 	}
 	return nil
+}
+
+// TryService asks the API server, in a dry run, whether it takes the desired Service, as
+// ApplyService would give it: the replacement of the ports it no longer has when there are some
+// (the apply alone would keep an old port beside a new one of the same name, which the API server
+// refuses, and the replacement is what changes), else the apply itself. The apply fills trial
+// with its reply: it must be a configuration of its own.
+func (c Children) TryService(ctx context.Context, cl client.Client, trial *corev1ac.ServiceApplyConfiguration) error {
+	replaced, err := apply.ReplaceForeignServicePorts(ctx, cl, c.live, c.Service, trial, client.DryRunAll)
+	if err != nil || replaced {
+		return err
+	}
+	return cl.Apply(ctx, trial, apply.Options(client.DryRunAll)...)
 }
 
 // ObserveChildren reads the Deployment and Service at key, as Observe does, for the custom

@@ -147,6 +147,9 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 		"--client-ca-file="+certs.caCert,
 		"--token-auth-file="+tokens.file,
 		"--authorization-mode=Node,RBAC",
+		// The node's kubelet may change only its own Node and the pods bound to it, as in any
+		// cluster kubeadm sets up; upstream leaves the plugin off.
+		"--enable-admission-plugins=NodeRestriction",
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
 		"--service-account-key-file="+certs.serviceAccountPub,
 		"--service-account-signing-key-file="+certs.serviceAccountKey,

@@ -92,6 +92,16 @@ func RunInNamespaces() (int, error) {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags: syscall.CLONE_NEWNS | syscall.CLONE_NEWPID | syscall.CLONE_NEWNET | syscall.CLONE_NEWUTS | syscall.CLONE_NEWIPC,
 		Pdeathsig:  syscall.SIGKILL,
+		// A process group of its own: Ctrl-C at a terminal signals the foreground group, and the
+		// test, in it too, would get the interrupt straight from the terminal and again from each
+		// process that forwards it, where Ginkgo takes a second interrupt to mean "skip the
+		// cleanup". Here it gets it once, from its init.
+		Setpgid: true,
+	}
+	// The host's PIDs are visible here and not in the namespaces: here an earlier run's cgroups
+	// can be told from those of a run still going.
+	if err := removeStaleCgroups(); err != nil {
+		return 0, err
 	}
 	if err := cmd.Start(); err != nil {
 		return 0, fmt.Errorf("starting the test in new namespaces: %w", err)
@@ -122,9 +132,6 @@ func runInit(args []string) (int, error) {
 	cgroupRoot := CgroupRoot()
 	if !strings.HasPrefix(cgroupRoot, "/"+CgroupRootPrefix) {
 		return 1, fmt.Errorf("%s=%q: the init must be started by RunInNamespaces", namespacesEnv, cgroupRoot)
-	}
-	if err := removeStaleCgroups(); err != nil {
-		return 1, err
 	}
 	if err := setUpNamespaces(); err != nil {
 		return 1, fmt.Errorf("setting up the namespaces: %w", err)
@@ -226,7 +233,7 @@ func setUpNamespaces() error {
 		return err
 	}
 	for _, dir := range []string{"/var/lib", "/var/log"} {
-		if err := privateDir(dir); err != nil {
+		if err := privateDir(dir, nodeHostDirs); err != nil {
 			return err
 		}
 	}
@@ -304,10 +311,21 @@ func maskSysctls(wanted map[string]string) error {
 	return nil
 }
 
-// privateDir puts a tmpfs over dir and binds every entry of the machine's dir back into it, so
-// that whatever the test finds there stays as it was, while whatever it creates directly in dir
-// is its own and goes with the mount namespace.
-func privateDir(dir string) error {
+// nodeHostDirs are the directories of /var/lib and /var/log that kubelet and the CNI plugins
+// write whatever their settings say (kubelet's device plugins socket directory and its
+// /var/log/containers links, the plugins' IPAM state): where the machine has them, they are
+// not bound back, so the node writes into fresh ones of its own, never into the machine's.
+var nodeHostDirs = map[string]bool{
+	"/var/lib/kubelet":    true,
+	"/var/lib/cni":        true,
+	"/var/log/containers": true,
+	"/var/log/pods":       true,
+}
+
+// privateDir puts a tmpfs over dir and binds every entry of the machine's dir back into it but
+// those named in fresh, so that whatever the test finds there stays as it was, while whatever it
+// creates directly in dir, or in a fresh directory, is its own and goes with the mount namespace.
+func privateDir(dir string, fresh map[string]bool) error {
 	host := filepath.Join("/run/e2e-host", dir)
 	if err := os.MkdirAll(host, 0o700); err != nil {
 		return err
@@ -324,6 +342,9 @@ func privateDir(dir string) error {
 	}
 	for _, e := range entries {
 		src, dst := filepath.Join(host, e.Name()), filepath.Join(dir, e.Name())
+		if fresh[dst] {
+			continue
+		}
 		switch {
 		case e.Type()&fs.ModeSymlink != 0:
 			target, err := os.Readlink(src)
@@ -430,8 +451,10 @@ func removeCgroupTree(dir string) error {
 	return nil
 }
 
-// removeStaleCgroups removes the cgroups of earlier runs whose init was killed before it could,
-// which hold no process any more; those of a run still going are busy, and stay.
+// removeStaleCgroups removes the cgroups of earlier runs whose init was killed before it could.
+// A run's cgroup root ends in the PID of the process that started its init (RunInNamespaces):
+// while that process lives, the run is going and its cgroups stay, even one that holds no
+// process at the moment; so do those that hold one.
 func removeStaleCgroups() error {
 	hierarchies, err := cgroupHierarchies()
 	if err != nil {
@@ -443,6 +466,10 @@ func removeStaleCgroups() error {
 			return err
 		}
 		for _, dir := range stale {
+			pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(dir), CgroupRootPrefix))
+			if err == nil && syscall.Kill(pid, 0) == nil {
+				continue
+			}
 			if err := removeCgroupTree(dir); err != nil && !errors.Is(err, syscall.EBUSY) {
 				return fmt.Errorf("a cgroup of an earlier run: %w", err)
 			}
