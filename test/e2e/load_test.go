@@ -33,10 +33,11 @@ import (
 //
 // Pods started on the node are what the load costs the machine: a rollout starts a sandbox and a
 // container and tears down others, and at 2.5 rollouts a second kubelet started pods 1–2 minutes
-// late, SIGKILLed managers included. So only a Memcached's version is in its pods (its port);
-// a Welcome's is in what the operator reads and does not copy into its children (spec.userID),
-// and a DeployObject's is its Service's port, which the operator applies to the Service, the
-// container port staying the targetPort.
+// late, SIGKILLed managers included. So only a Memcached's version is in its pods (its port),
+// and a Memcached is updated on one visit in memcachedUpdateEvery; a Welcome's version is in what
+// the operator reads and does not copy into its children (spec.userID), and a DeployObject's is
+// its Service's port, which the operator applies to the Service, the container port staying the
+// targetPort.
 type loadKind struct {
 	// short names the kind in object names: names are unique across kinds, as the Deployments
 	// and Services each object gets are named after it.
@@ -49,7 +50,15 @@ type loadKind struct {
 	// their matchConditions, as a valid object's are.
 	patch   func(version int) string
 	version func(obj client.Object) (int, error)
+	// updateEvery, when more than 1, makes the load update an object of the kind on one visit in
+	// updateEvery only, and go on to the next object on the others.
+	updateEvery int
 }
+
+// memcachedUpdateEvery spaces a Memcached's updates, each a rollout of a pod on the node. Its
+// writes never reach the webhooks (the matchConditions keep a valid Memcached from them), so the
+// admission load is the same.
+const memcachedUpdateEvery = 4
 
 var loadKinds = map[string]loadKind{
 	"Welcome": {
@@ -79,6 +88,7 @@ var loadKinds = map[string]loadKind{
 		version: func(obj client.Object) (int, error) {
 			return int(ptr.Deref(obj.(*cachev1alpha1.Memcached).Spec.ContainerPort, 0) - memcachedPort(0)), nil
 		},
+		updateEvery: memcachedUpdateEvery,
 	},
 	"DeployObject": {
 		short: "d",
@@ -127,6 +137,8 @@ type loadObject struct {
 	// unknown is the write the load was stopped in the middle of, which the API server may or
 	// may not have made: the version of a create or an update, or deleteUnknown.
 	unknown int
+	// visits counts the rounds that came to the object once it was created.
+	visits int
 }
 
 // deleteUnknown marks a delete the load was stopped in the middle of.
@@ -244,12 +256,12 @@ func (l *crLoad) run(ctx context.Context) {
 			next++
 			continue
 		}
-		// Round the objects that are still there.
+		// Round the objects that are still there, passing over those whose turn it is not.
 		var o *loadObject
-		for range l.objects {
+		for range len(l.objects) * memcachedUpdateEvery {
 			candidate := l.objects[next%len(l.objects)]
 			next++
-			if l.live(candidate) {
+			if l.due(candidate) {
 				o = candidate
 				break
 			}
@@ -266,6 +278,19 @@ func (l *crLoad) run(ctx context.Context) {
 			l.update(ctx, o, version+1)
 		}
 	}
+}
+
+// due reports whether o is live and its kind's turn to be written has come (updateEvery), and
+// counts the visit.
+func (l *crLoad) due(o *loadObject) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if o.version == 0 || o.deleted {
+		return false
+	}
+	o.visits++
+	every := loadKinds[o.kind].updateEvery
+	return every <= 1 || o.visits%every == 0
 }
 
 func (l *crLoad) live(o *loadObject) bool {
