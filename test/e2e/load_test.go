@@ -285,7 +285,7 @@ func (l *crLoad) run(ctx context.Context) {
 func (l *crLoad) due(o *loadObject) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if o.version == 0 || o.deleted {
+	if !o.live() {
 		return false
 	}
 	o.visits++
@@ -293,11 +293,8 @@ func (l *crLoad) due(o *loadObject) bool {
 	return every <= 1 || o.visits%every == 0
 }
 
-func (l *crLoad) live(o *loadObject) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return o.version > 0 && !o.deleted
-}
+// live reports whether o was created and not deleted; the caller holds the load's lock.
+func (o *loadObject) live() bool { return o.version > 0 && !o.deleted }
 
 func (l *crLoad) index(o *loadObject) int {
 	for i := range l.objects {
@@ -477,9 +474,11 @@ func (l *crLoad) createsSent() bool {
 
 // liveObjects counts the objects created and not deleted.
 func (l *crLoad) liveObjects() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	n := 0
 	for _, o := range l.objects {
-		if l.live(o) {
+		if o.live() {
 			n++
 		}
 	}

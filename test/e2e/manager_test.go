@@ -117,7 +117,6 @@ func readyAddresses(slice *discoveryv1.EndpointSlice) []string {
 type endpointTracker struct {
 	mu      sync.Mutex
 	history []endpointSnapshot
-	stop    context.CancelFunc
 }
 
 type endpointSnapshot struct {
@@ -138,7 +137,7 @@ func trackReadyEndpoints(ctx context.Context) *endpointTracker {
 			o.LabelSelector = discoveryv1.LabelServiceName + "=" + fixtures.WebhookService
 		})).Discovery().V1().EndpointSlices().Informer()
 	ctx, cancel := context.WithCancel(ctx)
-	t := &endpointTracker{stop: cancel}
+	t := &endpointTracker{}
 	record := func(any) {
 		var ready []string
 		for _, obj := range informer.GetStore().List() {
@@ -172,14 +171,18 @@ func trackReadyEndpoints(ctx context.Context) *endpointTracker {
 func (t *endpointTracker) leftAt(address string, after time.Time) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	// From the snapshot in force at after: the last one before it, if any.
+	start := 0
 	for i, s := range t.history {
 		if s.at.Before(after) {
-			if (i+1 == len(t.history) || !t.history[i+1].at.Before(after)) && !slices.Contains(s.ready, address) {
+			start = i
+		}
+	}
+	for _, s := range t.history[start:] {
+		if !slices.Contains(s.ready, address) {
+			if s.at.Before(after) {
 				return after, true
 			}
-			continue
-		}
-		if !slices.Contains(s.ready, address) {
 			return s.at, true
 		}
 	}
