@@ -95,8 +95,11 @@ func createEveryKind(ctx context.Context, namespace string) []client.Object {
 			},
 		},
 	}
+	// Each replica learns the AdmissionPolicy through its watch: until it has, the Welcome's email
+	// is refused (Enforce) and the echo image's registry may be, and a refused create stores nothing.
 	for _, obj := range objects {
-		ExpectWithOffset(1, k8s.Create(ctx, obj)).To(Succeed(), "%T %s", obj, obj.GetName())
+		EventuallyWithOffset(1, func() error { return k8s.Create(ctx, obj) }).WithContext(ctx).WithTimeout(30*time.Second).
+			Should(Succeed(), "%T %s", obj, obj.GetName())
 	}
 	waitEveryKindRolledOut(ctx, objects, previousReady)
 	return objects
