@@ -72,12 +72,12 @@ func keepChildren(obj any) (any, error) {
 		if isChild(o) {
 			return keptDeployment(o), nil
 		}
-		return &appsv1.Deployment{ObjectMeta: skeleton(o)}, nil
+		return &appsv1.Deployment{ObjectMeta: identity(o)}, nil
 	case *corev1.Service:
 		if isChild(o) {
 			return keptService(o), nil
 		}
-		return &corev1.Service{ObjectMeta: skeleton(o)}, nil
+		return &corev1.Service{ObjectMeta: identity(o)}, nil
 	}
 	return obj, nil
 }
@@ -115,7 +115,7 @@ func keptService(s *corev1.Service) *corev1.Service {
 // again. Only the owner of a child's namespace could send one without managedFields and with these
 // annotations, and would only keep the operator from putting back what they change by hand in it.
 func heldSkeleton(obj metav1.Object) metav1.ObjectMeta {
-	m := skeleton(obj)
+	m := identity(obj)
 	m.Annotations = make(map[string]string, 1)
 	if len(obj.GetManagedFields()) == 0 {
 		for _, key := range []string{apply.AnnotationHeld, apply.AnnotationMorePorts} {
@@ -169,19 +169,12 @@ func keepPoolMember(obj any) (any, error) {
 	return obj, nil
 }
 
-// keptLabels are the labels the controllers select and map objects by.
+// keptLabels are the labels by which the Memcached controller maps its pool's pods.
 var keptLabels = []string{resources.LabelName, resources.LabelInstance, resources.LabelManagedBy}
 
-// skeleton is what identifies obj, and no more: a bounded size whatever obj carries.
+// skeleton is obj's identity and the labels of keptLabels it carries.
 func skeleton(obj metav1.Object) metav1.ObjectMeta {
-	m := metav1.ObjectMeta{
-		Name:              obj.GetName(),
-		Namespace:         obj.GetNamespace(),
-		UID:               obj.GetUID(),
-		ResourceVersion:   obj.GetResourceVersion(),
-		Generation:        obj.GetGeneration(),
-		DeletionTimestamp: obj.GetDeletionTimestamp(),
-	}
+	m := identity(obj)
 	for _, key := range keptLabels {
 		if v, ok := obj.GetLabels()[key]; ok {
 			if m.Labels == nil {
@@ -189,6 +182,21 @@ func skeleton(obj metav1.Object) metav1.ObjectMeta {
 			}
 			m.Labels[key] = v
 		}
+	}
+	return m
+}
+
+// identity is what identifies obj, and no more: a bounded size whatever obj carries. The
+// controllers find a child by its name and tell whose it is by its controller reference; what
+// labels it carries, the cache's label selector has already read.
+func identity(obj metav1.Object) metav1.ObjectMeta {
+	m := metav1.ObjectMeta{
+		Name:              obj.GetName(),
+		Namespace:         obj.GetNamespace(),
+		UID:               obj.GetUID(),
+		ResourceVersion:   obj.GetResourceVersion(),
+		Generation:        obj.GetGeneration(),
+		DeletionTimestamp: obj.GetDeletionTimestamp(),
 	}
 	if ref := metav1.GetControllerOf(obj); ref != nil {
 		m.OwnerReferences = []metav1.OwnerReference{*ref}

@@ -41,10 +41,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 		}
 	}
 	meta := func(owners []metav1.OwnerReference) metav1.ObjectMeta {
-		m := metav1.ObjectMeta{
-			Name: "shop", Namespace: "ns", UID: "d1", ResourceVersion: "7", Generation: 3,
-			Labels: map[string]string{resources.LabelManagedBy: resources.ManagedBy, resources.LabelName: "welcome"},
-		}
+		m := metav1.ObjectMeta{Name: "shop", Namespace: "ns", UID: "d1", ResourceVersion: "7", Generation: 3}
 		if ref := metav1.GetControllerOf(&metav1.ObjectMeta{OwnerReferences: owners}); ref != nil {
 			m.OwnerReferences = []metav1.OwnerReference{*ref}
 		}

@@ -279,9 +279,13 @@ var _ = Describe("Memcached controller", func() {
 
 		By("deleting it once the other finalizer's owner lets go")
 		Expect(k8s.Delete(ctx, m)).To(Succeed())
-		got := getMemcached(Default, ctx, "finalized")
-		got.Finalizers = nil
-		Expect(k8s.Update(ctx, got)).To(Succeed())
+		// The operator may write the object's status between the read and the update: read again on
+		// a conflict, as a user would.
+		Eventually(func(g Gomega) {
+			got := getMemcached(g, ctx, "finalized")
+			got.Finalizers = nil
+			g.Expect(k8s.Update(ctx, got)).To(Succeed())
+		}).WithContext(ctx).Should(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &cachev1alpha1.Memcached{}))
 		}).Should(BeTrue())
