@@ -1,11 +1,14 @@
 package operator
 
 import (
+	"fmt"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -26,7 +29,8 @@ import (
 // under its name, as the controllers make them) it keeps what a reconcile reads, and the hash of
 // what the operator's field manager holds of it (apply.AnnotationHeld), which tells whether an
 // apply could change anything; of any other object, the little ownership reads of it, its name and
-// controller. A Pod is kept as the Memcached controller reads it: its name, labels and phase. Of
+// controller. It keeps them as keptDeployment and keptService, which the manager's client reads
+// (newClient). A Pod is kept as the Memcached controller reads it: its name, labels and phase. Of
 // the custom resources and namespaces it drops what no one reads: labels and annotations (but a
 // namespace's labels, which the policy's overrides select), and managedFields of everything.
 func cacheOptions() cache.Options {
@@ -44,12 +48,34 @@ func cacheOptions() cache.Options {
 	}
 }
 
-// parentKinds are the custom resources whose children the controllers apply.
-var parentKinds = map[schema.GroupKind]bool{
-	{Group: authv1alpha1.GroupVersion.Group, Kind: "Welcome"}:    true,
-	{Group: cachev1alpha1.GroupVersion.Group, Kind: "Memcached"}: true,
-	{Group: appv1.GroupVersion.Group, Kind: "DeployObject"}:      true,
+// newClient is the manager's client: controller-runtime's, whose cache reader is keptReader.
+func newClient(config *rest.Config, options client.Options) (client.Client, error) {
+	if options.Cache != nil {
+		c, ok := options.Cache.Reader.(cache.Cache)
+		if !ok {
+			return nil, fmt.Errorf("the manager's client reads from a %T, not a cache", options.Cache.Reader)
+		}
+		options.Cache.Reader = keptReader{Cache: c}
+	}
+	return client.New(config, options)
 }
+
+// parents are the custom resources whose children the controllers apply, at the version they
+// apply them from.
+var parents = []schema.GroupVersionKind{
+	authv1alpha1.GroupVersion.WithKind("Welcome"),
+	cachev1alpha1.GroupVersion.WithKind("Memcached"),
+	appv1.GroupVersion.WithKind("DeployObject"),
+}
+
+// parentKinds are parents, at any version.
+var parentKinds = func() map[schema.GroupKind]bool {
+	kinds := make(map[schema.GroupKind]bool, len(parents))
+	for _, gvk := range parents {
+		kinds[gvk.GroupKind()] = true
+	}
+	return kinds
+}()
 
 // isChild reports whether obj is a custom resource's Deployment or Service: controlled by one of
 // parentKinds under obj's own name. Each custom resource has at most one of each, so however many
@@ -63,30 +89,37 @@ func isChild(obj metav1.Object) bool {
 	return err == nil && parentKinds[schema.GroupKind{Group: gv.Group, Kind: ref.Kind}]
 }
 
-// keepChildren is the cache transform of Deployments and Services: of a child of a custom resource,
-// what a reconcile reads and what its field manager holds (keptDeployment, keptService); of
-// anything else, its skeleton.
+// keepChildren is the cache transform of Deployments and Services: a keptDeployment or keptService,
+// which holds of a child of a custom resource what a reconcile reads and the hash of what its field
+// manager holds, and of anything else its identity. client-go may hand it an object it has already
+// transformed, as a new leader's informers do while they fill the cache: that one stays as it is.
 func keepChildren(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
+		kept := &keptDeployment{ObjectMeta: identity(o)}
 		if isChild(o) {
-			return keptDeployment(o), nil
+			kept.held, kept.replicas, kept.status = held(o), o.Spec.Replicas, o.Status
+			for i := range kept.status.Conditions {
+				c := &kept.status.Conditions[i]
+				c.Type = appsv1.DeploymentConditionType(canonical(string(c.Type)))
+				c.Status = corev1.ConditionStatus(canonical(string(c.Status)))
+				c.Reason, c.Message = canonical(c.Reason), canonical(c.Message)
+			}
 		}
-		return &appsv1.Deployment{ObjectMeta: identity(o)}, nil
+		return kept, nil
 	case *corev1.Service:
+		kept := &keptService{ObjectMeta: identity(o)}
 		if isChild(o) {
-			return keptService(o), nil
+			kept.held, kept.serviceType, kept.clusterIP = held(o), o.Spec.Type, o.Spec.ClusterIP
+			if len(o.Spec.Ports) <= maxKeptPorts {
+				kept.ports = o.Spec.Ports
+			} else {
+				kept.morePorts = true
+			}
 		}
-		return &corev1.Service{ObjectMeta: identity(o)}, nil
+		return kept, nil
 	}
 	return obj, nil
-}
-
-// keptDeployment is what a reconcile reads of a child Deployment: its replicas and the rollout in
-// its status, and what the operator holds of it.
-func keptDeployment(d *appsv1.Deployment) *appsv1.Deployment {
-	kept := &appsv1.Deployment{ObjectMeta: heldSkeleton(d), Spec: appsv1.DeploymentSpec{Replicas: d.Spec.Replicas}, Status: d.Status}
-	return kept
 }
 
 // maxKeptPorts is the most ports of a child Service kept: a custom resource's Service has no
@@ -94,41 +127,44 @@ func keptDeployment(d *appsv1.Deployment) *appsv1.Deployment {
 // which the next reconcile replaces (apply.ReplaceForeignServicePorts reads them past the cache).
 const maxKeptPorts = 100
 
-// keptService is what a reconcile reads of a child Service: its type, address and ports (the node
-// ports the API server allocated), and what the operator holds of it.
-func keptService(s *corev1.Service) *corev1.Service {
-	kept := &corev1.Service{ObjectMeta: heldSkeleton(s), Spec: corev1.ServiceSpec{Type: s.Spec.Type, ClusterIP: s.Spec.ClusterIP}}
-	if len(s.Spec.Ports) <= maxKeptPorts {
-		kept.Spec.Ports = s.Spec.Ports
-	} else {
-		kept.Annotations[apply.AnnotationMorePorts] = "true"
+// vocabulary are strings that most kept objects carry: the custom resources' apiVersions and kinds
+// in their children's controller references, and what kube-controller-manager writes in a
+// Deployment's conditions, but for the messages that name a ReplicaSet.
+var vocabulary = func() map[string]string {
+	words := []string{
+		string(appsv1.DeploymentAvailable), string(appsv1.DeploymentProgressing), string(appsv1.DeploymentReplicaFailure),
+		string(corev1.ConditionTrue), string(corev1.ConditionFalse), string(corev1.ConditionUnknown),
+		"MinimumReplicasAvailable", "MinimumReplicasUnavailable", "NewReplicaSetAvailable", "ReplicaSetUpdated",
+		"NewReplicaSetCreated", "FoundNewReplicaSet", "ProgressDeadlineExceeded", "DeploymentPaused", "DeploymentResumed",
+		"FailedCreate", "Deployment has minimum availability.", "Deployment does not have minimum availability.",
 	}
-	return kept
+	for _, gvk := range parents {
+		words = append(words, gvk.GroupVersion().String(), gvk.Kind)
+	}
+	v := make(map[string]string, len(words))
+	for _, w := range words {
+		v[w] = w
+	}
+	return v
+}()
+
+// canonical is s as vocabulary holds it, so that every kept object carrying it shares one copy,
+// or s.
+func canonical(s string) string {
+	if c, ok := vocabulary[s]; ok {
+		return c
+	}
+	return s
 }
 
-// heldSkeleton is obj's skeleton with apply.AnnotationHeld. A child whose managedFields do not
-// extract (none of the operator's, say) gets none, and is applied on its next reconcile.
-//
-// client-go may hand a transform an object it has already transformed (a new leader's informers
-// do, as they fill the cache), so a transform must be idempotent: an object without managedFields
-// keeps the annotations this one made, as the hash of nothing would tell every reconcile to apply
-// again. Only the owner of a child's namespace could send one without managedFields and with these
-// annotations, and would only keep the operator from putting back what they change by hand in it.
-func heldSkeleton(obj metav1.Object) metav1.ObjectMeta {
-	m := identity(obj)
-	m.Annotations = make(map[string]string, 1)
-	if len(obj.GetManagedFields()) == 0 {
-		for _, key := range []string{apply.AnnotationHeld, apply.AnnotationMorePorts} {
-			if v, ok := obj.GetAnnotations()[key]; ok {
-				m.Annotations[key] = v
-			}
-		}
-		return m
+// held is apply.Held of a child as the API server sends it, or "" when its managedFields do not
+// extract (none of the operator's, say): it is then applied on its next reconcile.
+func held(obj any) string {
+	h, err := apply.Held(obj)
+	if err != nil {
+		return ""
 	}
-	if held, err := apply.Held(obj); err == nil {
-		m.Annotations[apply.AnnotationHeld] = held
-	}
-	return m
+	return h
 }
 
 // withoutWhatIsNotRead is the cache transform of every object but those above: no managedFields,
@@ -199,6 +235,10 @@ func identity(obj metav1.Object) metav1.ObjectMeta {
 		DeletionTimestamp: obj.GetDeletionTimestamp(),
 	}
 	if ref := metav1.GetControllerOf(obj); ref != nil {
+		ref.APIVersion, ref.Kind = canonical(ref.APIVersion), canonical(ref.Kind)
+		if ref.Name == m.Name {
+			ref.Name = m.Name
+		}
 		m.OwnerReferences = []metav1.OwnerReference{*ref}
 	}
 	return m

@@ -16,6 +16,22 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
+var (
+	deploymentType = metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"}
+	serviceType    = metav1.TypeMeta{APIVersion: "v1", Kind: "Service"}
+)
+
+// read is what a reconcile reads, through keptReader, of what the cache keeps.
+func read(kept any) any {
+	switch k := kept.(type) {
+	case *keptDeployment:
+		return k.deployment()
+	case *keptService:
+		return k.service()
+	}
+	return kept
+}
+
 func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifiesIt(t *testing.T) {
 	controller := func(apiVersion, kind, name string) []metav1.OwnerReference {
 		return []metav1.OwnerReference{
@@ -48,7 +64,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 		return m
 	}
 	skeletonOf := func(owners []metav1.OwnerReference) *appsv1.Deployment {
-		return &appsv1.Deployment{ObjectMeta: meta(owners)}
+		return &appsv1.Deployment{TypeMeta: deploymentType, ObjectMeta: meta(owners)}
 	}
 	kept := func(owners []metav1.OwnerReference) *appsv1.Deployment {
 		held, err := apply.Held(deployment(owners))
@@ -57,7 +73,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 		}
 		m := meta(owners)
 		m.Annotations = map[string]string{apply.AnnotationHeld: held}
-		return &appsv1.Deployment{ObjectMeta: m, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}, Status: status}
+		return &appsv1.Deployment{TypeMeta: deploymentType, ObjectMeta: m, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}, Status: status}
 	}
 	tests := []struct {
 		name string
@@ -79,7 +95,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, read(got)); diff != "" {
 				t.Errorf("keepChildren() (-want +got):\n%s", diff)
 			}
 		})
@@ -93,7 +109,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(&corev1.Service{ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, got); diff != "" {
+		if diff := cmp.Diff(&corev1.Service{TypeMeta: serviceType, ObjectMeta: metav1.ObjectMeta{Name: "shop"}}, read(got)); diff != "" {
 			t.Errorf("keepChildren() (-want +got):\n%s", diff)
 		}
 	})
@@ -121,11 +137,12 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 			t.Fatal(err)
 		}
 		want := &corev1.Service{
+			TypeMeta: serviceType,
 			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Annotations: map[string]string{apply.AnnotationHeld: held},
 				OwnerReferences: controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop")[1:]},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.0.0.7", Ports: []corev1.ServicePort{{Port: 8000, NodePort: 30000}}},
 		}
-		if diff := cmp.Diff(want, got); diff != "" {
+		if diff := cmp.Diff(want, read(got)); diff != "" {
 			t.Errorf("keepChildren() (-want +got):\n%s", diff)
 		}
 	})
@@ -134,7 +151,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := got.(*corev1.Service)
+		s := read(got).(*corev1.Service)
 		if len(s.Spec.Ports) != 0 || s.Annotations[apply.AnnotationMorePorts] == "" {
 			t.Errorf("kept %d ports and the annotations %v; want none, and %s", len(s.Spec.Ports), s.Annotations, apply.AnnotationMorePorts)
 		}
@@ -175,14 +192,14 @@ func TestTheCacheTransformsAreIdempotent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tc.name == "a child Deployment" && once.(metav1.Object).GetAnnotations()[apply.AnnotationHeld] == "" {
+			if d, ok := once.(*keptDeployment); ok && d.held == "" {
 				t.Fatal("no hash of what the operator holds")
 			}
 			twice, err := tc.transform(once.(runtime.Object).DeepCopyObject())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(once, twice); diff != "" {
+			if diff := cmp.Diff(once, twice, cmp.AllowUnexported(keptDeployment{}, keptService{})); diff != "" {
 				t.Errorf("transformed again (-once +twice):\n%s", diff)
 			}
 		})
@@ -251,5 +268,29 @@ func TestTheCacheKeepsOfAPodItsNameLabelsAndPhase(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("keepPoolMember() (-want +got):\n%s", diff)
+	}
+}
+
+// TestAKeptChildIsCopiedWhole: what the cache keeps of a child is copied before anyone reads it,
+// so that a reconcile changing its copy, of the Deployment's conditions or the Service's ports
+// say, changes nothing in the cache.
+func TestAKeptChildIsCopiedWhole(t *testing.T) {
+	owner := []metav1.OwnerReference{{APIVersion: "auth.seedlabs.dev/v1alpha1", Kind: "Welcome", Name: "shop", UID: "u1", Controller: ptr.To(true)}}
+	d := &keptDeployment{ObjectMeta: metav1.ObjectMeta{Name: "shop", OwnerReferences: owner}, held: "h", replicas: ptr.To[int32](2),
+		status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable}}}}
+	s := &keptService{ObjectMeta: metav1.ObjectMeta{Name: "shop", OwnerReferences: owner}, held: "h", ports: []corev1.ServicePort{{Port: 80}}}
+	before := []any{d.DeepCopyObject(), s.DeepCopyObject()}
+
+	for _, copied := range []*appsv1.Deployment{d.deployment(), d.DeepCopyObject().(*keptDeployment).deployment()} {
+		*copied.Spec.Replicas = 3
+		copied.Status.Conditions[0].Type = appsv1.DeploymentProgressing
+		copied.OwnerReferences[0].Name = "cart"
+	}
+	for _, copied := range []*corev1.Service{s.service(), s.DeepCopyObject().(*keptService).service()} {
+		copied.Spec.Ports[0].Port = 81
+		copied.OwnerReferences[0].Name = "cart"
+	}
+	if diff := cmp.Diff(before, []any{d, s}, cmp.AllowUnexported(keptDeployment{}, keptService{})); diff != "" {
+		t.Errorf("the kept children changed with their copies (-before +after):\n%s", diff)
 	}
 }

@@ -250,6 +250,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		LeaderElection:          false,
 		GracefulShutdownTimeout: ptr.To(gracefulShutdownTimeout),
 		Cache:                   cacheOptions(),
+		NewClient:               newClient,
 		Controller: config.Controller{
 			SkipNameValidation:      &o.SkipControllerNameValidation,
 			MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1),

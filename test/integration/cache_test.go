@@ -20,7 +20,9 @@ import (
 var _ = Describe("The manager's cache", func() {
 	It("keeps of a Welcome's Deployment and Service what a reconcile reads and what the operator holds of them, of a Welcome no labels or annotations, and of a Deployment that only carries the operator's label its name and controller", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		cached := env.Manager.GetCache()
+		// The manager's client reads from its cache: the custom resources as the cache keeps them,
+		// and a Deployment or Service as a reconcile reads what the cache keeps of it.
+		cached := env.Manager.GetClient()
 
 		By("keeping of a labelled Deployment no custom resource controls only what identifies it")
 		labels := map[string]string{"app": "padded"}
