@@ -14,9 +14,9 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
-// AnnotationHeld is set on the manager's cached copy of a Deployment or Service the operator
-// applies, never on the object itself, to Held of the object: a hash of what the operator's field
-// manager holds of it.
+// AnnotationHeld is set on the Deployment or Service the manager's client reads from its cache,
+// never on the object itself, to Held of the object: a hash of what the operator's field manager
+// holds of it.
 //
 // Server-side apply gives every field of an apply configuration to its field manager, and a field
 // leaves it when anyone else changes its value (kubectl edit or patch, another apply, the scale
@@ -27,8 +27,9 @@ import (
 // of its pod template or what someone added by hand, costs it nothing.
 const AnnotationHeld = "webhook-operator.seedlabs.dev/held"
 
-// AnnotationMorePorts is set on the manager's cached copy of a Service whose ports it does not keep,
-// more than any custom resource's Service has: ReplaceForeignServicePorts reads them past the cache.
+// AnnotationMorePorts is set on the Service the manager's client reads from its cache when the
+// cache does not keep its ports, more than any custom resource's Service has:
+// ReplaceForeignServicePorts reads them past the cache.
 const AnnotationMorePorts = "webhook-operator.seedlabs.dev/more-ports"
 
 // Held is the hash of what the operator's field manager holds of obj, a Deployment or a Service
