@@ -14,14 +14,11 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/types"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -30,7 +27,6 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
-	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/reconciletest"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -167,7 +163,8 @@ type wireObject struct {
 }
 
 // storedObjects are the config/samples custom resources, defaulted and with the status the
-// operator writes, and their children as the operator applies them, in their wire encodings.
+// operator writes, and their children as the operator applies them (reconciletest.OperatorWrites),
+// in their wire encodings.
 func storedObjects(b *testing.B) []wireObject {
 	ctx := context.Background()
 	s := scheme.New()
@@ -207,43 +204,18 @@ func storedObjects(b *testing.B) []wireObject {
 		obj.SetGeneration(1)
 		obj.SetCreationTimestamp(metav1.NewTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)))
 		obj.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(data)})
-		var conditions *[]metav1.Condition
-		var owner string
-		var deployment *appsv1ac.DeploymentApplyConfiguration
-		var service *corev1ac.ServiceApplyConfiguration
+		// The webhooks' defaults, then what the operator writes for the object.
 		switch o := obj.(type) {
 		case *authv1alpha1.Welcome:
 			webhooks.DefaultWelcome(o)
-			owner, conditions = "Welcome", &o.Status.Conditions
-			o.Status.ObservedGeneration = 1
-			o.Status.ServiceURL = resources.WelcomeServiceURL(o.Name, o.Namespace, *o.Spec.Port, 0)
-			ref := resources.ControllerReference(authv1alpha1.GroupVersion.String(), owner, o.Name, o.UID)
-			deployment = resources.WelcomeDeployment(o, "ghcr.io/seedlabs/welcome-web:v0.1.0").WithOwnerReferences(ref)
-			service = resources.WelcomeService(o).WithOwnerReferences(ref)
 		case *cachev1alpha1.Memcached:
 			webhooks.DefaultMemcached(o)
-			owner, conditions = "Memcached", &o.Status.Conditions
-			o.Status.ObservedGeneration = 1
-			ref := resources.ControllerReference(cachev1alpha1.GroupVersion.String(), owner, o.Name, o.UID)
-			deployment = resources.MemcachedDeployment(o, "docker.io/library/memcached:1.6").WithOwnerReferences(ref)
-			service = resources.MemcachedService(o).WithOwnerReferences(ref)
 		case *appv1.DeployObject:
 			webhooks.DefaultDeployObject(o)
-			owner, conditions = "DeployObject", &o.Status.Conditions
-			o.Status.ObservedGeneration = 1
-			ref := resources.ControllerReference(appv1.GroupVersion.String(), owner, o.Name, o.UID)
-			deployment = resources.DeployObjectDeployment(o).WithOwnerReferences(ref)
-			service = resources.DeployObjectService(o).WithOwnerReferences(ref)
 		}
-		for _, cond := range []metav1.Condition{
-			{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Available", Message: "every replica is available"},
-			{Type: "Reconciling", Status: metav1.ConditionFalse, Reason: "AsExpected"},
-			{Type: "Stalled", Status: metav1.ConditionFalse, Reason: "AsExpected"},
-		} {
-			cond.ObservedGeneration = 1
-			meta.SetStatusCondition(conditions, cond)
-		}
-		add(owner, obj, jsonInfo.Serializer, codecs.UniversalDeserializer())
+		deployment, service, stored := reconciletest.OperatorWrites(obj, "ghcr.io/seedlabs/welcome-web:v0.1.0", "docker.io/library/memcached:1.6")
+		owner := fmt.Sprintf("%T", obj)
+		add(owner, stored, jsonInfo.Serializer, codecs.UniversalDeserializer())
 
 		if err := apply.Apply(ctx, c, nil, deployment, apply.Options()...); err != nil {
 			b.Fatal(err)

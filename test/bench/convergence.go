@@ -11,10 +11,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +23,7 @@ import (
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
+	"github.com/seedlabs/webhook-operator/test/reconciletest"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
@@ -224,7 +223,7 @@ func plainClientRun(ctx context.Context, c *cluster, smp *samples, ns string, s 
 		if err := c.client.Create(ctx, obj); err != nil {
 			return err
 		}
-		deployment, service, status := plainWrites(obj)
+		deployment, service, status := reconciletest.OperatorWrites(obj, testenv.WelcomeImage, testenv.MemcachedImage)
 		applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
 		if err := c.client.Apply(ctx, deployment, applyOpts...); err != nil {
 			return err
@@ -235,42 +234,6 @@ func plainClientRun(ctx context.Context, c *cluster, smp *samples, ns string, s 
 		return c.client.Status().Patch(ctx, status, client.MergeFrom(obj))
 	})
 	return time.Since(start), err
-}
-
-// plainWrites are the Deployment, Service and status the operator would write for obj.
-func plainWrites(obj client.Object) (runtime.ApplyConfiguration, runtime.ApplyConfiguration, client.Object) {
-	conditions := func(generation int64) []metav1.Condition {
-		var out []metav1.Condition
-		meta.SetStatusCondition(&out, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "ReplicasUnavailable",
-			Message: "0 of 1 replicas available", ObservedGeneration: generation})
-		meta.SetStatusCondition(&out, metav1.Condition{Type: "Reconciling", Status: metav1.ConditionTrue, Reason: "Reconciling",
-			Message: "rolling out 1 replicas: 0 running, 0 updated, 0 available", ObservedGeneration: generation})
-		meta.SetStatusCondition(&out, metav1.Condition{Type: "Stalled", Status: metav1.ConditionFalse, Reason: "AsExpected",
-			Message: "", ObservedGeneration: generation})
-		return out
-	}
-	switch o := obj.(type) {
-	case *authv1alpha1.Welcome:
-		owner := resources.ControllerReference(authv1alpha1.GroupVersion.String(), "Welcome", o.Name, o.UID)
-		status := o.DeepCopy()
-		status.Status.ObservedGeneration, status.Status.Conditions = o.Generation, conditions(o.Generation)
-		status.Status.ServiceURL = resources.WelcomeServiceURL(o.Name, o.Namespace, *o.Spec.Port, 0)
-		return resources.WelcomeDeployment(o, testenv.WelcomeImage).WithOwnerReferences(owner),
-			resources.WelcomeService(o).WithOwnerReferences(owner), status
-	case *cachev1alpha1.Memcached:
-		owner := resources.ControllerReference(cachev1alpha1.GroupVersion.String(), "Memcached", o.Name, o.UID)
-		status := o.DeepCopy()
-		status.Status.ObservedGeneration, status.Status.Conditions = o.Generation, conditions(o.Generation)
-		return resources.MemcachedDeployment(o, testenv.MemcachedImage).WithOwnerReferences(owner),
-			resources.MemcachedService(o).WithOwnerReferences(owner), status
-	case *appv1.DeployObject:
-		owner := resources.ControllerReference(appv1.GroupVersion.String(), "DeployObject", o.Name, o.UID)
-		status := o.DeepCopy()
-		status.Status.ObservedGeneration, status.Status.Conditions = o.Generation, conditions(o.Generation)
-		return resources.DeployObjectDeployment(o).WithOwnerReferences(owner),
-			resources.DeployObjectService(o).WithOwnerReferences(owner), status
-	}
-	panic(fmt.Sprintf("unexpected %T", obj))
 }
 
 // operatorRun creates the objects from s.workers workers and waits until the operator has reported

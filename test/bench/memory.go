@@ -12,8 +12,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
-	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
@@ -21,6 +19,8 @@ import (
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
+	"github.com/seedlabs/webhook-operator/test/reconciletest"
+	"github.com/seedlabs/webhook-operator/test/testenv"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -182,11 +182,11 @@ func storeAsTheOperator(ctx context.Context, c *cluster, obj client.Object, pad 
 	if err := c.client.Create(ctx, obj); err != nil {
 		return err
 	}
-	deployment, service, status := plainWrites(obj)
-	if err := apply.Apply(ctx, c.client, nil, deployment.(*appsv1ac.DeploymentApplyConfiguration), apply.Options()...); err != nil {
+	deployment, service, status := reconciletest.OperatorWrites(obj, testenv.WelcomeImage, testenv.MemcachedImage)
+	if err := apply.Apply(ctx, c.client, nil, deployment, apply.Options()...); err != nil {
 		return err
 	}
-	if err := apply.Apply(ctx, c.client, nil, service.(*corev1ac.ServiceApplyConfiguration), apply.Options()...); err != nil {
+	if err := apply.Apply(ctx, c.client, nil, service, apply.Options()...); err != nil {
 		return err
 	}
 	if err := c.client.Status().Patch(ctx, status, client.MergeFrom(obj)); err != nil {
