@@ -23,7 +23,7 @@ const MaxListed = 100
 // violation, which kube-apiserver passes to the client, at most MaxListed of them, then a TooMany
 // cause at the first violation left out, counting those left out; a long bad value is quoted in
 // part.
-func Refusal(gk schema.GroupKind, name string, errs field.ErrorList) error {
+func Refusal(gk schema.GroupKind, name string, errs field.ErrorList) *apierrors.StatusError {
 	return apierrors.NewInvalid(gk, name, listed(errs))
 }
 

@@ -41,7 +41,7 @@ func TestRefusalListsAtMostMaxListed(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			errs := errsOf(tc.violations)
-			status := Refusal(schema.GroupKind{Group: "auth.seedlabs.dev", Kind: "Welcome"}, "w", errs).(interface{ Status() metav1.Status }).Status()
+			status := Refusal(schema.GroupKind{Group: "auth.seedlabs.dev", Kind: "Welcome"}, "w", errs).Status()
 			causes := status.Details.Causes
 			if want := min(tc.violations, MaxListed+1); len(causes) != want {
 				t.Fatalf("%d causes for %d violations, want %d", len(causes), tc.violations, want)
@@ -130,7 +130,7 @@ func TestNoWorkAfterTheRequestEnds(t *testing.T) {
 func TestRefusalQuotesLongValuesInPart(t *testing.T) {
 	long := strings.Repeat("g", 5000)
 	errs := field.ErrorList{field.Duplicate(field.NewPath("spec", "groups").Index(1), long)}
-	status := Refusal(schema.GroupKind{Group: "auth.seedlabs.dev", Kind: "Welcome"}, "w", errs).(interface{ Status() metav1.Status }).Status()
+	status := Refusal(schema.GroupKind{Group: "auth.seedlabs.dev", Kind: "Welcome"}, "w", errs).Status()
 	cause := status.Details.Causes[0].Message
 	if len(cause) > maxQuotedValue+64 || !strings.HasSuffix(cause, `more bytes"`) {
 		t.Errorf("the cause of a 5,000-byte value is %d bytes: %q", len(cause), cause[max(0, len(cause)-60):])

@@ -1449,17 +1449,27 @@ func TestDeployObjectDefaultingPatch(t *testing.T) {
 				`"ports":[{"name":"http","port":80,"targetPort":"http","protocol":"TCP"},` +
 				`{"name":"dns","port":53,"targetPort":5353,"protocol":"UDP"}]}}`,
 		},
+		// "add" sets a member that is there too (RFC 6902, 4.1): the patch never needs to know.
 		{
 			name:      "empty string targetPort is replaced by the port",
 			operation: admissionv1.Create,
 			object:    head + `"spec":{"replicas":2,"image":"nginx:1.27","ports":[{"port":8080,"targetPort":"","protocol":"TCP"}]}}`,
-			want:      []jsonpatch.Operation{{Operation: "replace", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
+			want:      []jsonpatch.Operation{{Operation: "add", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
 		},
 		{
 			name:      "targetPort 0 is replaced by the port",
 			operation: admissionv1.Create,
 			object:    head + `"spec":{"replicas":2,"image":"nginx:1.27","ports":[{"port":8080,"targetPort":0,"protocol":"TCP"}]}}`,
-			want:      []jsonpatch.Operation{{Operation: "replace", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
+			want:      []jsonpatch.Operation{{Operation: "add", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
+		},
+		{
+			name:      "a port sent as {} gets its members; one sent as null, set whole",
+			operation: admissionv1.Create,
+			object:    head + `"spec":{"replicas":2,"image":"nginx:1.27","ports":[{},null]}}`,
+			want: []jsonpatch.Operation{
+				{Operation: "add", Path: "/spec/ports/0/protocol", Value: "TCP"},
+				{Operation: "replace", Path: "/spec/ports/1", Value: map[string]any{"port": float64(0), "protocol": "TCP", "targetPort": float64(0)}},
+			},
 		},
 		{
 			name:      "only the second port is defaulted",

@@ -17,6 +17,8 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	kjson "sigs.k8s.io/json"
@@ -120,7 +122,8 @@ func sampleSeeds(tb testing.TB, kind string) [][]byte {
 // as updates, and requires of every reply that it decodes and carries the request's uid, and of
 // the webhooks that
 //   - a patch applies to the object it was made for, and makes of it exactly what the kind's
-//     defaulting rule makes;
+//     defaulting rule makes, and what controller-runtime's patch makes (the defaulter's patch is
+//     its own, for speed: defaulting.go);
 //   - defaulting is idempotent: the defaulted object gets no further patch;
 //   - defaulting never makes an object the validating webhook admits refused;
 //   - an update that changes nothing is never refused, whatever the object, and neither is a
@@ -189,6 +192,11 @@ func checkAdmission(t *testing.T, handlers map[string]*admission.Webhook, k test
 	k.defaults(want)
 	if got := patchedObject(t, kind, defaulted, nil); !equality.Semantic.DeepEqual(want, got) {
 		t.Fatalf("the patch %s makes %s of %s, which defaulting makes %s", reply.Patch, asJSON(got), object, asJSON(want))
+	}
+	if original := review(t, controllerRuntimeDefaulting(k), k, fuzzStrict, admissionv1.Create, object, nil); !original.Allowed {
+		t.Fatalf("%s is defaulted, and refused by the defaulting rule as controller-runtime serves it: %v", object, original.Result)
+	} else if got := patchedObject(t, kind, object, original.Patch); !equality.Semantic.DeepEqual(want, got) {
+		t.Fatalf("the patch %s makes %s of %s, and controller-runtime's patch %s makes %s", reply.Patch, asJSON(want), object, original.Patch, asJSON(got))
 	}
 	review(t, mutate, k, fuzzStrict, admissionv1.Update, object, defaulted)
 	review(t, validate, k, fuzzStrict, admissionv1.Update, defaulted, object)
@@ -362,4 +370,22 @@ func reviewSubresource(t *testing.T, h http.Handler, k testKind, namespace, subr
 		t.Fatalf("the reply %s does not carry the request's uid %s", asJSON(reply), req.Request.UID)
 	}
 	return reply.Response
+}
+
+// controllerRuntimeDefaulting is the defaulting rule of k served by controller-runtime's
+// admission.WithCustomDefaulter, the webhook the defaulter stands in for.
+func controllerRuntimeDefaulting(k testKind) *admission.Webhook {
+	obj, err := testScheme.New(schema.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind})
+	if err != nil {
+		panic(err)
+	}
+	return admission.WithCustomDefaulter(testScheme, obj, customDefaulter(k.defaults))
+}
+
+// customDefaulter is a defaulting rule as an admission.CustomDefaulter.
+type customDefaulter func(runtime.Object)
+
+func (d customDefaulter) Default(_ context.Context, obj runtime.Object) error {
+	d(obj)
+	return nil
 }

@@ -104,12 +104,6 @@ type object[T any] interface {
 	GetNamespace() string
 }
 
-// defaultingWebhook is the mutating webhook of a kind, which defaults fills; an object past
-// bounds, when set, is refused instead, as the kind's schema refuses it next.
-func defaultingWebhook[T any, PT object[T]](scheme *runtime.Scheme, defaults func(PT), bounds func(PT) field.ErrorList) *admission.Webhook {
-	return admission.WithDefaulter[PT](scheme, defaulterFunc[T, PT]{gvk: kindOf[T, PT](scheme), defaults: defaults, bounds: bounds})
-}
-
 // validatingWebhook is the validating webhook of a kind: validate judges an object against the
 // stored one on update, nil on create, and j refuses what the policy in force enforces of its
 // violations in one 422 Invalid status.
@@ -123,25 +117,6 @@ func kindOf[T any, PT object[T]](scheme *runtime.Scheme) schema.GroupVersionKind
 		panic(fmt.Sprintf("webhooks: %T must be registered in the scheme under one kind: %v", PT(nil), err))
 	}
 	return gvks[0]
-}
-
-// defaulterFunc serves a defaulting rule through controller-runtime.
-type defaulterFunc[T any, PT object[T]] struct {
-	gvk      schema.GroupVersionKind
-	defaults func(PT)
-	bounds   func(PT) field.ErrorList
-}
-
-// Default implements admission.Defaulter: controller-runtime answers the error it returns, a 422
-// Invalid status, without computing a patch.
-func (f defaulterFunc[T, PT]) Default(_ context.Context, obj PT) error {
-	if f.bounds != nil {
-		if errs := f.bounds(obj); len(errs) > 0 {
-			return Refusal(f.gvk.GroupKind(), obj.GetName(), errs)
-		}
-	}
-	f.defaults(obj)
-	return nil
 }
 
 // validatorFunc serves a validation rule through controller-runtime.
