@@ -26,6 +26,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // The namespaces of the hostile-load spec: the tenant's, who attacks admission, and a neighbour's,
@@ -79,14 +80,16 @@ var _ = Describe("Admission under a hostile tenant and a pod stalling connection
 			return nil
 		}).WithContext(ctx).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(), "the neighbour's requests, as edit allows them")
 
-		// Each worst object alone, before any load: what it costs the API server and the webhooks.
+		// Each worst object alone, before any load, sent by the tenant with kubectl create, as a
+		// user would: what it costs the API server and the webhooks, and what kubectl prints of
+		// the refusal, at most webhooks.MaxListed causes and one counting the rest.
 		var alone []string
 		for _, w := range worstObjects {
-			failure, took := sendWorst(ctx, tenant, w)
-			Expect(failure).To(BeEmpty())
-			alone = append(alone, fmt.Sprintf("%s, %d KiB: refused in %s", w.what, w.bytes>>10, took.Round(time.Millisecond)))
+			took, causes := createWithKubectl(ctx, "e2e-tenant", w)
+			alone = append(alone, fmt.Sprintf("%s, %d KiB: kubectl create refused it in %s, printing %d causes",
+				w.what, w.bytes>>10, took.Round(time.Millisecond), causes))
 		}
-		AddReportEntry("hostile: the tenant's worst objects, each alone", strings.Join(alone, "\n"))
+		AddReportEntry("hostile: the tenant's worst objects, each alone, by kubectl create", strings.Join(alone, "\n"))
 
 		token := metricsReaderToken(ctx, neighbourNamespace)
 		var refusedBefore map[string]float64
@@ -468,6 +471,25 @@ func sendWorst(ctx context.Context, tenant client.Client, w worstObject) (string
 	return "", took
 }
 
+// createWithKubectl creates w with kubectl as user, from a file as a user would, and returns how
+// long kubectl took and the number of causes it printed: it fails the spec unless kubectl prints
+// a 422 refusal of at most webhooks.MaxListed causes and one counting the rest.
+func createWithKubectl(ctx context.Context, user string, w worstObject) (time.Duration, int) {
+	GinkgoHelper()
+	data, err := json.Marshal(w.obj)
+	Expect(err).NotTo(HaveOccurred())
+	file := filepath.Join(GinkgoT().TempDir(), w.obj.GetName()+".json")
+	Expect(os.WriteFile(file, data, 0o600)).To(Succeed())
+	start := time.Now()
+	_, stderr, err := kubectl(ctx, "create", "--as", user, "-f", file)
+	took := time.Since(start)
+	Expect(err).To(HaveOccurred(), "kubectl create accepted %s", w.what)
+	Expect(stderr).To(ContainSubstring(fmt.Sprintf("%s %q is invalid: ", w.obj.GetKind(), w.obj.GetName())), "%s: kubectl printed\n%s", w.what, truncatedText(stderr))
+	causes := refusalCauses(stderr)
+	Expect(len(causes)).To(BeNumerically("<=", webhooks.MaxListed+1), "%s: kubectl printed\n%s", w.what, truncatedText(stderr))
+	return took, len(causes)
+}
+
 func startTenantAttack(ctx context.Context, tenant client.Client) *tenantAttack {
 	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	a := &tenantAttack{latencies: map[string][]time.Duration{}, cancel: cancel, done: make(chan struct{})}
@@ -506,7 +528,11 @@ func truncated(err error) string {
 	if err == nil {
 		return "<nil>"
 	}
-	msg := err.Error()
+	return truncatedText(err.Error())
+}
+
+// truncatedText is msg cut to 500 bytes.
+func truncatedText(msg string) string {
 	if len(msg) > 500 {
 		return msg[:500] + "..."
 	}
