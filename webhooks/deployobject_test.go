@@ -1463,6 +1463,12 @@ func TestDeployObjectDefaultingPatch(t *testing.T) {
 			want:      []jsonpatch.Operation{{Operation: "add", Path: "/spec/ports/0/targetPort", Value: float64(8080)}},
 		},
 		{
+			name:      "what defaulting leaves alone keeps its spelling: 1000m is not rewritten 1",
+			operation: admissionv1.Create,
+			object:    head + `"spec":{"replicas":2,"image":"nginx:1.27","ports":[{"port":80,"protocol":"TCP"}],"resources":{"limits":{"cpu":"1000m"}}}}`,
+			want:      []jsonpatch.Operation{{Operation: "add", Path: "/spec/ports/0/targetPort", Value: float64(80)}},
+		},
+		{
 			name:      "a port sent as {} gets its members; one sent as null, set whole",
 			operation: admissionv1.Create,
 			object:    head + `"spec":{"replicas":2,"image":"nginx:1.27","ports":[{},null]}}`,
