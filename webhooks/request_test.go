@@ -9,10 +9,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 )
 
 // The one AdmissionRequest builder of the tests, and the kinds it builds requests for.
@@ -29,16 +25,16 @@ type testKind struct {
 var (
 	welcomeKind = testKind{kind: "Welcome",
 		resource: metav1.GroupVersionResource{Group: "auth.seedlabs.dev", Version: "v1alpha1", Resource: "welcomes"},
-		mutate:   "/mutate-auth-seedlabs-dev-v1alpha1-welcome", validate: "/validate-auth-seedlabs-dev-v1alpha1-welcome",
-		defaults: func(o runtime.Object) { DefaultWelcome(o.(*authv1alpha1.Welcome)) }}
+		mutate:   Welcome.MutatePath, validate: Welcome.ValidatePath,
+		defaults: func(o runtime.Object) { Welcome.DefaultObject(o) }}
 	memcachedKind = testKind{kind: "Memcached",
 		resource: metav1.GroupVersionResource{Group: "cache.seedlabs.dev", Version: "v1alpha1", Resource: "memcacheds"},
-		mutate:   "/mutate-cache-seedlabs-dev-v1alpha1-memcached", validate: "/validate-cache-seedlabs-dev-v1alpha1-memcached",
-		defaults: func(o runtime.Object) { DefaultMemcached(o.(*cachev1alpha1.Memcached)) }}
+		mutate:   Memcached.MutatePath, validate: Memcached.ValidatePath,
+		defaults: func(o runtime.Object) { Memcached.DefaultObject(o) }}
 	deployObjectKind = testKind{kind: "DeployObject",
 		resource: metav1.GroupVersionResource{Group: "app.seedlabs.dev", Version: "v1", Resource: "deployobjects"},
-		mutate:   "/mutate-app-seedlabs-dev-v1-deployobject", validate: "/validate-app-seedlabs-dev-v1-deployobject",
-		defaults: func(o runtime.Object) { DefaultDeployObject(o.(*appv1.DeployObject)) }}
+		mutate:   DeployObject.MutatePath, validate: DeployObject.ValidatePath,
+		defaults: func(o runtime.Object) { DeployObject.DefaultObject(o) }}
 )
 
 // scaleKind is the memcacheds/scale subresource, whose requests carry an autoscaling/v1 Scale.

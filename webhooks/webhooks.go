@@ -23,9 +23,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
@@ -56,9 +53,9 @@ func Setup(mgr ctrl.Manager, opts Options) {
 }
 
 // Handlers returns every admission webhook by the path the webhook configurations in
-// config/webhook call it on: the defaulting and validating webhooks of the three kinds, and the
-// validating webhook of the memcacheds/scale subresource. The scheme must know the three kinds
-// and autoscaling/v1 Scale.
+// config/webhook call it on: the defaulting and validating webhooks of each of Kinds, the
+// validating webhooks of the memcacheds/scale subresource and of the AdmissionPolicy. The scheme
+// must know the kinds and autoscaling/v1 Scale.
 func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 	handlers := make(map[string]http.Handler)
 	for path, webhook := range admissionWebhooks(scheme, opts) {
@@ -68,32 +65,21 @@ func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 }
 
 // admissionWebhooks are the webhooks of Handlers, served by controller-runtime: it reads the
-// AdmissionReview, decodes the objects, recovers a panic into a 500 answer, refuses a body over
-// its size limit, and computes a defaulting patch from the object as sent and as defaulted.
+// AdmissionReview, decodes the objects, recovers a panic into a 500 answer and refuses a body over
+// its size limit (the defaulting patch is the defaulter's own: defaulting.go).
 func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admission.Webhook {
 	j := newJudge(opts)
-	return map[string]*admission.Webhook{
-		"/mutate-auth-seedlabs-dev-v1alpha1-welcome": defaultingWebhook(scheme, DefaultWelcome, welcomeBounds),
-		"/validate-auth-seedlabs-dev-v1alpha1-welcome": validatingWebhook(scheme, j,
-			func(p *Policy, old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
-				return ValidateWelcome(old, w, p)
-			}),
-		"/mutate-cache-seedlabs-dev-v1alpha1-memcached": defaultingWebhook(scheme, DefaultMemcached, nil),
-		"/validate-cache-seedlabs-dev-v1alpha1-memcached": validatingWebhook(scheme, j,
-			func(_ *Policy, old, m *cachev1alpha1.Memcached) (field.ErrorList, admission.Warnings) {
-				return ValidateMemcached(old, m)
-			}),
-		memcachedScalePath:                         {Handler: newMemcachedScaleValidator(scheme, j)},
-		"/mutate-app-seedlabs-dev-v1-deployobject": defaultingWebhook(scheme, DefaultDeployObject, deployObjectBounds),
-		"/validate-app-seedlabs-dev-v1-deployobject": validatingWebhook(scheme, j,
-			func(p *Policy, old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
-				return ValidateDeployObject(old, d, p)
-			}),
+	table := map[string]*admission.Webhook{
+		memcachedScalePath: {Handler: newMemcachedScaleValidator(scheme, j)},
 		admissionPolicyPath: validatingWebhook(scheme, judge{},
 			func(_ *Policy, _, p *policyv1alpha1.AdmissionPolicy) (field.ErrorList, admission.Warnings) {
 				return ValidateAdmissionPolicy(p), nil
 			}),
 	}
+	for _, k := range Kinds() {
+		k.register(table, scheme, j)
+	}
+	return table
 }
 
 // object is a pointer to a custom resource type the webhooks admit.

@@ -298,10 +298,8 @@ func (l Linter) object(data []byte) Result {
 		return l.refused(result, err)
 	}
 	gk := gv.WithKind(meta.Kind).GroupKind()
-	switch gv.WithKind(meta.Kind) {
-	case authv1alpha1.GroupVersion.WithKind("Welcome"), cachev1alpha1.GroupVersion.WithKind("Memcached"),
-		appv1.GroupVersion.WithKind("DeployObject"):
-	default:
+	kind, ok := webhooks.KindOf(gv.WithKind(meta.Kind))
+	if !ok {
 		result.Verdict = Skipped
 		return result
 	}
@@ -343,19 +341,7 @@ func (l Linter) object(data []byte) Result {
 		return result
 	}
 
-	var errs field.ErrorList
-	var warnings []string
-	switch o := obj.(type) {
-	case *authv1alpha1.Welcome:
-		webhooks.DefaultWelcome(o)
-		errs, warnings = webhooks.ValidateWelcome(nil, o, l.Policy)
-	case *cachev1alpha1.Memcached:
-		webhooks.DefaultMemcached(o)
-		errs, warnings = webhooks.ValidateMemcached(nil, o)
-	case *appv1.DeployObject:
-		webhooks.DefaultDeployObject(o)
-		errs, warnings = webhooks.ValidateDeployObject(nil, o, l.Policy)
-	}
+	errs, warnings, _ := kind.Admit(obj, l.Policy)
 	namespaceLabels := maps.Clone(l.NamespaceLabels)
 	if namespaceLabels == nil {
 		namespaceLabels = labels.Set{}

@@ -17,6 +17,7 @@ import (
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // cacheOptions bound what the manager's cache holds to what the controllers read, so that its
@@ -61,12 +62,14 @@ func newClient(config *rest.Config, options client.Options) (client.Client, erro
 }
 
 // parents are the custom resources whose children the controllers apply, at the version they
-// apply them from.
-var parents = []schema.GroupVersionKind{
-	authv1alpha1.GroupVersion.WithKind("Welcome"),
-	cachev1alpha1.GroupVersion.WithKind("Memcached"),
-	appv1.GroupVersion.WithKind("DeployObject"),
-}
+// apply them from: the kinds admission defaults and validates.
+var parents = func() []schema.GroupVersionKind {
+	var gvks []schema.GroupVersionKind
+	for _, k := range webhooks.Kinds() {
+		gvks = append(gvks, k.Kind())
+	}
+	return gvks
+}()
 
 // parentKinds are parents, at any version.
 var parentKinds = func() map[schema.GroupKind]bool {

@@ -205,14 +205,7 @@ func storedObjects(b *testing.B) []wireObject {
 		obj.SetCreationTimestamp(metav1.NewTime(time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)))
 		obj.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(data)})
 		// The webhooks' defaults, then what the operator writes for the object.
-		switch o := obj.(type) {
-		case *authv1alpha1.Welcome:
-			webhooks.DefaultWelcome(o)
-		case *cachev1alpha1.Memcached:
-			webhooks.DefaultMemcached(o)
-		case *appv1.DeployObject:
-			webhooks.DefaultDeployObject(o)
-		}
+		webhooks.DefaultObject(obj)
 		deployment, service, stored := reconciletest.OperatorWrites(obj, "ghcr.io/seedlabs/welcome-web:v0.1.0", "docker.io/library/memcached:1.6")
 		owner := fmt.Sprintf("%T", obj)
 		add(owner, stored, jsonInfo.Serializer, codecs.UniversalDeserializer())

@@ -14,9 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/test/reconciletest"
@@ -171,14 +168,7 @@ func storeAsTheOperator(ctx context.Context, c *cluster, obj client.Object, pad 
 		pad(obj)
 	}
 	// The mutating webhooks' defaults, which no webhook gives while the objects are stored.
-	switch o := obj.(type) {
-	case *appv1.DeployObject:
-		webhooks.DefaultDeployObject(o)
-	case *authv1alpha1.Welcome:
-		webhooks.DefaultWelcome(o)
-	case *cachev1alpha1.Memcached:
-		webhooks.DefaultMemcached(o)
-	}
+	webhooks.DefaultObject(obj)
 	if err := c.client.Create(ctx, obj); err != nil {
 		return err
 	}

@@ -55,17 +55,21 @@ var defaultPolicy = func() *webhooks.Policy {
 	return webhooks.DefaultPolicy(p)
 }()
 
+// admitted is what admission of a create makes of an object of k: the violations of the object,
+// defaulted, under defaultPolicy.
+func admitted(k webhooks.AnyKind) func(client.Object) field.ErrorList {
+	return func(obj client.Object) field.ErrorList {
+		errs, _, _ := k.Admit(obj, defaultPolicy)
+		return errs
+	}
+}
+
 var kinds = map[string]kind{
 	"Welcome": {
 		newObject: func() client.Object { return &authv1alpha1.Welcome{} },
-		admit: func(obj client.Object) field.ErrorList {
-			w := obj.(*authv1alpha1.Welcome)
-			webhooks.DefaultWelcome(w)
-			errs, _ := webhooks.ValidateWelcome(nil, w, defaultPolicy)
-			return errs
-		},
-		spec:     func(obj client.Object) any { return obj.(*authv1alpha1.Welcome).Spec },
-		replicas: func(obj client.Object) int32 { return *obj.(*authv1alpha1.Welcome).Spec.Replicas },
+		admit:     admitted(webhooks.Welcome),
+		spec:      func(obj client.Object) any { return obj.(*authv1alpha1.Welcome).Spec },
+		replicas:  func(obj client.Object) int32 { return *obj.(*authv1alpha1.Welcome).Spec.Replicas },
 		rolledOut: func(obj client.Object, ready string) error {
 			w := obj.(*authv1alpha1.Welcome)
 			if w.Status.ServiceURL == "" {
@@ -76,14 +80,9 @@ var kinds = map[string]kind{
 	},
 	"Memcached": {
 		newObject: func() client.Object { return &cachev1alpha1.Memcached{} },
-		admit: func(obj client.Object) field.ErrorList {
-			m := obj.(*cachev1alpha1.Memcached)
-			webhooks.DefaultMemcached(m)
-			errs, _ := webhooks.ValidateMemcached(nil, m)
-			return errs
-		},
-		spec:     func(obj client.Object) any { return obj.(*cachev1alpha1.Memcached).Spec },
-		replicas: func(obj client.Object) int32 { return *obj.(*cachev1alpha1.Memcached).Spec.Size },
+		admit:     admitted(webhooks.Memcached),
+		spec:      func(obj client.Object) any { return obj.(*cachev1alpha1.Memcached).Spec },
+		replicas:  func(obj client.Object) int32 { return *obj.(*cachev1alpha1.Memcached).Spec.Size },
 		rolledOut: func(obj client.Object, ready string) error {
 			m := obj.(*cachev1alpha1.Memcached)
 			if len(m.Status.Nodes) != int(*m.Spec.Size) {
@@ -94,14 +93,9 @@ var kinds = map[string]kind{
 	},
 	"DeployObject": {
 		newObject: func() client.Object { return &appv1.DeployObject{} },
-		admit: func(obj client.Object) field.ErrorList {
-			d := obj.(*appv1.DeployObject)
-			webhooks.DefaultDeployObject(d)
-			errs, _ := webhooks.ValidateDeployObject(nil, d, defaultPolicy)
-			return errs
-		},
-		spec:     func(obj client.Object) any { return obj.(*appv1.DeployObject).Spec },
-		replicas: func(obj client.Object) int32 { return *obj.(*appv1.DeployObject).Spec.Replicas },
+		admit:     admitted(webhooks.DeployObject),
+		spec:      func(obj client.Object) any { return obj.(*appv1.DeployObject).Spec },
+		replicas:  func(obj client.Object) int32 { return *obj.(*appv1.DeployObject).Spec.Replicas },
 		rolledOut: func(obj client.Object, ready string) error {
 			d := obj.(*appv1.DeployObject)
 			if !slices.ContainsFunc(d.Status.DeploymentConditions, func(c appsv1.DeploymentCondition) bool {

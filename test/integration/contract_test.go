@@ -49,8 +49,7 @@ type contractCase struct {
 func deployObjectCase(source string, d *appv1.DeployObject, policy webhooks.ImagePolicy) contractCase {
 	return contractCase{kind: "DeployObject", source: source, obj: d, exact: true,
 		admit: func() field.ErrorList {
-			webhooks.DefaultDeployObject(d)
-			errs, _ := webhooks.ValidateDeployObject(nil, d, webhooks.DefaultPolicy(policy))
+			errs, _, _ := webhooks.DeployObject.Admit(d, webhooks.DefaultPolicy(policy))
 			return errs
 		},
 		children: func(obj client.Object) []runtime.ApplyConfiguration {
@@ -67,8 +66,7 @@ func deployObjectCase(source string, d *appv1.DeployObject, policy webhooks.Imag
 func welcomeCase(source string, w *authv1alpha1.Welcome, policy webhooks.ImagePolicy) contractCase {
 	return contractCase{kind: "Welcome", source: source, obj: w, exact: true,
 		admit: func() field.ErrorList {
-			webhooks.DefaultWelcome(w)
-			errs, _ := webhooks.ValidateWelcome(nil, w, webhooks.DefaultPolicy(policy))
+			errs, _, _ := webhooks.Welcome.Admit(w, webhooks.DefaultPolicy(policy))
 			return errs
 		},
 		children: func(obj client.Object) []runtime.ApplyConfiguration {
@@ -85,8 +83,7 @@ func welcomeCase(source string, w *authv1alpha1.Welcome, policy webhooks.ImagePo
 func memcachedCase(source string, m *cachev1alpha1.Memcached) contractCase {
 	return contractCase{kind: "Memcached", source: source, obj: m, exact: true,
 		admit: func() field.ErrorList {
-			webhooks.DefaultMemcached(m)
-			errs, _ := webhooks.ValidateMemcached(nil, m)
+			errs, _, _ := webhooks.Memcached.Admit(m, nil)
 			return errs
 		},
 		children: func(obj client.Object) []runtime.ApplyConfiguration {

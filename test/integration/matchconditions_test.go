@@ -95,10 +95,7 @@ func labelValue(m *dto.Metric, name string) string {
 }
 
 var _ = Describe("The webhook configurations' matchConditions", admission, func() {
-	const (
-		mutate   = "/mutate-auth-seedlabs-dev-v1alpha1-welcome"
-		validate = "/validate-auth-seedlabs-dev-v1alpha1-welcome"
-	)
+	mutate, validate := webhooks.Welcome.MutatePath, webhooks.Welcome.ValidatePath
 
 	It("keep requests that cannot change the answer away from the webhooks, and send the others", Serial, func(ctx SpecContext) {
 		ns := newNamespace(ctx)
@@ -155,28 +152,28 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 	// the mutating webhook must be called for it exactly then, and what the API server stores is
 	// the object as Default<Kind> leaves it, either way.
 	type defaultsCase struct {
-		name     string
-		object   client.Object
-		lacks    bool
-		defaults func(client.Object)
+		name   string
+		object client.Object
+		lacks  bool
+		kind   webhooks.AnyKind
 	}
 	// A Welcome or Memcached the Go types can write lacks no default once the CRD's schema has
 	// defaulted it: only JSON reaches the mutating webhook (below).
 	welcomeDefaults := func(name string, spec authv1alpha1.WelcomeSpec) defaultsCase {
 		return defaultsCase{name: "Welcome " + name,
-			object:   &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "w-" + name}, Spec: spec},
-			defaults: func(o client.Object) { webhooks.DefaultWelcome(o.(*authv1alpha1.Welcome)) }}
+			object: &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "w-" + name}, Spec: spec},
+			kind:   webhooks.Welcome}
 	}
 	memcachedDefaults := func(name string, spec cachev1alpha1.MemcachedSpec) defaultsCase {
 		return defaultsCase{name: "Memcached " + name,
-			object:   &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "m-" + name}, Spec: spec},
-			defaults: func(o client.Object) { webhooks.DefaultMemcached(o.(*cachev1alpha1.Memcached)) }}
+			object: &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "m-" + name}, Spec: spec},
+			kind:   webhooks.Memcached}
 	}
 	deployObjectDefaults := func(name string, lacks bool, replicas *int32, ports ...corev1.ServicePort) defaultsCase {
 		return defaultsCase{name: "DeployObject " + name, lacks: lacks,
 			object: &appv1.DeployObject{ObjectMeta: metav1.ObjectMeta{Name: "d-" + name},
 				Spec: appv1.DeployObjectSpec{Image: "nginx:1.27", Replicas: replicas, Ports: ports}},
-			defaults: func(o client.Object) { webhooks.DefaultDeployObject(o.(*appv1.DeployObject)) }}
+			kind: webhooks.DeployObject}
 	}
 	complete := func(name string, port int32, target intstr.IntOrString, protocol corev1.Protocol) corev1.ServicePort {
 		return corev1.ServicePort{Name: name, Port: port, TargetPort: target, Protocol: protocol}
@@ -184,8 +181,8 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 	web := complete("http", 80, intstr.FromInt32(8080), corev1.ProtocolTCP)
 	mutatingPath := map[string]string{
 		"Welcome":      mutate,
-		"Memcached":    "/mutate-cache-seedlabs-dev-v1alpha1-memcached",
-		"DeployObject": "/mutate-app-seedlabs-dev-v1-deployobject",
+		"Memcached":    webhooks.Memcached.MutatePath,
+		"DeployObject": webhooks.DeployObject.MutatePath,
 	}
 
 	It("keep every kind's metadata edits away from every webhook, even for objects whose spec edits call them", Serial, func(ctx SpecContext) {
@@ -258,7 +255,7 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 			By(c.name)
 			c.object.SetNamespace(ns)
 			want := c.object.DeepCopyObject().(client.Object)
-			c.defaults(want)
+			c.kind.DefaultObject(want)
 			path := mutatingPath[kindOf(c.object)]
 			before := webhookCalls(path)
 			Expect(k8s.Create(ctx, c.object)).To(Succeed())

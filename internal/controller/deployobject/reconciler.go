@@ -9,14 +9,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
@@ -72,10 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// The Deployment of an earlier spec, if any, keeps running while a new one is held back.
 	mirrorDeploymentStatus(d, children.DeploymentStatus())
-	desired, errs, err := guard.Check(ctx, r.Guard, d, webhooks.DefaultDeployObject,
-		func(d *appv1.DeployObject, policy *webhooks.Policy) (field.ErrorList, admission.Warnings) {
-			return webhooks.ValidateDeployObject(nil, d, policy)
-		})
+	desired, errs, err := guard.Check(ctx, r.Guard, d, webhooks.DeployObject)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
@@ -87,10 +85,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	setPoolStatus(m, current.DeploymentStatus().Replicas, current.pods)
-	desired, errs, err := guard.Check(ctx, r.Guard, m, webhooks.DefaultMemcached,
-		func(m *cachev1alpha1.Memcached, _ *webhooks.Policy) (field.ErrorList, admission.Warnings) {
-			return webhooks.ValidateMemcached(nil, m)
-		})
+	desired, errs, err := guard.Check(ctx, r.Guard, m, webhooks.Memcached)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -8,14 +8,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
@@ -70,10 +68,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// The pods of an earlier spec keep serving while a new one is held back.
 	w.Status.ReadyReplicas = children.DeploymentStatus().ReadyReplicas
-	desired, errs, err := guard.Check(ctx, r.Guard, w, webhooks.DefaultWelcome,
-		func(w *authv1alpha1.Welcome, policy *webhooks.Policy) (field.ErrorList, admission.Warnings) {
-			return webhooks.ValidateWelcome(nil, w, policy)
-		})
+	desired, errs, err := guard.Check(ctx, r.Guard, w, webhooks.Welcome)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

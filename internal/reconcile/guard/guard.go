@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/message"
@@ -35,8 +34,8 @@ type Guard struct {
 	Recorder recorder.EventRecorder
 }
 
-// Check defaults a copy of obj's stored spec (desired), validates it as admission of a create
-// would, and returns it with the violations the policy in force refuses in obj's namespace: while
+// Check defaults a copy of obj's stored spec (desired) by the rules of its kind, validates it as
+// admission of a create would, and returns it with the violations the policy in force refuses in obj's namespace: while
 // there are any, nothing is rolled out.
 //
 // The registry allow-list is admission policy, not a structural rule, so it never holds a spec
@@ -44,21 +43,22 @@ type Guard struct {
 // Compliant condition from every rule the spec breaks, allow-list and warnings included, and
 // records a PolicyViolation Event when the broken rules change and nothing holds the spec back
 // (the InvalidSpec Event of a spec held back already says what it breaks).
-func Check[T status.Object](ctx context.Context, g Guard, obj T, defaults func(T),
-	validate func(obj T, policy *webhooks.Policy) (field.ErrorList, admission.Warnings),
-) (desired T, enforced field.ErrorList, err error) {
-	desired, ok := obj.DeepCopyObject().(T)
+func Check[T any, PT interface {
+	*T
+	status.Object
+}](ctx context.Context, g Guard, obj PT, kind webhooks.Kind[T, PT]) (desired PT, enforced field.ErrorList, err error) {
+	desired, ok := obj.DeepCopyObject().(PT)
 	if !ok {
 		return desired, nil, fmt.Errorf("copying %T", obj)
 	}
-	defaults(desired)
+	kind.Default(desired)
 	// One read of the policy in force, so that what is found and how it is judged agree.
 	policy := webhooks.CurrentPolicy(g.Policy)
-	errs, _ := validate(desired, policy.WithoutImagePolicy())
+	errs, _ := kind.Validate(nil, desired, policy.WithoutImagePolicy())
 	if enforced, err = webhooks.Enforced(ctx, webhooks.StaticPolicy{Policy: policy}, g.Namespaces, obj.GetNamespace(), errs); err != nil {
 		return desired, nil, err
 	}
-	found, warnings := validate(desired, policy)
+	found, warnings := kind.Validate(nil, desired, policy)
 	if err := g.audit(ctx, policy, obj, found, warnings, len(enforced) == 0); err != nil {
 		return desired, nil, err
 	}

@@ -10,10 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
@@ -31,10 +29,6 @@ func deployObject(image string) *appv1.DeployObject {
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "demo", Generation: 3},
 		Spec:       appv1.DeployObjectSpec{Image: image, Ports: []corev1.ServicePort{{Name: "http", Port: 80}}},
 	}
-}
-
-func validate(d *appv1.DeployObject, policy *webhooks.Policy) (field.ErrorList, admission.Warnings) {
-	return webhooks.ValidateDeployObject(nil, d, policy)
 }
 
 func policy(t *testing.T, spec policyv1alpha1.AdmissionPolicySpec) webhooks.PolicySource {
@@ -104,7 +98,7 @@ func TestCheck(t *testing.T) {
 			obj := deployObject(tt.image)
 			stored := obj.DeepCopy()
 
-			desired, enforced, err := Check(ctx, g, obj, webhooks.DefaultDeployObject, validate)
+			desired, enforced, err := Check(ctx, g, obj, webhooks.DeployObject)
 			if tt.wantErr {
 				if err == nil {
 					t.Fatal("Check() succeeded, want an error")
@@ -158,7 +152,7 @@ func TestCheckRecordsAnEventOnlyWhenTheBrokenRulesChange(t *testing.T) {
 	obj := deployObject(pinned)
 	check := func() {
 		t.Helper()
-		if _, _, err := Check(ctx, g, obj, webhooks.DefaultDeployObject, validate); err != nil {
+		if _, _, err := Check(ctx, g, obj, webhooks.DeployObject); err != nil {
 			t.Fatal(err)
 		}
 	}

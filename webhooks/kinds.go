@@ -1,0 +1,122 @@
+package webhooks
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+)
+
+// Kind is the admission of one kind, said once: its defaulting and validation rules, with one
+// signature for every kind, and the paths kube-apiserver calls its webhooks on (the markers beside
+// its rules, in the kind's file). The webhook table (Handlers), the controllers' guard, lint and the
+// tests read it: adding a kind is its file, its value below, and its entry in Kinds.
+type Kind[T any, PT object[T]] struct {
+	// GVK is the kind's group, version and kind.
+	GVK schema.GroupVersionKind
+	// Default fills what the CRD's schema cannot default.
+	Default func(obj PT)
+	// Validate returns every rule obj breaks under policy, and warnings for what is allowed but
+	// unwise. old is nil on create; on update, what old already broke is not held against obj.
+	Validate func(old, obj PT, policy *Policy) (field.ErrorList, admission.Warnings)
+	// MutatePath and ValidatePath are the paths of its mutating and validating webhooks.
+	MutatePath, ValidatePath string
+	// bounds, when set, refuses an object past its schema's bounds in the mutating webhook, as the
+	// schema refuses it next (bounds.go).
+	bounds func(PT) field.ErrorList
+}
+
+// The kinds admission defaults and validates.
+var (
+	Welcome = Kind[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
+		GVK:     authv1alpha1.GroupVersion.WithKind("Welcome"),
+		Default: DefaultWelcome, Validate: ValidateWelcome, bounds: welcomeBounds,
+		MutatePath: "/mutate-auth-seedlabs-dev-v1alpha1-welcome", ValidatePath: "/validate-auth-seedlabs-dev-v1alpha1-welcome",
+	}
+	Memcached = Kind[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{
+		GVK:     cachev1alpha1.GroupVersion.WithKind("Memcached"),
+		Default: DefaultMemcached,
+		// No rule of a Memcached reads the policy's image rules or caps.
+		Validate: func(old, m *cachev1alpha1.Memcached, _ *Policy) (field.ErrorList, admission.Warnings) {
+			return ValidateMemcached(old, m)
+		},
+		MutatePath: "/mutate-cache-seedlabs-dev-v1alpha1-memcached", ValidatePath: "/validate-cache-seedlabs-dev-v1alpha1-memcached",
+	}
+	DeployObject = Kind[appv1.DeployObject, *appv1.DeployObject]{
+		GVK:     appv1.GroupVersion.WithKind("DeployObject"),
+		Default: DefaultDeployObject, Validate: ValidateDeployObject, bounds: deployObjectBounds,
+		MutatePath: "/mutate-app-seedlabs-dev-v1-deployobject", ValidatePath: "/validate-app-seedlabs-dev-v1-deployobject",
+	}
+)
+
+// AnyKind is a Kind for what holds an object of any of them.
+type AnyKind interface {
+	// Kind is the kind's group, version and kind.
+	Kind() schema.GroupVersionKind
+	// DefaultObject defaults obj as the mutating webhook does, and reports false, doing nothing,
+	// for an object of another kind.
+	DefaultObject(obj runtime.Object) bool
+	// Admit defaults obj as the mutating webhook does, and validates it as the validating webhook
+	// does a create under policy. It reports false, doing nothing, for an object of another kind.
+	Admit(obj runtime.Object, policy *Policy) (errs field.ErrorList, warnings admission.Warnings, ok bool)
+	// register adds its webhooks to table, which j judges.
+	register(table map[string]*admission.Webhook, scheme *runtime.Scheme, j judge)
+}
+
+// Kinds are the kinds admission defaults and validates.
+func Kinds() []AnyKind { return []AnyKind{Welcome, Memcached, DeployObject} }
+
+// KindOf is the kind of gvk, if admission defaults and validates it.
+func KindOf(gvk schema.GroupVersionKind) (AnyKind, bool) {
+	for _, k := range Kinds() {
+		if k.Kind() == gvk {
+			return k, true
+		}
+	}
+	return nil, false
+}
+
+// DefaultObject defaults obj by the rules of its kind, and reports false for an object of no kind
+// admission knows.
+func DefaultObject(obj runtime.Object) bool {
+	for _, k := range Kinds() {
+		if k.DefaultObject(obj) {
+			return true
+		}
+	}
+	return false
+}
+
+// Kind implements AnyKind.
+func (k Kind[T, PT]) Kind() schema.GroupVersionKind { return k.GVK }
+
+// DefaultObject implements AnyKind.
+func (k Kind[T, PT]) DefaultObject(obj runtime.Object) bool {
+	o, ok := obj.(PT)
+	if ok {
+		k.Default(o)
+	}
+	return ok
+}
+
+// Admit implements AnyKind.
+func (k Kind[T, PT]) Admit(obj runtime.Object, policy *Policy) (field.ErrorList, admission.Warnings, bool) {
+	o, ok := obj.(PT)
+	if !ok {
+		return nil, nil, false
+	}
+	k.Default(o)
+	errs, warnings := k.Validate(nil, o, policy)
+	return errs, warnings, true
+}
+
+func (k Kind[T, PT]) register(table map[string]*admission.Webhook, scheme *runtime.Scheme, j judge) {
+	table[k.MutatePath] = defaultingWebhook(scheme, k.Default, k.bounds)
+	table[k.ValidatePath] = validatingWebhook(scheme, j, func(p *Policy, old, obj PT) (field.ErrorList, admission.Warnings) {
+		return k.Validate(old, obj, p)
+	})
+}
