@@ -11,6 +11,14 @@ import (
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 )
 
+// object is a pointer to a custom resource type the webhooks admit.
+type object[T any] interface {
+	*T
+	runtime.Object
+	GetName() string
+	GetNamespace() string
+}
+
 // Kind is the admission of one kind, said once: its defaulting and validation rules, with one
 // signature for every kind, and the paths kube-apiserver calls its webhooks on (the markers beside
 // its rules, in the kind's file). The webhook table (Handlers), the controllers' guard, lint and the

@@ -1,0 +1,81 @@
+package webhooks
+
+import (
+	"context"
+	"fmt"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+)
+
+// validatingWebhook is the validating webhook of a kind: validate judges an object against the
+// stored one on update, nil on create, and j refuses what the policy in force enforces of its
+// violations in one 422 Invalid status.
+func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, j judge, validate func(p *Policy, old, obj PT) (field.ErrorList, admission.Warnings)) *admission.Webhook {
+	return admission.WithValidator[PT](scheme, validatorFunc[T, PT]{gvk: kindOf[T, PT](scheme), validate: validate, judge: j})
+}
+
+func kindOf[T any, PT object[T]](scheme *runtime.Scheme) schema.GroupVersionKind {
+	gvks, _, err := scheme.ObjectKinds(PT(new(T)))
+	if err != nil || len(gvks) != 1 {
+		panic(fmt.Sprintf("webhooks: %T must be registered in the scheme under one kind: %v", PT(nil), err))
+	}
+	return gvks[0]
+}
+
+// validatorFunc serves a validation rule through controller-runtime.
+type validatorFunc[T any, PT object[T]] struct {
+	gvk      schema.GroupVersionKind
+	validate func(p *Policy, old, obj PT) (field.ErrorList, admission.Warnings)
+	judge    judge
+}
+
+// ValidateCreate implements admission.Validator.
+func (v validatorFunc[T, PT]) ValidateCreate(ctx context.Context, obj PT) (admission.Warnings, error) {
+	return v.answer(ctx, admissionv1.Create, nil, obj)
+}
+
+// ValidateUpdate implements admission.Validator.
+func (v validatorFunc[T, PT]) ValidateUpdate(ctx context.Context, old, obj PT) (admission.Warnings, error) {
+	return v.answer(ctx, admissionv1.Update, old, obj)
+}
+
+// ValidateDelete implements admission.Validator; deletion is always allowed.
+func (validatorFunc[T, PT]) ValidateDelete(context.Context, PT) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// answer validates obj, and judges, counts and records what the rules found. Once the request's
+// context is done (kube-apiserver gave up waiting, or its timeout passed), nothing more is done:
+// no one reads the answer.
+func (v validatorFunc[T, PT]) answer(ctx context.Context, op admissionv1.Operation, old, obj PT) (admission.Warnings, error) {
+	policy := v.judge.current()
+	errs, warnings := v.validate(policy, old, obj)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	d := denial{gvk: v.gvk, namespace: obj.GetNamespace(), name: obj.GetName(), operation: string(op)}
+	if req, err := admission.RequestFromContext(ctx); err == nil {
+		d.namespace, d.dryRun = req.Namespace, ptr.Deref(req.DryRun, false)
+	}
+	errs, warnings, err := v.judge.judge(ctx, policy, d, errs, warnings)
+	if err != nil {
+		return nil, err
+	}
+	return admissionResult(v.gvk.GroupKind(), obj.GetName(), errs, warnings)
+}
+
+// admissionResult turns violations into the error a webhook returns: one 422 Invalid status naming
+// every field, which the API server passes to the client with a cause per violation (Refusal), and
+// warnings as many as an answer carries.
+func admissionResult(gk schema.GroupKind, name string, errs field.ErrorList, warnings admission.Warnings) (admission.Warnings, error) {
+	warnings = ListedWarnings(warnings)
+	if len(errs) == 0 {
+		return warnings, nil
+	}
+	return warnings, Refusal(gk, name, errs)
+}
