@@ -164,7 +164,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 // new leader would apply again.
 func TestTheCacheTransformsAreIdempotent(t *testing.T) {
 	owners := []metav1.OwnerReference{{APIVersion: "auth.seedlabs.dev/v1alpha1", Kind: "Welcome", Name: "shop", UID: "u1", Controller: ptr.To(true)}}
-	managed := []metav1.ManagedFieldsEntry{{Manager: resources.FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
+	managed := []metav1.ManagedFieldsEntry{{Manager: apply.FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
 		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)}}
 	deployment := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", UID: "d1", ResourceVersion: "7", OwnerReferences: owners,

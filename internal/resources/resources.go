@@ -20,9 +20,6 @@ const (
 	// ManagedBy is the value of LabelManagedBy on every object the operator creates; the
 	// manager's cache only holds Deployments, Services and Pods carrying it.
 	ManagedBy = "webhook-operator"
-
-	// FieldManager is the server-side apply field manager that owns what the operator writes.
-	FieldManager = "webhook-operator"
 )
 
 // ControllerReference is the owner reference that makes the custom resource described by

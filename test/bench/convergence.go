@@ -21,7 +21,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	"github.com/seedlabs/webhook-operator/internal/resources"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/reconciletest"
 	"github.com/seedlabs/webhook-operator/test/testenv"
@@ -224,7 +224,7 @@ func plainClientRun(ctx context.Context, c *cluster, smp *samples, ns string, s 
 			return err
 		}
 		deployment, service, status := reconciletest.OperatorWrites(obj, testenv.WelcomeImage, testenv.MemcachedImage)
-		applyOpts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
+		applyOpts := apply.Options()
 		if err := c.client.Apply(ctx, deployment, applyOpts...); err != nil {
 			return err
 		}

@@ -25,6 +25,7 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/test/testenv"
@@ -234,7 +235,7 @@ var _ = Describe("The admission contract", admission, Serial, func() {
 				count(kind, "admitted only under the relaxed policy")
 			}
 			for _, child := range c.children(sent) {
-				Expect(k8s.Apply(ctx, child, client.DryRunAll, client.FieldOwner(resources.FieldManager), client.ForceOwnership)).
+				Expect(k8s.Apply(ctx, child, client.DryRunAll, client.FieldOwner(apply.FieldManager), client.ForceOwnership)).
 					To(Succeed(), "%s: admitted, but what the controller applies for it is refused:\n%s", c.source, dump(sent))
 			}
 		}

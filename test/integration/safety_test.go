@@ -430,7 +430,7 @@ var _ = Describe("An apply of the controllers", func() {
 			WithLabels(map[string]string{resources.LabelManagedBy: resources.ManagedBy}).
 			WithSpec(corev1ac.ServiceSpec().WithPorts(corev1ac.ServicePort().WithName("http").WithPort(80)))
 	}
-	opts := []client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}
+	opts := []client.ApplyOption{client.FieldOwner(apply.FieldManager), client.ForceOwnership}
 	usersRace := func(ns string) *corev1.Service {
 		return &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "race"},
 			Spec: corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "web", Port: 9999}}}}

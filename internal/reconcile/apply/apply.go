@@ -17,8 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
 // applies counts the applies of Apply: made, or left out because they could change nothing.
@@ -31,10 +29,13 @@ func init() {
 	metrics.Registry.MustRegister(applies)
 }
 
+// FieldManager is the server-side apply field manager that owns what the operator writes.
+const FieldManager = "webhook-operator"
+
 // Options are the options of every apply of the operator's: its one field manager, which takes
 // back fields another manager changed, and extra.
 func Options(extra ...client.ApplyOption) []client.ApplyOption {
-	return append([]client.ApplyOption{client.FieldOwner(resources.FieldManager), client.ForceOwnership}, extra...)
+	return append([]client.ApplyOption{client.FieldOwner(FieldManager), client.ForceOwnership}, extra...)
 }
 
 // AnnotationDesired holds a hash of the apply configuration an object was last applied from, for

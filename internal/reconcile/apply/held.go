@@ -10,8 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
-
-	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
 // AnnotationHeld is set on the Deployment or Service the manager's client reads from its cache,
@@ -39,14 +37,14 @@ func Held(obj any) (string, error) {
 	var err error
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		held, err = appsv1ac.ExtractDeployment(o, resources.FieldManager)
+		held, err = appsv1ac.ExtractDeployment(o, FieldManager)
 	case *corev1.Service:
-		held, err = corev1ac.ExtractService(o, resources.FieldManager)
+		held, err = corev1ac.ExtractService(o, FieldManager)
 	default:
 		return "", fmt.Errorf("no apply configuration of %T", obj)
 	}
 	if err != nil {
-		return "", fmt.Errorf("extracting what %s holds: %w", resources.FieldManager, err)
+		return "", fmt.Errorf("extracting what %s holds: %w", FieldManager, err)
 	}
 	return fingerprint(held)
 }

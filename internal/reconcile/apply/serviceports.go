@@ -11,8 +11,6 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
 // The drift that server-side apply alone cannot put back: entries of a list that another field
@@ -90,7 +88,7 @@ func ReplaceForeignServicePorts(ctx context.Context, c client.Client, reader cli
 	if err != nil {
 		return true, err
 	}
-	opts = append([]client.PatchOption{client.FieldOwner(resources.FieldManager)}, opts...)
+	opts = append([]client.PatchOption{client.FieldOwner(FieldManager)}, opts...)
 	if err := c.Patch(ctx, live, client.RawPatch(types.JSONPatchType, patch), opts...); err != nil && !apierrors.IsNotFound(err) {
 		return true, fmt.Errorf("replacing the ports of the Service %s: %w", client.ObjectKeyFromObject(live), err)
 	}
