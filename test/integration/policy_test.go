@@ -119,6 +119,10 @@ func gaugeValue(name string) float64 {
 func deletePolicy(ctx SpecContext) {
 	p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
 	ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed())
+	// The manager learns of the deletion through its watch: until then, the next spec's requests
+	// would still be judged by the deleted policy.
+	EventuallyWithOffset(1, func() float64 { return gaugeValue("webhook_operator_admission_policy_generation") }).
+		WithContext(ctx).WithTimeout(30*time.Second).Should(BeZero(), "the default policy in force")
 }
 
 var _ = Describe("The AdmissionPolicy", admission, func() {
