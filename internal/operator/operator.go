@@ -23,6 +23,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
+	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/controller/admissionpolicy"
 	"github.com/seedlabs/webhook-operator/internal/controller/deployobject"
 	"github.com/seedlabs/webhook-operator/internal/controller/memcached"
@@ -301,33 +302,18 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	webhooks.Setup(mgr, webhooks.Options{
 		ImagePolicy: imagePolicy, Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource),
 	})
-	if err := (&welcome.Reconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		Recorder:      mgr.GetEventRecorder(EventSource),
-		Image:         o.WelcomeImage,
-		Guard:         specGuard,
-		PolicyChanges: policy.subscribe(),
-	}).SetupWithManager(crds.gate(controllers, welcomeCRD)); err != nil {
+	// Each controller gets the same dependencies, and its own subscription to the policy's changes.
+	deps := func() controller.Deps {
+		return controller.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(EventSource),
+			Guard: specGuard, PolicyChanges: policy.subscribe()}
+	}
+	if err := (&welcome.Reconciler{Deps: deps(), Image: o.WelcomeImage}).SetupWithManager(crds.gate(controllers, welcomeCRD)); err != nil {
 		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
 	}
-	if err := (&memcached.Reconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		Recorder:      mgr.GetEventRecorder(EventSource),
-		Image:         o.MemcachedImage,
-		Guard:         specGuard,
-		PolicyChanges: policy.subscribe(),
-	}).SetupWithManager(crds.gate(controllers, memcachedCRD)); err != nil {
+	if err := (&memcached.Reconciler{Deps: deps(), Image: o.MemcachedImage}).SetupWithManager(crds.gate(controllers, memcachedCRD)); err != nil {
 		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
 	}
-	if err := (&deployobject.Reconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		Recorder:      mgr.GetEventRecorder(EventSource),
-		Guard:         specGuard,
-		PolicyChanges: policy.subscribe(),
-	}).SetupWithManager(crds.gate(controllers, deployObjectCRD)); err != nil {
+	if err := (&deployobject.Reconciler{Deps: deps()}).SetupWithManager(crds.gate(controllers, deployObjectCRD)); err != nil {
 		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
 	}
 

@@ -66,7 +66,7 @@ var _ = Describe("Callers of the webhooks", admission, func() {
 		Expect(err).NotTo(HaveOccurred())
 		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Enforce,
 			policyv1alpha1.NamespaceAction{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"lab": "yes"}}, Action: policyv1alpha1.Warn})}})
-		Eventually(func() float64 { return gaugeValue("webhook_operator_admission_policy_generation") }).
+		Eventually(policyGeneration).
 			WithContext(ctx).WithTimeout(30 * time.Second).ShouldNot(BeZero())
 
 		for range 5 {

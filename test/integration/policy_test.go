@@ -103,8 +103,10 @@ func expectAccepted(ctx SpecContext, status metav1.ConditionStatus, reason, mess
 	return p
 }
 
-// gaugeValue is the value of the gauge name the suite's manager serves.
-func gaugeValue(name string) float64 {
+// policyGeneration is the generation of the AdmissionPolicy the suite's manager enforces, 0 for
+// none, as its gauge webhook_operator_admission_policy_generation says.
+func policyGeneration() float64 {
+	const name = "webhook_operator_admission_policy_generation"
 	families, err := metrics.Registry.Gather()
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	for _, f := range families {
@@ -121,7 +123,7 @@ func deletePolicy(ctx SpecContext) {
 	ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed())
 	// The manager learns of the deletion through its watch: until then, the next spec's requests
 	// would still be judged by the deleted policy.
-	EventuallyWithOffset(1, func() float64 { return gaugeValue("webhook_operator_admission_policy_generation") }).
+	EventuallyWithOffset(1, policyGeneration).
 		WithContext(ctx).WithTimeout(30*time.Second).Should(BeZero(), "the default policy in force")
 }
 
@@ -192,10 +194,10 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 			`applied but for what cannot be: [spec.allowedRegistries[1]: Invalid value: "not a registry": allowed registry "not a registry" is not a registry host`)
 		Expect(meta.FindStatusCondition(p.Status.Conditions, conditions.Accepted).Message).To(ContainSubstring(
 			"spec.rules[0].action: Invalid value: \"Warn\": welcome.port.range is a contract rule"))
-		Eventually(func() float64 { return gaugeValue("webhook_operator_admission_policy_generation") }).
+		Eventually(policyGeneration).
 			WithContext(ctx).WithTimeout(30 * time.Second).Should(BeEquivalentTo(p.Generation))
 		deletePolicy(ctx)
-		Eventually(func() float64 { return gaugeValue("webhook_operator_admission_policy_generation") }).
+		Eventually(policyGeneration).
 			WithContext(ctx).WithTimeout(30 * time.Second).Should(BeZero())
 	})
 

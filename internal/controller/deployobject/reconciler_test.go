@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -63,7 +64,7 @@ func shopSpec() appv1.DeployObjectSpec {
 func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *reconciletest.Harness {
 	t.Helper()
 	return reconciletest.New(t, key, func(c client.Client, rec *events.FakeRecorder) reconcile.Reconciler {
-		return &Reconciler{Client: c, APIReader: c, Recorder: rec, Guard: guard.Guard{Recorder: rec}}
+		return &Reconciler{Deps: controller.Deps{Client: c, APIReader: c, Recorder: rec, Guard: guard.Guard{Recorder: rec}}}
 	}, funcs, objs...)
 }
 

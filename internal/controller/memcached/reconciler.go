@@ -19,9 +19,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/policywatch"
@@ -43,15 +43,7 @@ const (
 
 // Reconciler turns a Memcached into its Deployment and Service and reports their state.
 type Reconciler struct {
-	client.Client
-	// APIReader reads from the API server, past the cache, which holds only the operator's own
-	// Deployments and Services: it finds a user's object standing under a Memcached's name.
-	APIReader client.Reader
-	Recorder  recorder.EventRecorder
-	// Guard holds a stored spec to the admission rules under the policy in force.
-	Guard guard.Guard
-	// PolicyChanges, when set, fires when the policy changes, and every object is looked at again.
-	PolicyChanges <-chan event.GenericEvent
+	controller.Deps
 	// Image is the memcached image every Memcached runs.
 	Image string
 }

@@ -23,6 +23,7 @@ import (
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/reconciletest"
@@ -47,7 +48,7 @@ func newMemcached(size *int32, finalizers ...string) *cachev1alpha1.Memcached {
 func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *reconciletest.Harness {
 	t.Helper()
 	return reconciletest.New(t, key, func(c client.Client, rec *events.FakeRecorder) reconcile.Reconciler {
-		return &Reconciler{Client: c, APIReader: c, Recorder: rec, Guard: guard.Guard{Recorder: rec}, Image: testImage}
+		return &Reconciler{Deps: controller.Deps{Client: c, APIReader: c, Recorder: rec, Guard: guard.Guard{Recorder: rec}}, Image: testImage}
 	}, funcs, objs...)
 }
 

@@ -11,11 +11,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/policywatch"
@@ -29,15 +28,7 @@ const ControllerName = "welcome"
 
 // Reconciler turns a Welcome into its Deployment and Service and reports their state.
 type Reconciler struct {
-	client.Client
-	// APIReader reads from the API server, past the cache, which holds only the operator's own
-	// Deployments and Services: it finds a user's object standing under a Welcome's name.
-	APIReader client.Reader
-	Recorder  recorder.EventRecorder
-	// Guard holds a stored spec to the admission rules under the policy in force.
-	Guard guard.Guard
-	// PolicyChanges, when set, fires when the policy changes, and every object is looked at again.
-	PolicyChanges <-chan event.GenericEvent
+	controller.Deps
 	// Image is the welcome-web image used when a Welcome does not set spec.image.
 	Image string
 }

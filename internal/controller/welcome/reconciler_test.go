@@ -21,6 +21,7 @@ import (
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
 	"github.com/seedlabs/webhook-operator/test/reconciletest"
@@ -43,7 +44,7 @@ func newWelcome() *authv1alpha1.Welcome {
 func newHarness(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) *reconciletest.Harness {
 	t.Helper()
 	return reconciletest.New(t, key, func(c client.Client, rec *events.FakeRecorder) reconcile.Reconciler {
-		return &Reconciler{Client: c, APIReader: c, Recorder: rec, Guard: guard.Guard{Recorder: rec}, Image: testImage}
+		return &Reconciler{Deps: controller.Deps{Client: c, APIReader: c, Recorder: rec, Guard: guard.Guard{Recorder: rec}}, Image: testImage}
 	}, funcs, objs...)
 }
 
