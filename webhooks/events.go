@@ -14,12 +14,9 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/lru"
 
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/message"
 )
-
-// ReasonRefused is the reason of the Warning Event recorded in a namespace when admission refuses
-// an object of it.
-const ReasonRefused = "AdmissionRefused"
 
 // denial is what a refused request leaves for the Event recorded about it.
 type denial struct {
@@ -114,7 +111,7 @@ func (r *refusalEvents) record(ctx context.Context, d denial, errs field.ErrorLi
 	apiVersion, kind := d.gvk.ToAPIVersionAndKind()
 	regarding := &corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: d.namespace, Name: d.name}
 	prefix := strings.ToLower(d.operation) + " refused: "
-	r.recorder.Eventf(regarding, nil, corev1.EventTypeWarning, ReasonRefused, actionOf(d.operation), "%s",
+	r.recorder.Eventf(regarding, nil, corev1.EventTypeWarning, conditions.EventReasonAdmissionRefused, actionOf(d.operation), "%s",
 		prefix+message.Violations(errs, message.EventNoteLimit-len(prefix)))
 }
 

@@ -66,9 +66,26 @@ const (
 	ReasonAsExpected = "AsExpected"
 )
 
-// EventReasonPolicyViolation is the reason of the Warning Event recorded when the rules a spec
-// breaks change.
-const EventReasonPolicyViolation = "PolicyViolation"
+// The reasons of the Events the operator records, besides the condition reasons above (an Event
+// for a condition that turns False has the condition's reason).
+const (
+	// EventReasonPolicyViolation is a Warning on a custom resource: the rules its stored spec
+	// breaks changed, and the policy lets it roll out.
+	EventReasonPolicyViolation = "PolicyViolation"
+	// EventReasonAdmissionRefused is a Warning in a namespace: admission refused an object of it.
+	EventReasonAdmissionRefused = "AdmissionRefused"
+	// EventReasonCreated is Normal on a custom resource: its Deployment or Service was created.
+	EventReasonCreated = "Created"
+	// EventReasonScaled is Normal on a Memcached: its Deployment's replicas were changed to
+	// spec.size.
+	EventReasonScaled = "Scaled"
+	// EventReasonCRDMissing is a Warning on the manager's Pod: a CustomResourceDefinition of the
+	// operator is not established, or is being deleted.
+	EventReasonCRDMissing = "CustomResourceDefinitionMissing"
+	// EventReasonCRDEstablished is Normal on the manager's Pod: a CustomResourceDefinition that was
+	// missing is established.
+	EventReasonCRDEstablished = "CustomResourceDefinitionEstablished"
+)
 
 // Reasons of the AdmissionPolicy's Accepted, Ready and Stalled conditions.
 const (

@@ -33,6 +33,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
@@ -49,15 +50,6 @@ const (
 	EnvPodNamespace = "POD_NAMESPACE"
 	// EnvPodUID holds the Pod's UID (metadata.uid), by which kubectl describe finds its Events.
 	EnvPodUID = "POD_UID"
-)
-
-// The reasons of the Events the manager records on its own Pod about its CustomResourceDefinitions.
-const (
-	// ReasonCRDMissing is a Warning: a CustomResourceDefinition of the operator is not
-	// established, or is being deleted.
-	ReasonCRDMissing = "CustomResourceDefinitionMissing"
-	// ReasonCRDEstablished is Normal: a CustomResourceDefinition that was missing is established.
-	ReasonCRDEstablished = "CustomResourceDefinitionEstablished"
 )
 
 // crd is one of the operator's CustomResourceDefinitions and the kind it serves.
@@ -275,12 +267,12 @@ func (w *crdWatch) reportLocked(c crd, established, first bool) {
 			return
 		}
 		w.log.Info("a CustomResourceDefinition is established again", "crd", c.name)
-		w.event(c, corev1.EventTypeNormal, ReasonCRDEstablished, fmt.Sprintf("The CustomResourceDefinition %s is established again.", c.name))
+		w.event(c, corev1.EventTypeNormal, conditions.EventReasonCRDEstablished, fmt.Sprintf("The CustomResourceDefinition %s is established again.", c.name))
 	default:
 		crdEstablished.WithLabelValues(c.name).Set(0)
 		w.log.Info("a CustomResourceDefinition is missing, not established or being deleted: the operator goes on without it",
 			"crd", c.name, "meanwhile", c.missing)
-		w.event(c, corev1.EventTypeWarning, ReasonCRDMissing, fmt.Sprintf(
+		w.event(c, corev1.EventTypeWarning, conditions.EventReasonCRDMissing, fmt.Sprintf(
 			"The CustomResourceDefinition %s is missing, not established or being deleted: %s. Install it again (docs/operations.md).",
 			c.name, c.missing))
 	}

@@ -24,9 +24,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
-	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 const (
@@ -353,7 +353,7 @@ func flood(ctx context.Context, c *cluster, m *managerProcess, mf managerFlags, 
 		return res, m, err
 	}
 	for _, e := range events.Items {
-		if e.Reason == webhooks.ReasonRefused {
+		if e.Reason == conditions.EventReasonAdmissionRefused {
 			res.events++
 		}
 	}

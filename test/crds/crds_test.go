@@ -358,12 +358,12 @@ var _ = Describe("With a CustomResourceDefinition missing, the manager", Ordered
 					Expect(established(other)(Default)).To(BeEquivalentTo(1), other)
 				}
 			}
-			Eventually(podEvents(operator.ReasonCRDMissing)).Should(HaveEach(ContainSubstring(missing.crd)))
+			Eventually(podEvents(conditions.EventReasonCRDMissing)).Should(HaveEach(ContainSubstring(missing.crd)))
 
 			By("starting the kind's controller once the CRD is installed again")
 			installCRD(ctx, missing.crd)
 			Eventually(established(missing.crd)).Should(BeEquivalentTo(1))
-			Eventually(podEvents(operator.ReasonCRDEstablished)).Should(HaveEach(ContainSubstring(missing.crd)))
+			Eventually(podEvents(conditions.EventReasonCRDEstablished)).Should(HaveEach(ContainSubstring(missing.crd)))
 			expectServed(ctx, missing, ns, "back")
 
 			By("running on when the CRD is deleted again, and reconciling once it is back")
@@ -471,7 +471,7 @@ var _ = Describe("With the AdmissionPolicy's CustomResourceDefinition deleted", 
 		restart(ctx)
 		Expect(admitted(ctx)(Default)).To(BeFalse(), "the flags' policy Enforces welcome.email.format")
 		Eventually(established(admissionPolicies)).Should(BeZero())
-		Eventually(podEvents(operator.ReasonCRDMissing)).Should(HaveEach(ContainSubstring(admissionPolicies)))
+		Eventually(podEvents(conditions.EventReasonCRDMissing)).Should(HaveEach(ContainSubstring(admissionPolicies)))
 
 		installCRD(ctx, admissionPolicies)
 		warn(ctx)

@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/testenv"
-	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // counterValue is the value of the counter name with exactly the labels given, 0 when absent.
@@ -184,7 +184,7 @@ var _ = Describe("A refusal", func() {
 			g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
 			var found []eventsv1.Event
 			for _, e := range list.Items {
-				if e.Reason == webhooks.ReasonRefused {
+				if e.Reason == conditions.EventReasonAdmissionRefused {
 					found = append(found, e)
 				}
 			}

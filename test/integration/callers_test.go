@@ -21,6 +21,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -96,7 +97,7 @@ var _ = Describe("Callers of the webhooks", admission, func() {
 		Eventually(func(g Gomega) {
 			list := &corev1.EventList{}
 			g.Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
-			g.Expect(list.Items).To(ContainElement(HaveField("Reason", webhooks.ReasonRefused)), fmt.Sprintf("Events in %s", ns))
+			g.Expect(list.Items).To(ContainElement(HaveField("Reason", conditions.EventReasonAdmissionRefused)), fmt.Sprintf("Events in %s", ns))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 

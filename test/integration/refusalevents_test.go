@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	"github.com/seedlabs/webhook-operator/webhooks"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 )
 
 var _ = Describe("Refusal Events", func() {
@@ -33,7 +33,7 @@ var _ = Describe("Refusal Events", func() {
 			g.Expect(k8s.List(ctx, events, client.InNamespace(ns))).To(Succeed())
 			n := 0
 			for _, e := range events.Items {
-				if e.Reason == webhooks.ReasonRefused {
+				if e.Reason == conditions.EventReasonAdmissionRefused {
 					n++
 				}
 			}

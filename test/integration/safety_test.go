@@ -23,6 +23,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
 	"github.com/seedlabs/webhook-operator/internal/resources"
@@ -87,8 +88,8 @@ var _ = Describe("What the controllers create", func() {
 		It("is said in one Created Event of a "+k.kind+", naming its Deployment and its Service", func(ctx SpecContext) {
 			ns := newNamespace(ctx)
 			Expect(k8s.Create(ctx, k.newObject(ns, "shop"))).To(Succeed())
-			expectEventOfType(ctx, corev1.EventTypeNormal, ns, k.kind, "shop", ownership.ReasonCreated, "created Deployment shop ")
-			expectEventOfType(ctx, corev1.EventTypeNormal, ns, k.kind, "shop", ownership.ReasonCreated, " and Service shop ")
+			expectEventOfType(ctx, corev1.EventTypeNormal, ns, k.kind, "shop", conditions.EventReasonCreated, "created Deployment shop ")
+			expectEventOfType(ctx, corev1.EventTypeNormal, ns, k.kind, "shop", conditions.EventReasonCreated, " and Service shop ")
 		})
 	}
 })

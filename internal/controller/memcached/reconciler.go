@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
@@ -33,12 +34,6 @@ import (
 const (
 	// ControllerName names the controller in logs and metrics.
 	ControllerName = "memcached"
-)
-
-// Reasons of the Events the controller records besides the condition reasons of the API.
-const (
-	// ReasonScaled is recorded when the Deployment's replicas are changed to spec.size.
-	ReasonScaled = "Scaled"
 )
 
 // Reconciler turns a Memcached into its Deployment and Service and reports their state.
@@ -144,7 +139,7 @@ func (r *Reconciler) recordScale(m *cachev1alpha1.Memcached, before *appsv1.Depl
 		return
 	}
 	if was := ptr.Deref(before.Spec.Replicas, 1); was != size {
-		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, ReasonScaled, "Scale",
+		r.Recorder.Eventf(m, nil, corev1.EventTypeNormal, conditions.EventReasonScaled, "Scale",
 			"scaled Deployment %s from %d to %d memcached instances", m.Name, was, size)
 	}
 }

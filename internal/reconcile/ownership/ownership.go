@@ -21,13 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 )
-
-// ReasonCreated is the reason of the Event recorded when a custom resource's Deployment or Service
-// is created.
-const ReasonCreated = "Created"
 
 // RecheckAfter is how soon a resource blocked by a foreign object is looked at again. The foreign
 // object carries none of the operator's labels, so the manager's cache does not see it go.
@@ -120,7 +117,7 @@ func (c Children) RecordCreated(events recorder.EventRecorder, obj runtime.Objec
 		created = append(created, "Service "+service)
 	}
 	if len(created) > 0 {
-		events.Eventf(obj, nil, corev1.EventTypeNormal, ReasonCreated, "Create", "%s",
+		events.Eventf(obj, nil, corev1.EventTypeNormal, conditions.EventReasonCreated, "Create", "%s",
 			message.Truncate("created "+strings.Join(created, " and "), message.EventNoteLimit))
 	}
 }
