@@ -1,5 +1,7 @@
-// Package certs issues the webhook serving certificate when nothing else does: a self-signed CA and
-// a serving pair signed by it, for `make run-local` and for clusters without cert-manager.
+// Package certs issues a self-signed CA and a serving pair signed by it, in memory or into a
+// directory: the webhook serving certificate of `make run-local`, and the certificates of make
+// bench's and the end-to-end suite's clusters. A deployed manager without cert-manager keeps its
+// own with open-policy-agent/cert-controller instead (internal/operator/certs.go).
 //
 // Keys are ECDSA P-256 and are only ever held in memory or written to the directory the caller
 // names; this package never logs them.
