@@ -647,8 +647,8 @@ func forceUninstall(ctx SpecContext) {
 const crashWindow = 5 * time.Second
 
 // splitCrashFailures separates the admission failures that a SIGKILL explains from the rest: a
-// connection-level error (refused, reset, broken, or EOF on a request in flight when the process
-// died) within crashWindow of the kill, naming no webhook address but the killed pod's. An EOF
+// connection-level error (refused, reset, broken, closed, or EOF on a request in flight when the
+// process died) within crashWindow of the kill, naming no webhook address but the killed pod's. An EOF
 // names only the Service's host, so it is tied to the kill by time alone; no graceful delete
 // falls within crashWindow of a SIGKILL, since the kills are requestsPerKill requests apart.
 func splitCrashFailures(failures []loadFailure, kills []kill) (crashed, unexplained []loadFailure) {
@@ -687,6 +687,9 @@ func isConnectionFailure(msg, ip string) bool {
 	for _, s := range []string{
 		"connection refused", "connection reset by peer", "broken pipe", "transport connection broken",
 		": EOF", "http2: client connection lost",
+		// Go's net.ErrClosed: the connection kube-apiserver was sending on closed under the
+		// request, once its reader met the dead process's reset.
+		"use of closed network connection",
 	} {
 		if strings.Contains(msg, s) {
 			return true
