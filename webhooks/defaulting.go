@@ -107,8 +107,8 @@ func (p *patcher) value(path string, a, b reflect.Value, member bool) {
 }
 
 // fields walks the fields of the structs a and b as encoding/json marshals them: by their JSON
-// names (no Go name has a character a JSON pointer escapes), an embedded struct without a name
-// as part of the same object, unexported and "-" fields left out.
+// names, an embedded struct without a name as part of the same object, unexported and "-" fields
+// left out.
 func (p *patcher) fields(path string, a, b reflect.Value) {
 	for i := range a.NumField() {
 		f := a.Type().Field(i)
@@ -123,6 +123,7 @@ func (p *patcher) fields(path string, a, b reflect.Value) {
 		case name == "":
 			name = f.Name
 		}
+		name = pointerToken.Replace(name)
 		af, bf := a.Field(i), b.Field(i)
 		switch aOmitted, bOmitted := omitted(af, options), omitted(bf, options); {
 		case bOmitted && !aOmitted:
@@ -160,7 +161,7 @@ func (p *patcher) doc(path string) json.RawMessage {
 	case len(parent) == 0:
 	case parent[0] == '{' && json.Unmarshal(parent, &members) == nil:
 		for name, doc := range members {
-			p.docs[parentPath+"/"+name] = doc
+			p.docs[parentPath+"/"+pointerToken.Replace(name)] = doc
 		}
 	case parent[0] == '[' && json.Unmarshal(parent, &elements) == nil:
 		for i, doc := range elements {
@@ -202,6 +203,9 @@ func omitted(v reflect.Value, options string) bool {
 	}
 	return false
 }
+
+// pointerToken escapes a name as a JSON pointer's token (RFC 6901).
+var pointerToken = strings.NewReplacer("~", "~0", "/", "~1")
 
 var (
 	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
