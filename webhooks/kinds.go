@@ -5,10 +5,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-
-	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 )
 
 // object is a pointer to a custom resource type the webhooks admit.
@@ -20,9 +16,9 @@ type object[T any] interface {
 }
 
 // Kind is the admission of one kind, said once: its defaulting and validation rules, with one
-// signature for every kind, and the paths kube-apiserver calls its webhooks on (the markers beside
-// its rules, in the kind's file). The webhook table (Handlers), the controllers' guard, lint and the
-// tests read it: adding a kind is its file, its value below, and its entry in Kinds.
+// signature for every kind, and the paths kube-apiserver calls its webhooks on. Each kind's value
+// is in its file, beside its webhook markers. The webhook table (Handlers), the controllers' guard,
+// lint and the tests read it: adding a kind is its file and its entry in Kinds.
 type Kind[T any, PT object[T]] struct {
 	// GVK is the kind's group, version and kind.
 	GVK schema.GroupVersionKind
@@ -37,29 +33,6 @@ type Kind[T any, PT object[T]] struct {
 	// schema refuses it next (bounds.go).
 	bounds func(PT) field.ErrorList
 }
-
-// The kinds admission defaults and validates.
-var (
-	Welcome = Kind[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
-		GVK:     authv1alpha1.GroupVersion.WithKind("Welcome"),
-		Default: DefaultWelcome, Validate: ValidateWelcome, bounds: welcomeBounds,
-		MutatePath: "/mutate-auth-seedlabs-dev-v1alpha1-welcome", ValidatePath: "/validate-auth-seedlabs-dev-v1alpha1-welcome",
-	}
-	Memcached = Kind[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{
-		GVK:     cachev1alpha1.GroupVersion.WithKind("Memcached"),
-		Default: DefaultMemcached,
-		// No rule of a Memcached reads the policy's image rules or caps.
-		Validate: func(old, m *cachev1alpha1.Memcached, _ *Policy) (field.ErrorList, admission.Warnings) {
-			return ValidateMemcached(old, m)
-		},
-		MutatePath: "/mutate-cache-seedlabs-dev-v1alpha1-memcached", ValidatePath: "/validate-cache-seedlabs-dev-v1alpha1-memcached",
-	}
-	DeployObject = Kind[appv1.DeployObject, *appv1.DeployObject]{
-		GVK:     appv1.GroupVersion.WithKind("DeployObject"),
-		Default: DefaultDeployObject, Validate: ValidateDeployObject, bounds: deployObjectBounds,
-		MutatePath: "/mutate-app-seedlabs-dev-v1-deployobject", ValidatePath: "/validate-app-seedlabs-dev-v1-deployobject",
-	}
-)
 
 // AnyKind is a Kind for what holds an object of any of them.
 type AnyKind interface {

@@ -24,6 +24,18 @@ import (
 // +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=vmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.metadata.name) || object.metadata.name.size() > 63 || !object.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') || (has(object.spec) && ((has(object.spec.size) && (object.spec.size < 1 || object.spec.size > 3)) || (has(object.spec.containerPort) && (object.spec.containerPort < 1 || object.spec.containerPort > 65535))))"}]}`
 // +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached-scale,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds/scale,verbs=update,versions=v1alpha1,name=vmemcachedscale.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.spec) || !has(object.spec.replicas) || object.spec.replicas < 1 || object.spec.replicas > 3"}]}`
 
+// Memcached is the admission of a Memcached: its rules, and the paths of the webhooks
+// the markers above configure.
+var Memcached = Kind[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{
+	GVK:     cachev1alpha1.GroupVersion.WithKind("Memcached"),
+	Default: DefaultMemcached,
+	// No rule of a Memcached reads the policy's image rules or caps.
+	Validate: func(old, m *cachev1alpha1.Memcached, _ *Policy) (field.ErrorList, admission.Warnings) {
+		return ValidateMemcached(old, m)
+	},
+	MutatePath: "/mutate-cache-seedlabs-dev-v1alpha1-memcached", ValidatePath: "/validate-cache-seedlabs-dev-v1alpha1-memcached",
+}
+
 // memcachedScalePath serves the validating webhook of the memcacheds/scale subresource.
 const memcachedScalePath = "/validate-cache-seedlabs-dev-v1alpha1-memcached-scale"
 
