@@ -38,6 +38,8 @@ type Kind[T any, PT object[T]] struct {
 type AnyKind interface {
 	// Kind is the kind's group, version and kind.
 	Kind() schema.GroupVersionKind
+	// Matches reports whether obj is an object of the kind.
+	Matches(obj runtime.Object) bool
 	// DefaultObject defaults obj as the mutating webhook does, and reports false, doing nothing,
 	// for an object of another kind.
 	DefaultObject(obj runtime.Object) bool
@@ -74,6 +76,12 @@ func DefaultObject(obj runtime.Object) bool {
 
 // Kind implements AnyKind.
 func (k Kind[T, PT]) Kind() schema.GroupVersionKind { return k.GVK }
+
+// Matches implements AnyKind.
+func (k Kind[T, PT]) Matches(obj runtime.Object) bool {
+	_, ok := obj.(PT)
+	return ok
+}
 
 // DefaultObject implements AnyKind.
 func (k Kind[T, PT]) DefaultObject(obj runtime.Object) bool {

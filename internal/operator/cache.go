@@ -2,19 +2,18 @@ package operator
 
 import (
 	"fmt"
+	"slices"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -180,8 +179,7 @@ func withoutWhatIsNotRead(obj any) (any, error) {
 		return obj, nil
 	}
 	o.SetManagedFields(nil)
-	switch obj.(type) {
-	case *authv1alpha1.Welcome, *cachev1alpha1.Memcached, *appv1.DeployObject:
+	if r, ok := obj.(runtime.Object); ok && slices.ContainsFunc(webhooks.Kinds(), func(k webhooks.AnyKind) bool { return k.Matches(r) }) {
 		o.SetLabels(nil)
 		o.SetAnnotations(nil)
 	}
