@@ -37,7 +37,7 @@ var testDecoder = admission.NewDecoder(testScheme)
 // testWebhooks are the webhooks as Setup registers them, under policy, with panics left to crash
 // the test instead of turning into a 500 reply.
 func testWebhooks(policy ImagePolicy) map[string]*admission.Webhook {
-	webhooks := admissionWebhooks(testScheme, Options{ImagePolicy: policy})
+	webhooks := admissionWebhooks(testScheme, Options{Policy: StaticPolicy{Policy: DefaultPolicy(policy)}})
 	for _, h := range webhooks {
 		h.WithRecoverPanic(false)
 	}
@@ -48,21 +48,21 @@ func testWebhooks(policy ImagePolicy) map[string]*admission.Webhook {
 
 var welcomeValidator admission.Validator[*authv1alpha1.Welcome] = validatorFunc[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
 	gvk: kindOf[authv1alpha1.Welcome](testScheme),
-	validate: func(_ *Policy, old, w *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
+	validate: func(_ *Policy, old, w *authv1alpha1.Welcome) (field.ErrorList, []Warning) {
 		return ValidateWelcome(old, w, nil)
 	},
 }
 
 func memcachedValidator() admission.Validator[*cachev1alpha1.Memcached] {
 	return validatorFunc[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{gvk: cachev1alpha1.GroupVersion.WithKind(memcachedGK.Kind),
-		validate: func(_ *Policy, old, m *cachev1alpha1.Memcached) (field.ErrorList, admission.Warnings) {
+		validate: func(_ *Policy, old, m *cachev1alpha1.Memcached) (field.ErrorList, []Warning) {
 			return ValidateMemcached(old, m)
 		}}
 }
 
 func deployObjectValidator(policy ImagePolicy) admission.Validator[*appv1.DeployObject] {
 	return validatorFunc[appv1.DeployObject, *appv1.DeployObject]{gvk: kindOf[appv1.DeployObject](testScheme),
-		validate: func(_ *Policy, old, d *appv1.DeployObject) (field.ErrorList, admission.Warnings) {
+		validate: func(_ *Policy, old, d *appv1.DeployObject) (field.ErrorList, []Warning) {
 			return ValidateDeployObject(old, d, DefaultPolicy(policy))
 		}}
 }
@@ -285,7 +285,7 @@ func serveRaw(h http.Handler, contentType, body string) (int, string) {
 // TestPanicsAreAnsweredWith500: a panic of the rules is a 500 answer with the request's uid, and
 // counted; with recovery off, as in the fuzz targets, it is a panic.
 func TestPanicsAreAnsweredWith500(t *testing.T) {
-	panicking := func(_ *Policy, _, _ *authv1alpha1.Welcome) (field.ErrorList, admission.Warnings) {
+	panicking := func(_ *Policy, _, _ *authv1alpha1.Welcome) (field.ErrorList, []Warning) {
 		panic("the rule broke")
 	}
 	h := validatingWebhook(testScheme, judge{}, panicking)

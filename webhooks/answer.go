@@ -30,15 +30,15 @@ func Refusal(gk schema.GroupKind, name string, errs field.ErrorList) *apierrors.
 // maxQuotedValue is the most bytes of a bad value a refusal quotes: the rest is counted.
 const maxQuotedValue = 256
 
-// listed is errs cut to MaxListed, and a TooMany error counting the rest, each quoting at most
-// maxQuotedValue bytes of its bad value: a refusal of many long values is no longer than a few.
+// listed is errs cut to MaxListed, and a TooMany error counting the rest, each naming its rule
+// (Rendered) and quoting at most maxQuotedValue bytes of its bad value: a refusal of many long
+// values is no longer than a few.
 func listed(errs field.ErrorList) field.ErrorList {
 	out := make(field.ErrorList, 0, min(len(errs), MaxListed)+1)
 	for _, e := range errs[:min(len(errs), MaxListed)] {
+		e = rendered(e)
 		if v, ok := e.BadValue.(string); ok && len(v) > maxQuotedValue {
-			cut := *e
-			cut.BadValue = message.Truncate(v, maxQuotedValue)
-			e = &cut
+			e.BadValue = message.Truncate(v, maxQuotedValue)
 		}
 		out = append(out, e)
 	}
@@ -49,11 +49,18 @@ func listed(errs field.ErrorList) field.ErrorList {
 	return out
 }
 
-// ListedWarnings is warnings cut to MaxListed, then one warning counting the rest.
-func ListedWarnings(warnings admission.Warnings) admission.Warnings {
-	if len(warnings) <= MaxListed {
-		return warnings
+// ListedWarnings is warnings as the client reads them, each naming its rule, cut to MaxListed,
+// then one warning counting the rest.
+func ListedWarnings(warnings []Warning) admission.Warnings {
+	if len(warnings) == 0 {
+		return nil
 	}
-	return append(warnings[:MaxListed:MaxListed], fmt.Sprintf("and %d more warnings, not listed: an answer carries the first %d",
-		len(warnings)-MaxListed, MaxListed))
+	out := make(admission.Warnings, 0, min(len(warnings), MaxListed)+1)
+	for _, w := range warnings[:min(len(warnings), MaxListed)] {
+		out = append(out, w.String())
+	}
+	if len(warnings) > MaxListed {
+		out = append(out, fmt.Sprintf("and %d more warnings, not listed: an answer carries the first %d", len(warnings)-MaxListed, MaxListed))
+	}
+	return out
 }

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 func TestRefusalListsAtMostMaxListed(t *testing.T) {
@@ -62,10 +61,10 @@ func TestRefusalListsAtMostMaxListed(t *testing.T) {
 }
 
 func TestListedWarnings(t *testing.T) {
-	warningsOf := func(n int) admission.Warnings {
-		var w admission.Warnings
+	warningsOf := func(n int) []Warning {
+		var w []Warning
 		for i := range n {
-			w = append(w, fmt.Sprintf("warning %d", i))
+			w = append(w, Warning{Rule: WelcomeReplicasZero, Message: fmt.Sprintf("warning %d", i)})
 		}
 		return w
 	}
@@ -73,7 +72,7 @@ func TestListedWarnings(t *testing.T) {
 		t.Errorf("%d warnings of %d", len(got), MaxListed)
 	}
 	got := ListedWarnings(warningsOf(250))
-	if len(got) != MaxListed+1 || got[MaxListed-1] != "warning 99" || got[MaxListed] != "and 150 more warnings, not listed: an answer carries the first 100" {
+	if len(got) != MaxListed+1 || got[MaxListed-1] != "warning 99 (rule welcome.replicas.zero)" || got[MaxListed] != "and 150 more warnings, not listed: an answer carries the first 100" {
 		t.Errorf("250 warnings listed as %d, ending %q", len(got), got[len(got)-2:])
 	}
 }

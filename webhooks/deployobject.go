@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 )
@@ -56,7 +55,7 @@ func DefaultDeployObject(d *appv1.DeployObject) {
 // (bounds.go). old is nil on create; on update, violations old
 // already had are not held against the update, so an image admitted under an earlier policy
 // stays admitted while it is left untouched.
-func ValidateDeployObject(old, d *appv1.DeployObject, policy *Policy) (field.ErrorList, admission.Warnings) {
+func ValidateDeployObject(old, d *appv1.DeployObject, policy *Policy) (field.ErrorList, []Warning) {
 	if errs := deployObjectBounds(d); len(errs) > 0 {
 		return errs, nil
 	}
@@ -65,7 +64,7 @@ func ValidateDeployObject(old, d *appv1.DeployObject, policy *Policy) (field.Err
 		oldErrs, _ := validateDeployObject(old, policy)
 		errs = ratchet(errs, oldErrs, old, d)
 	}
-	return withRuleIDs(errs), warnings
+	return errs, warnings
 }
 
 // deployObjectImageRules are the image rules as a DeployObject's.
@@ -74,12 +73,12 @@ var deployObjectImageRules = imageRules{
 	latestWithDigest: DeployObjectImageLatestDigest,
 }
 
-func validateDeployObject(d *appv1.DeployObject, policy *Policy) (field.ErrorList, admission.Warnings) {
+func validateDeployObject(d *appv1.DeployObject, policy *Policy) (field.ErrorList, []Warning) {
 	errs, warnings := validateDeployObjectSpec(&d.Spec, policy, field.NewPath("spec"))
 	return append(tagged(validateObjectName(d.Name), DeployObjectObjectName), errs...), warnings
 }
 
-func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy *Policy, path *field.Path) (field.ErrorList, admission.Warnings) {
+func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy *Policy, path *field.Path) (field.ErrorList, []Warning) {
 	errs, warnings := validateImage(spec.Image, policy.Images(), path.Child("image"), deployObjectImageRules)
 	if spec.Replicas != nil && *spec.Replicas < 0 {
 		errs = append(errs, field.Invalid(path.Child("replicas"), *spec.Replicas, "must be 0 or more").WithOrigin(string(DeployObjectReplicas)))
@@ -189,9 +188,9 @@ func validateEnvSize(env []corev1.EnvVar, path *field.Path) field.ErrorList {
 
 // validateEnv holds every variable to the Pod API's rules (validateEnvVar); a repeated name is
 // allowed with a warning, as Kubernetes keeps the last value.
-func validateEnv(env []corev1.EnvVar, path *field.Path) (field.ErrorList, admission.Warnings) {
+func validateEnv(env []corev1.EnvVar, path *field.Path) (field.ErrorList, []Warning) {
 	var errs field.ErrorList
-	var warnings admission.Warnings
+	var warnings []Warning
 	first := make(map[string]int, len(env))
 	for i, e := range env {
 		errs = append(errs, validateEnvVar(e, path.Index(i))...)

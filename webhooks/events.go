@@ -112,7 +112,7 @@ func (r *refusalEvents) record(ctx context.Context, d denial, errs field.ErrorLi
 	regarding := &corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: d.namespace, Name: d.name}
 	prefix := strings.ToLower(d.operation) + " refused: "
 	r.recorder.Eventf(regarding, nil, corev1.EventTypeWarning, conditions.EventReasonAdmissionRefused, actionOf(d.operation), "%s",
-		prefix+message.Violations(errs, message.EventNoteLimit-len(prefix)))
+		prefix+message.Violations(Rendered(errs), message.EventNoteLimit-len(prefix)))
 }
 
 // actionOf is an operation as an Event's action: Create, Update.

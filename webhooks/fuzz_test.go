@@ -42,7 +42,7 @@ func fuzzHandlers(tb testing.TB) map[string]*admission.Webhook {
 	tb.Helper()
 	spec := policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: fixtures.AllowedRegistries}
 	for _, r := range Rules() {
-		if !r.Contract && !r.Warning {
+		if slices.Equal(r.Actions, anyAction) {
 			spec.Rules = append(spec.Rules, policyv1alpha1.RulePolicy{ID: string(r.ID), Action: policyv1alpha1.Enforce,
 				Namespaces: []policyv1alpha1.NamespaceAction{{
 					Selector: metav1.LabelSelector{MatchLabels: map[string]string{"policy": "relaxed"}},
@@ -56,8 +56,7 @@ func fuzzHandlers(tb testing.TB) map[string]*admission.Webhook {
 		tb.Fatal(errs)
 	}
 	webhooks := admissionWebhooks(testScheme, Options{
-		ImagePolicy: policy.Images(),
-		Policy:      StaticPolicy{Policy: policy},
+		Policy: StaticPolicy{Policy: policy},
 		Namespaces: namespaceLabelsFunc(func(name string) map[string]string {
 			if name == fuzzRelaxed {
 				return map[string]string{"policy": "relaxed"}

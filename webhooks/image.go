@@ -10,7 +10,6 @@ import (
 
 	"github.com/distribution/reference"
 	"k8s.io/apimachinery/pkg/util/validation/field"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 )
 
 // The image rules of a DeployObject's spec.image and of a Welcome's, each kind with its own rule IDs.
@@ -96,7 +95,7 @@ type imageRules struct {
 
 // validateImage parses an image reference as the container runtime does and requires it to be
 // pinned by a tag other than latest, or by a digest, and to come from an allowed registry.
-func validateImage(image string, policy ImagePolicy, path *field.Path, ids imageRules) (field.ErrorList, admission.Warnings) {
+func validateImage(image string, policy ImagePolicy, path *field.Path, ids imageRules) (field.ErrorList, []Warning) {
 	const example = "registry.example.com/team/app:1.2.3"
 	if strings.TrimSpace(image) == "" {
 		return field.ErrorList{field.Required(path, "an image reference such as "+example+" is required").WithOrigin(string(ids.reference))}, nil
@@ -111,7 +110,7 @@ func validateImage(image string, policy ImagePolicy, path *field.Path, ids image
 	}
 
 	var errs field.ErrorList
-	var warnings admission.Warnings
+	var warnings []Warning
 	tagged, hasTag := named.(reference.Tagged)
 	_, hasDigest := named.(reference.Digested)
 	switch {

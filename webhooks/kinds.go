@@ -26,7 +26,7 @@ type Kind[T any, PT object[T]] struct {
 	Default func(obj PT)
 	// Validate returns every rule obj breaks under policy, and warnings for what is allowed but
 	// unwise. old is nil on create; on update, what old already broke is not held against obj.
-	Validate func(old, obj PT, policy *Policy) (field.ErrorList, admission.Warnings)
+	Validate func(old, obj PT, policy *Policy) (field.ErrorList, []Warning)
 	// MutatePath and ValidatePath are the paths of its mutating and validating webhooks.
 	MutatePath, ValidatePath string
 	// bounds, when set, refuses an object past its schema's bounds in the mutating webhook, as the
@@ -45,7 +45,7 @@ type AnyKind interface {
 	DefaultObject(obj runtime.Object) bool
 	// Admit defaults obj as the mutating webhook does, and validates it as the validating webhook
 	// does a create under policy. It reports false, doing nothing, for an object of another kind.
-	Admit(obj runtime.Object, policy *Policy) (errs field.ErrorList, warnings admission.Warnings, ok bool)
+	Admit(obj runtime.Object, policy *Policy) (errs field.ErrorList, warnings []Warning, ok bool)
 	// register adds its webhooks to table, which j judges.
 	register(table map[string]*admission.Webhook, scheme *runtime.Scheme, j judge)
 }
@@ -93,7 +93,7 @@ func (k Kind[T, PT]) DefaultObject(obj runtime.Object) bool {
 }
 
 // Admit implements AnyKind.
-func (k Kind[T, PT]) Admit(obj runtime.Object, policy *Policy) (field.ErrorList, admission.Warnings, bool) {
+func (k Kind[T, PT]) Admit(obj runtime.Object, policy *Policy) (field.ErrorList, []Warning, bool) {
 	o, ok := obj.(PT)
 	if !ok {
 		return nil, nil, false
@@ -105,7 +105,7 @@ func (k Kind[T, PT]) Admit(obj runtime.Object, policy *Policy) (field.ErrorList,
 
 func (k Kind[T, PT]) register(table map[string]*admission.Webhook, scheme *runtime.Scheme, j judge) {
 	table[k.MutatePath] = defaultingWebhook(scheme, k.Default, k.bounds)
-	table[k.ValidatePath] = validatingWebhook(scheme, j, func(p *Policy, old, obj PT) (field.ErrorList, admission.Warnings) {
+	table[k.ValidatePath] = validatingWebhook(scheme, j, func(p *Policy, old, obj PT) (field.ErrorList, []Warning) {
 		return k.Validate(old, obj, p)
 	})
 }

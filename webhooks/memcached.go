@@ -30,7 +30,7 @@ var Memcached = Kind[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{
 	GVK:     cachev1alpha1.GroupVersion.WithKind("Memcached"),
 	Default: DefaultMemcached,
 	// No rule of a Memcached reads the policy's image rules or caps.
-	Validate: func(old, m *cachev1alpha1.Memcached, _ *Policy) (field.ErrorList, admission.Warnings) {
+	Validate: func(old, m *cachev1alpha1.Memcached, _ *Policy) (field.ErrorList, []Warning) {
 		return ValidateMemcached(old, m)
 	},
 	MutatePath: "/mutate-cache-seedlabs-dev-v1alpha1-memcached", ValidatePath: "/validate-cache-seedlabs-dev-v1alpha1-memcached",
@@ -57,7 +57,7 @@ func DefaultMemcached(m *cachev1alpha1.Memcached) {
 // ValidateMemcached returns every rule the Memcached breaks, and warnings for what is allowed but
 // unwise. old is nil on create; on update, violations old already had are not held against the
 // update, and keeping or lowering the size is always allowed.
-func ValidateMemcached(old, m *cachev1alpha1.Memcached) (field.ErrorList, admission.Warnings) {
+func ValidateMemcached(old, m *cachev1alpha1.Memcached) (field.ErrorList, []Warning) {
 	path := field.NewPath("spec")
 	var oldSize *int32
 	if old != nil {
@@ -75,14 +75,14 @@ func ValidateMemcached(old, m *cachev1alpha1.Memcached) (field.ErrorList, admiss
 		}
 		errs = ratchet(errs, oldErrs, old, m)
 	}
-	return withRuleIDs(errs), warnings
+	return errs, warnings
 }
 
 // validateSizeChange checks a size against the allowed range. Keeping the stored size is always
 // allowed, so that an object stored out of range (before the rule existed) can still have its
 // metadata and other fields edited; lowering a size above the range is allowed too, so that the
 // pool can be scaled down step by step. Any other size outside the range is refused.
-func validateSizeChange(old, size *int32, path *field.Path) (field.ErrorList, admission.Warnings) {
+func validateSizeChange(old, size *int32, path *field.Path) (field.ErrorList, []Warning) {
 	if size == nil || (*size >= cachev1alpha1.MinSize && *size <= cachev1alpha1.MaxSize) {
 		return nil, nil
 	}
@@ -90,7 +90,7 @@ func validateSizeChange(old, size *int32, path *field.Path) (field.ErrorList, ad
 		return nil, nil
 	}
 	if old != nil && *size <= *old && *size >= cachev1alpha1.MinSize {
-		return nil, admission.Warnings{warning(MemcachedSizeScaleDown,
+		return nil, []Warning{warning(MemcachedSizeScaleDown,
 			"%s is %d, still above %d: the pool is not rolled out until it is at most %d",
 			path, *size, cachev1alpha1.MaxSize, cachev1alpha1.MaxSize)}
 	}
@@ -109,13 +109,13 @@ type memcachedScaleValidator struct {
 func newMemcachedScaleValidator(scheme *runtime.Scheme, j judge) memcachedScaleValidator {
 	return memcachedScaleValidator{validator: admission.WithValidator[*autoscalingv1.Scale](scheme, validatorFunc[autoscalingv1.Scale, *autoscalingv1.Scale]{
 		gvk: cachev1alpha1.GroupVersion.WithKind(memcachedGK.Kind), judge: j,
-		validate: func(_ *Policy, old, scale *autoscalingv1.Scale) (field.ErrorList, admission.Warnings) {
+		validate: func(_ *Policy, old, scale *autoscalingv1.Scale) (field.ErrorList, []Warning) {
 			var oldSize *int32
 			if old != nil {
 				oldSize = &old.Spec.Replicas
 			}
 			errs, warnings := validateSizeChange(oldSize, &scale.Spec.Replicas, field.NewPath("spec", "size"))
-			return withRuleIDs(errs), warnings
+			return errs, warnings
 		},
 	}).Handler}
 }

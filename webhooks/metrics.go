@@ -1,10 +1,10 @@
 package webhooks
 
 import (
-	"strings"
-
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
 // Admission's own metrics, on the manager's metrics endpoint beside controller-runtime's
@@ -50,30 +50,14 @@ func observe(kind, operation string, v Judgement) {
 		decision = "denied"
 	}
 	decisions.WithLabelValues(kind, operation, decision).Inc()
-	counted := map[RuleID]bool{}
-	count := func(id RuleID, action string) {
-		if id != "" && !counted[id] {
-			counted[id] = true
-			ruleResults.WithLabelValues(kind, string(id), action).Inc()
-		}
-	}
-	for _, e := range v.Refused {
-		count(RuleID(e.Origin), actionDenied)
-	}
-	for _, w := range v.Warnings {
-		count(RuleOfWarning(w), actionWarned)
-	}
-	for _, id := range v.Audited {
-		count(id, actionAudited)
+	for _, b := range v.Broken {
+		ruleResults.WithLabelValues(kind, string(b.ID), resultOf[b.Action]).Inc()
 	}
 }
 
-// RuleOfWarning is the rule a warning names at its end, if any.
-func RuleOfWarning(w string) RuleID {
-	const open = " (rule "
-	i := strings.LastIndex(w, open)
-	if i < 0 || !strings.HasSuffix(w, ")") {
-		return ""
-	}
-	return RuleID(w[i+len(open) : len(w)-1])
+// resultOf is the action a rule result is counted under, by what the policy did about the rule.
+var resultOf = map[policyv1alpha1.Action]string{
+	policyv1alpha1.Enforce: actionDenied,
+	policyv1alpha1.Warn:    actionWarned,
+	policyv1alpha1.Audit:   actionAudited,
 }

@@ -45,15 +45,3 @@ func TestAdmissionMetrics(t *testing.T) {
 		t.Errorf("counted %+v, want %+v", got, want)
 	}
 }
-
-func TestRuleOfWarning(t *testing.T) {
-	for w, want := range map[string]RuleID{
-		"spec.replicas is 0 (rule welcome.replicas.zero)": WelcomeReplicasZero,
-		"a warning of no rule":                            "",
-		"(rule unterminated":                              "",
-	} {
-		if got := RuleOfWarning(w); got != want {
-			t.Errorf("RuleOfWarning(%q) = %q, want %q", w, got, want)
-		}
-	}
-}

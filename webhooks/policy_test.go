@@ -222,16 +222,16 @@ func TestPolicyJudge(t *testing.T) {
 		`spec.email: Invalid value: "nope": must be a bare email address such as user@example.com (rule welcome.email.format)`,
 		"spec.replicas is 0: no web server pod will run until it is raised (rule welcome.replicas.zero)",
 	}
-	if diff := gocmp.Diff(wantWarnings, []string(j.Warnings)); diff != "" {
+	if diff := gocmp.Diff(wantWarnings, []string(ListedWarnings(j.Warnings))); diff != "" {
 		t.Errorf("warnings (-want +got):\n%s", diff)
 	}
-	if diff := gocmp.Diff([]RuleID{WelcomeUserID, WelcomePassword}, j.Audited); diff != "" {
+	if diff := gocmp.Diff([]RuleID{WelcomeUserID, WelcomePassword}, j.Audited()); diff != "" {
 		t.Errorf("audited (-want +got):\n%s", diff)
 	}
 
 	// The default policy refuses and warns as the rules do.
 	j = DefaultPolicy(ImagePolicy{}).Judge(found, warnings, nil)
-	if len(j.Refused) != len(found) || len(j.Warnings) != len(warnings) || len(j.Audited) != 0 {
+	if len(j.Refused) != len(found) || len(j.Warnings) != len(warnings) || len(j.Audited()) != 0 {
 		t.Errorf("the default policy changed what the rules found: %+v", j)
 	}
 }

@@ -2,16 +2,21 @@ package webhooks
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
 // RuleID names a rule admission enforces. IDs are stable: they appear in every refusal and
 // warning, and a cluster admin refers to them to choose what each rule does.
 type RuleID string
 
-// Rule is one rule of admission.
+// Rule is one rule of admission, and what it means: what a policy may make of it, and whether it
+// holds a stored spec back. The policy's compile, its judgement, the guard, lint and the plugin's
+// list read these fields; none restates them.
 type Rule struct {
 	ID RuleID
 	// Kind is the kind the rule holds.
@@ -20,12 +25,36 @@ type Rule struct {
 	Field string
 	// Summary says what the rule requires.
 	Summary string
-	// Warning rules admit, with a warning; the others refuse.
-	Warning bool
-	// Contract rules protect what the operator builds: an object that breaks one would be
-	// admitted and then fail when its Deployment or Service is applied. They cannot be relaxed.
-	Contract bool
+	// Default is what admission does about the rule when no policy changes it.
+	Default policyv1alpha1.Action
+	// Actions are what a policy may make of it: a contract rule protects what the operator
+	// builds (an object that breaks one would be admitted and then fail when its Deployment or
+	// Service is applied), so it is always Enforced; a warning names nothing to refuse, so it is
+	// Warned or Audited.
+	Actions []policyv1alpha1.Action
+	// AdmissionOnly rules judge what is admitted, not what is stored: a stored spec that breaks
+	// one is rolled out all the same. The registry allow-list is admission policy, so an image
+	// admitted before the list changed keeps running.
+	AdmissionOnly bool
 }
+
+// Contract reports whether the rule is always Enforced.
+func (r Rule) Contract() bool {
+	return slices.Equal(r.Actions, contract)
+}
+
+// What a policy may make of each sort of rule.
+var (
+	anyAction = []policyv1alpha1.Action{policyv1alpha1.Enforce, policyv1alpha1.Warn, policyv1alpha1.Audit}
+	contract  = []policyv1alpha1.Action{policyv1alpha1.Enforce}
+	warnOnly  = []policyv1alpha1.Action{policyv1alpha1.Warn, policyv1alpha1.Audit}
+)
+
+// The default actions, as the table below writes them.
+const (
+	enforce = policyv1alpha1.Enforce
+	warn    = policyv1alpha1.Warn
+)
 
 // The rules' IDs, kind by kind.
 const (
@@ -72,44 +101,44 @@ const (
 // rules are every rule, in the order kubectl webhook-operator rules lists them and docs/rules.md
 // shows them.
 var rules = []Rule{
-	{ID: WelcomeObjectName, Kind: "Welcome", Field: "metadata.name", Summary: "a DNS-1035 label: it names the Service and is a label value of the pods", Contract: true},
-	{ID: WelcomeName, Kind: "Welcome", Field: "spec.name", Summary: "not empty or blank"},
-	{ID: WelcomeNameLength, Kind: "Welcome", Field: "spec.name", Summary: "at most 256 bytes"},
-	{ID: WelcomeUserID, Kind: "Welcome", Field: "spec.userID", Summary: "1-65535 when set"},
-	{ID: WelcomeGroups, Kind: "Welcome", Field: "spec.groups", Summary: "no empty names, no duplicates"},
-	{ID: WelcomeGroupsSize, Kind: "Welcome", Field: "spec.groups", Summary: "at most 32 groups, each at most 256 bytes"},
-	{ID: WelcomeEmail, Kind: "Welcome", Field: "spec.email", Summary: "a bare address such as user@example.com, at most 254 bytes (RFC 5321), when set"},
-	{ID: WelcomeReplicas, Kind: "Welcome", Field: "spec.replicas", Summary: "0 or more", Contract: true},
-	{ID: WelcomeReplicasZero, Kind: "Welcome", Field: "spec.replicas", Summary: "0 runs no web server", Warning: true},
-	{ID: WelcomeReplicasMax, Kind: "Welcome", Field: "spec.replicas", Summary: "at most 100, or the AdmissionPolicy's maxReplicas; Warning or Auditing the rule lifts the cap"},
-	{ID: WelcomePort, Kind: "Welcome", Field: "spec.port", Summary: "1-65535", Contract: true},
-	{ID: WelcomeServiceType, Kind: "Welcome", Field: "spec.serviceType", Summary: "NodePort, ClusterIP or LoadBalancer", Contract: true},
-	{ID: WelcomePassword, Kind: "Welcome", Field: "spec.password", Summary: "stored unencrypted in etcd", Warning: true},
-	{ID: WelcomePasswordLength, Kind: "Welcome", Field: "spec.password", Summary: "at most 256 bytes"},
-	{ID: WelcomeImageReference, Kind: "Welcome", Field: "spec.image", Summary: "a reference the container runtime can parse", Contract: true},
-	{ID: WelcomeImagePinned, Kind: "Welcome", Field: "spec.image", Summary: "a tag other than latest, or a digest"},
-	{ID: WelcomeImageRegistry, Kind: "Welcome", Field: "spec.image", Summary: "from an allowed registry, when the allow-list is set"},
-	{ID: WelcomeImageLatestDigest, Kind: "Welcome", Field: "spec.image", Summary: "the tag latest beside a digest is ignored", Warning: true},
+	{ID: WelcomeObjectName, Kind: "Welcome", Field: "metadata.name", Summary: "a DNS-1035 label: it names the Service and is a label value of the pods", Default: enforce, Actions: contract},
+	{ID: WelcomeName, Kind: "Welcome", Field: "spec.name", Summary: "not empty or blank", Default: enforce, Actions: anyAction},
+	{ID: WelcomeNameLength, Kind: "Welcome", Field: "spec.name", Summary: "at most 256 bytes", Default: enforce, Actions: anyAction},
+	{ID: WelcomeUserID, Kind: "Welcome", Field: "spec.userID", Summary: "1-65535 when set", Default: enforce, Actions: anyAction},
+	{ID: WelcomeGroups, Kind: "Welcome", Field: "spec.groups", Summary: "no empty names, no duplicates", Default: enforce, Actions: anyAction},
+	{ID: WelcomeGroupsSize, Kind: "Welcome", Field: "spec.groups", Summary: "at most 32 groups, each at most 256 bytes", Default: enforce, Actions: anyAction},
+	{ID: WelcomeEmail, Kind: "Welcome", Field: "spec.email", Summary: "a bare address such as user@example.com, at most 254 bytes (RFC 5321), when set", Default: enforce, Actions: anyAction},
+	{ID: WelcomeReplicas, Kind: "Welcome", Field: "spec.replicas", Summary: "0 or more", Default: enforce, Actions: contract},
+	{ID: WelcomeReplicasZero, Kind: "Welcome", Field: "spec.replicas", Summary: "0 runs no web server", Default: warn, Actions: warnOnly},
+	{ID: WelcomeReplicasMax, Kind: "Welcome", Field: "spec.replicas", Summary: "at most 100, or the AdmissionPolicy's maxReplicas; Warning or Auditing the rule lifts the cap", Default: enforce, Actions: anyAction},
+	{ID: WelcomePort, Kind: "Welcome", Field: "spec.port", Summary: "1-65535", Default: enforce, Actions: contract},
+	{ID: WelcomeServiceType, Kind: "Welcome", Field: "spec.serviceType", Summary: "NodePort, ClusterIP or LoadBalancer", Default: enforce, Actions: contract},
+	{ID: WelcomePassword, Kind: "Welcome", Field: "spec.password", Summary: "stored unencrypted in etcd", Default: warn, Actions: warnOnly},
+	{ID: WelcomePasswordLength, Kind: "Welcome", Field: "spec.password", Summary: "at most 256 bytes", Default: enforce, Actions: anyAction},
+	{ID: WelcomeImageReference, Kind: "Welcome", Field: "spec.image", Summary: "a reference the container runtime can parse", Default: enforce, Actions: contract},
+	{ID: WelcomeImagePinned, Kind: "Welcome", Field: "spec.image", Summary: "a tag other than latest, or a digest", Default: enforce, Actions: anyAction},
+	{ID: WelcomeImageRegistry, Kind: "Welcome", Field: "spec.image", Summary: "from an allowed registry, when the allow-list is set", Default: enforce, Actions: anyAction, AdmissionOnly: true},
+	{ID: WelcomeImageLatestDigest, Kind: "Welcome", Field: "spec.image", Summary: "the tag latest beside a digest is ignored", Default: warn, Actions: warnOnly},
 
-	{ID: MemcachedObjectName, Kind: "Memcached", Field: "metadata.name", Summary: "a DNS-1035 label, as for a Welcome", Contract: true},
-	{ID: MemcachedSize, Kind: "Memcached", Field: "spec.size", Summary: "1-3; keeping or lowering a stored size is always allowed"},
-	{ID: MemcachedSizeScaleDown, Kind: "Memcached", Field: "spec.size", Summary: "a size lowered but still above 3 is not rolled out", Warning: true},
-	{ID: MemcachedContainerPort, Kind: "Memcached", Field: "spec.containerPort", Summary: "1-65535", Contract: true},
+	{ID: MemcachedObjectName, Kind: "Memcached", Field: "metadata.name", Summary: "a DNS-1035 label, as for a Welcome", Default: enforce, Actions: contract},
+	{ID: MemcachedSize, Kind: "Memcached", Field: "spec.size", Summary: "1-3; keeping or lowering a stored size is always allowed", Default: enforce, Actions: anyAction},
+	{ID: MemcachedSizeScaleDown, Kind: "Memcached", Field: "spec.size", Summary: "a size lowered but still above 3 is not rolled out", Default: warn, Actions: warnOnly},
+	{ID: MemcachedContainerPort, Kind: "Memcached", Field: "spec.containerPort", Summary: "1-65535", Default: enforce, Actions: contract},
 
-	{ID: DeployObjectObjectName, Kind: "DeployObject", Field: "metadata.name", Summary: "a DNS-1035 label, as for a Welcome", Contract: true},
-	{ID: DeployObjectImageReference, Kind: "DeployObject", Field: "spec.image", Summary: "required; a reference the container runtime can parse", Contract: true},
-	{ID: DeployObjectImagePinned, Kind: "DeployObject", Field: "spec.image", Summary: "a tag other than latest, or a digest"},
-	{ID: DeployObjectImageRegistry, Kind: "DeployObject", Field: "spec.image", Summary: "from an allowed registry, when the allow-list is set"},
-	{ID: DeployObjectImageLatestDigest, Kind: "DeployObject", Field: "spec.image", Summary: "the tag latest beside a digest is ignored", Warning: true},
-	{ID: DeployObjectReplicas, Kind: "DeployObject", Field: "spec.replicas", Summary: "0 or more", Contract: true},
-	{ID: DeployObjectReplicasMax, Kind: "DeployObject", Field: "spec.replicas", Summary: "at most 100, or the AdmissionPolicy's maxReplicas; Warning or Auditing the rule lifts the cap"},
-	{ID: DeployObjectPorts, Kind: "DeployObject", Field: "spec.ports", Summary: "the Service API's rules for ports", Contract: true},
-	{ID: DeployObjectAppProtocol, Kind: "DeployObject", Field: "spec.ports[].appProtocol", Summary: "a qualified name", Contract: true},
-	{ID: DeployObjectEnv, Kind: "DeployObject", Field: "spec.env", Summary: "the Pod API's rules for environment variables", Contract: true},
-	{ID: DeployObjectEnvSecrets, Kind: "DeployObject", Field: "spec.env[].valueFrom.secretKeyRef", Summary: "no Secrets: an editor could read any Secret of the namespace"},
-	{ID: DeployObjectEnvDuplicate, Kind: "DeployObject", Field: "spec.env[].name", Summary: "a repeated name: Kubernetes keeps the last", Warning: true},
-	{ID: DeployObjectEnvSize, Kind: "DeployObject", Field: "spec.env", Summary: "at most 100 variables, each value at most 32 KiB, names and values at most 256 KiB in all"},
-	{ID: DeployObjectResources, Kind: "DeployObject", Field: "spec.resources", Summary: "the Pod API's rules for resources", Contract: true},
+	{ID: DeployObjectObjectName, Kind: "DeployObject", Field: "metadata.name", Summary: "a DNS-1035 label, as for a Welcome", Default: enforce, Actions: contract},
+	{ID: DeployObjectImageReference, Kind: "DeployObject", Field: "spec.image", Summary: "required; a reference the container runtime can parse", Default: enforce, Actions: contract},
+	{ID: DeployObjectImagePinned, Kind: "DeployObject", Field: "spec.image", Summary: "a tag other than latest, or a digest", Default: enforce, Actions: anyAction},
+	{ID: DeployObjectImageRegistry, Kind: "DeployObject", Field: "spec.image", Summary: "from an allowed registry, when the allow-list is set", Default: enforce, Actions: anyAction, AdmissionOnly: true},
+	{ID: DeployObjectImageLatestDigest, Kind: "DeployObject", Field: "spec.image", Summary: "the tag latest beside a digest is ignored", Default: warn, Actions: warnOnly},
+	{ID: DeployObjectReplicas, Kind: "DeployObject", Field: "spec.replicas", Summary: "0 or more", Default: enforce, Actions: contract},
+	{ID: DeployObjectReplicasMax, Kind: "DeployObject", Field: "spec.replicas", Summary: "at most 100, or the AdmissionPolicy's maxReplicas; Warning or Auditing the rule lifts the cap", Default: enforce, Actions: anyAction},
+	{ID: DeployObjectPorts, Kind: "DeployObject", Field: "spec.ports", Summary: "the Service API's rules for ports", Default: enforce, Actions: contract},
+	{ID: DeployObjectAppProtocol, Kind: "DeployObject", Field: "spec.ports[].appProtocol", Summary: "a qualified name", Default: enforce, Actions: contract},
+	{ID: DeployObjectEnv, Kind: "DeployObject", Field: "spec.env", Summary: "the Pod API's rules for environment variables", Default: enforce, Actions: contract},
+	{ID: DeployObjectEnvSecrets, Kind: "DeployObject", Field: "spec.env[].valueFrom.secretKeyRef", Summary: "no Secrets: an editor could read any Secret of the namespace", Default: enforce, Actions: anyAction},
+	{ID: DeployObjectEnvDuplicate, Kind: "DeployObject", Field: "spec.env[].name", Summary: "a repeated name: Kubernetes keeps the last", Default: warn, Actions: warnOnly},
+	{ID: DeployObjectEnvSize, Kind: "DeployObject", Field: "spec.env", Summary: "at most 100 variables, each value at most 32 KiB, names and values at most 256 KiB in all", Default: enforce, Actions: anyAction},
+	{ID: DeployObjectResources, Kind: "DeployObject", Field: "spec.resources", Summary: "the Pod API's rules for resources", Default: enforce, Actions: contract},
 }
 
 // rulesByID finds each of rules by its ID.
@@ -142,26 +171,43 @@ func tagged(errs field.ErrorList, id RuleID) field.ErrorList {
 	return errs
 }
 
-// withRuleIDs returns copies of errs that end their detail with the rule each breaks, as the
-// client sees them: "must be between 1 and 3 (rule memcached.size.range)".
-func withRuleIDs(errs field.ErrorList) field.ErrorList {
+// Warning is what a rule found allowed but unwise: the rule, as data, and what it found, in the
+// client's words and naming the field. It names its rule in text only where it leaves the process
+// (String).
+type Warning struct {
+	Rule    RuleID
+	Message string
+}
+
+// String is the warning as the client reads it: "spec.replicas is 0: ... (rule welcome.replicas.zero)".
+func (w Warning) String() string { return w.Message + " " + ruleSuffix(w.Rule) }
+
+// warning is a warning of rule id.
+func warning(id RuleID, format string, args ...any) Warning {
+	return Warning{Rule: id, Message: fmt.Sprintf(format, args...)}
+}
+
+// Rendered returns copies of errs that end their detail with the rule each breaks, as a message
+// that leaves the process (a refusal, a condition, an Event) shows them:
+// "must be between 1 and 3 (rule memcached.size.range)". The rule stays in each error's Origin.
+func Rendered(errs field.ErrorList) field.ErrorList {
 	if len(errs) == 0 {
 		return errs
 	}
 	out := make(field.ErrorList, len(errs))
 	for i, e := range errs {
-		c := *e
-		if c.Origin != "" && !strings.HasSuffix(c.Detail, ruleSuffix(RuleID(c.Origin))) {
-			c.Detail = strings.TrimSpace(c.Detail + " " + ruleSuffix(RuleID(c.Origin)))
-		}
-		out[i] = &c
+		out[i] = rendered(e)
 	}
 	return out
 }
 
-// warning is a warning of rule id.
-func warning(id RuleID, format string, args ...any) string {
-	return fmt.Sprintf(format, args...) + " " + ruleSuffix(id)
+// rendered is a copy of e that ends its detail with its rule.
+func rendered(e *field.Error) *field.Error {
+	c := *e
+	if c.Origin != "" {
+		c.Detail = strings.TrimSpace(c.Detail + " " + ruleSuffix(RuleID(c.Origin)))
+	}
+	return &c
 }
 
 func ruleSuffix(id RuleID) string { return "(rule " + string(id) + ")" }

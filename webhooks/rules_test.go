@@ -14,6 +14,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
 var ruleIDFormat = regexp.MustCompile(`^(welcome|memcached|deployobject)\.[a-z0-9-]+\.[a-z0-9-]+$`)
@@ -31,8 +32,14 @@ func TestRulesAreWellFormed(t *testing.T) {
 		if !strings.HasPrefix(string(r.ID), strings.ToLower(r.Kind)+".") {
 			t.Errorf("rule %s holds a %s", r.ID, r.Kind)
 		}
-		if r.Warning && r.Contract {
-			t.Errorf("rule %s warns, so it cannot protect the contract", r.ID)
+		switch {
+		case r.Default == policyv1alpha1.Warn && slices.Equal(r.Actions, warnOnly):
+		case r.Default == policyv1alpha1.Enforce && (slices.Equal(r.Actions, contract) || slices.Equal(r.Actions, anyAction)):
+		default:
+			t.Errorf("rule %s defaults to %s and allows %v: a rule is a contract (Enforce), a warning (Warn or Audit, Warn by default) or any action, Enforce by default", r.ID, r.Default, r.Actions)
+		}
+		if r.AdmissionOnly && !strings.HasSuffix(string(r.ID), ".image.registry") {
+			t.Errorf("rule %s is AdmissionOnly: only the registry allow-list is admission policy", r.ID)
 		}
 		if r.Field == "" || r.Summary == "" {
 			t.Errorf("rule %s has no field or summary", r.ID)
@@ -49,17 +56,17 @@ func TestEveryRuleIsReachable(t *testing.T) {
 		t.Fatal(err)
 	}
 	named := map[RuleID]bool{}
-	record := func(errs field.ErrorList, warnings []string) {
+	record := func(errs field.ErrorList, warnings []Warning) {
 		t.Helper()
 		for _, e := range errs {
-			if !isRule(RuleID(e.Origin)) || !strings.HasSuffix(e.Detail, ruleSuffix(RuleID(e.Origin))) {
+			if !isRule(RuleID(e.Origin)) {
 				t.Errorf("%s does not name a registered rule", e)
 				continue
 			}
 			named[RuleID(e.Origin)] = true
 		}
 		for _, w := range warnings {
-			id := RuleOfWarning(w)
+			id := w.Rule
 			if !isRule(id) {
 				t.Errorf("the warning %q does not name a registered rule", w)
 				continue

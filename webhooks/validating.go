@@ -15,7 +15,7 @@ import (
 // validatingWebhook is the validating webhook of a kind: validate judges an object against the
 // stored one on update, nil on create, and j refuses what the policy in force enforces of its
 // violations in one 422 Invalid status.
-func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, j judge, validate func(p *Policy, old, obj PT) (field.ErrorList, admission.Warnings)) *admission.Webhook {
+func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, j judge, validate func(p *Policy, old, obj PT) (field.ErrorList, []Warning)) *admission.Webhook {
 	return admission.WithValidator[PT](scheme, validatorFunc[T, PT]{gvk: kindOf[T, PT](scheme), validate: validate, judge: j})
 }
 
@@ -30,7 +30,7 @@ func kindOf[T any, PT object[T]](scheme *runtime.Scheme) schema.GroupVersionKind
 // validatorFunc serves a validation rule through controller-runtime.
 type validatorFunc[T any, PT object[T]] struct {
 	gvk      schema.GroupVersionKind
-	validate func(p *Policy, old, obj PT) (field.ErrorList, admission.Warnings)
+	validate func(p *Policy, old, obj PT) (field.ErrorList, []Warning)
 	judge    judge
 }
 
@@ -72,10 +72,37 @@ func (v validatorFunc[T, PT]) answer(ctx context.Context, op admissionv1.Operati
 // admissionResult turns violations into the error a webhook returns: one 422 Invalid status naming
 // every field, which the API server passes to the client with a cause per violation (Refusal), and
 // warnings as many as an answer carries.
-func admissionResult(gk schema.GroupKind, name string, errs field.ErrorList, warnings admission.Warnings) (admission.Warnings, error) {
-	warnings = ListedWarnings(warnings)
+func admissionResult(gk schema.GroupKind, name string, errs field.ErrorList, warnings []Warning) (admission.Warnings, error) {
 	if len(errs) == 0 {
-		return warnings, nil
+		return ListedWarnings(warnings), nil
 	}
-	return warnings, Refusal(gk, name, errs)
+	return ListedWarnings(warnings), Refusal(gk, name, errs)
+}
+
+// judge is what a validating webhook does with what the rules found: it applies the policy in
+// force, counts the answer, and records a refusal.
+type judge struct {
+	policy     PolicySource
+	namespaces Namespaces
+	events     *refusalEvents
+}
+
+func newJudge(opts Options) judge {
+	return judge{policy: opts.Policy, namespaces: opts.Namespaces, events: newRefusalEvents(opts.Recorder, opts.Namespaces)}
+}
+
+// current is the policy in force, read once per request so that one answer follows one policy.
+func (j judge) current() *Policy { return CurrentPolicy(j.policy) }
+
+// judge applies p to what the rules found in the object of d, counts the answer and records a
+// refusal, and returns the violations to refuse and the warnings to send. A namespace whose labels
+// an override needs but that cannot be read is an error, which refuses the request.
+func (j judge) judge(ctx context.Context, p *Policy, d denial, errs field.ErrorList, warnings []Warning) (field.ErrorList, []Warning, error) {
+	verdict, err := p.JudgeIn(ctx, j.namespaces, d.namespace, errs, warnings)
+	if err != nil {
+		return nil, nil, err
+	}
+	observe(d.gvk.Kind, d.operation, verdict)
+	j.events.record(ctx, d, verdict.Refused)
+	return verdict.Refused, verdict.Warnings, nil
 }

@@ -21,12 +21,9 @@ import (
 
 // Options configure the admission webhooks.
 type Options struct {
-	// ImagePolicy is what the image of a DeployObject, and of a Welcome that sets one, must
-	// satisfy beyond a pinned reference.
-	// It is the image policy of the default policy, when Policy is not set.
-	ImagePolicy ImagePolicy
-	// Policy, when set, is the admission policy in force, read on every request: the actions of
-	// the rules and the image policy (the AdmissionPolicy, as it changes).
+	// Policy is the admission policy in force, read on every request: the actions of the rules,
+	// the replica cap and the image policy (the AdmissionPolicy, as it changes). Without one,
+	// every rule has its default action, and any registry is allowed.
 	Policy PolicySource
 	// Namespaces are the namespaces the manager knows: the labels the policy's namespace overrides
 	// select, and where a refusal Event may be written.
@@ -65,7 +62,7 @@ func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissi
 	table := map[string]*admission.Webhook{
 		memcachedScalePath: {Handler: newMemcachedScaleValidator(scheme, j)},
 		admissionPolicyPath: validatingWebhook(scheme, judge{},
-			func(_ *Policy, _, p *policyv1alpha1.AdmissionPolicy) (field.ErrorList, admission.Warnings) {
+			func(_ *Policy, _, p *policyv1alpha1.AdmissionPolicy) (field.ErrorList, []Warning) {
 				return ValidateAdmissionPolicy(p), nil
 			}),
 	}

@@ -8,7 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 )
@@ -71,7 +70,7 @@ func DefaultWelcome(w *authv1alpha1.Welcome) {
 //
 // spec.image, when set, is held to the image rules of a DeployObject under the same policy's
 // image policy, so that a Welcome is no way around them; spec.replicas to the policy's cap.
-func ValidateWelcome(old, w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, admission.Warnings) {
+func ValidateWelcome(old, w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
 	if errs := welcomeBounds(w); len(errs) > 0 {
 		return errs, nil
 	}
@@ -80,7 +79,7 @@ func ValidateWelcome(old, w *authv1alpha1.Welcome, policy *Policy) (field.ErrorL
 		oldErrs, _ := validateWelcome(old, policy)
 		errs = ratchet(errs, oldErrs, old, w)
 	}
-	return withRuleIDs(errs), append(warnings, welcomeWarnings(&w.Spec, field.NewPath("spec"))...)
+	return errs, append(warnings, welcomeWarnings(&w.Spec, field.NewPath("spec"))...)
 }
 
 // welcomeImageRules are the image rules as a Welcome's.
@@ -88,7 +87,7 @@ var welcomeImageRules = imageRules{
 	reference: WelcomeImageReference, pinned: WelcomeImagePinned, registry: WelcomeImageRegistry, latestWithDigest: WelcomeImageLatestDigest,
 }
 
-func validateWelcome(w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, admission.Warnings) {
+func validateWelcome(w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
 	errs := tagged(validateObjectName(w.Name), WelcomeObjectName)
 	errs = append(errs, validateWelcomeSpec(&w.Spec, policy.MaxReplicas(), field.NewPath("spec"))...)
 	if w.Spec.Image == "" {
@@ -136,8 +135,8 @@ func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, maxReplicas int32, path
 	return errs
 }
 
-func welcomeWarnings(spec *authv1alpha1.WelcomeSpec, path *field.Path) admission.Warnings {
-	var warnings admission.Warnings
+func welcomeWarnings(spec *authv1alpha1.WelcomeSpec, path *field.Path) []Warning {
+	var warnings []Warning
 	if spec.Password != "" {
 		warnings = append(warnings, warning(WelcomePassword,
 			"%s is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead", path.Child("password")))

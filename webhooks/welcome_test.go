@@ -52,21 +52,18 @@ type fieldErrorView struct {
 const anyRule = "*"
 
 // compareFieldErrors compares field errors on Type, Field, BadValue (including its dynamic type, so
-// int32(0) and int(0) differ) and Detail without its rule, and requires of an error that it come
-// from a registered rule and end its detail with that rule's ID, unless it is an expected error
-// (anyRule).
+// int32(0) and int(0) differ) and Detail, and requires of an error that it come from a registered
+// rule, named in its Origin and not in its text, unless it is an expected error (anyRule).
 var compareFieldErrors = gocmp.Transformer("fieldErrorView", func(e *field.Error) fieldErrorView {
-	detail, rule := e.Detail, "ok"
+	rule := "ok"
 	switch {
 	case e.Origin == anyRule:
 	case !isRule(RuleID(e.Origin)):
 		rule = fmt.Sprintf("no registered rule: origin %q", e.Origin)
-	case !strings.HasSuffix(e.Detail, ruleSuffix(RuleID(e.Origin))):
-		rule = fmt.Sprintf("the detail does not end with %s", ruleSuffix(RuleID(e.Origin)))
-	default:
-		detail = strings.TrimSpace(strings.TrimSuffix(detail, ruleSuffix(RuleID(e.Origin))))
+	case strings.Contains(e.Detail, "(rule "):
+		rule = "the detail names a rule"
 	}
-	return fieldErrorView{Type: e.Type, Field: e.Field, BadValue: e.BadValue, Detail: detail, Rule: rule}
+	return fieldErrorView{Type: e.Type, Field: e.Field, BadValue: e.BadValue, Detail: e.Detail, Rule: rule}
 })
 
 // compareUnruledErrors is compareFieldErrors for the errors of the functions that make them, to
@@ -81,20 +78,36 @@ func isRule(id RuleID) bool {
 	return ok
 }
 
-// withoutRuleIDs are warnings without the rule each names, after checking it is a registered one.
-func withoutRuleIDs(t testing.TB, warnings admission.Warnings) admission.Warnings {
+// withoutRuleIDs are the messages of warnings, after checking that each is of a registered rule
+// and does not name it in its text.
+func withoutRuleIDs(t testing.TB, warnings []Warning) admission.Warnings {
 	t.Helper()
 	if warnings == nil {
 		return nil
 	}
 	out := make(admission.Warnings, 0, len(warnings))
 	for _, w := range warnings {
-		id := RuleOfWarning(w)
-		if !isRule(id) {
+		if !isRule(w.Rule) || strings.Contains(w.Message, "(rule ") {
+			t.Errorf("the warning %q is of no registered rule, or names one in its text", w)
+			continue
+		}
+		out = append(out, w.Message)
+	}
+	return out
+}
+
+// sentWithoutRuleIDs are warnings as a client reads them, without the rule each names at its end,
+// after checking that it is a registered one.
+func sentWithoutRuleIDs(t testing.TB, warnings admission.Warnings) admission.Warnings {
+	t.Helper()
+	out := make(admission.Warnings, 0, len(warnings))
+	for _, w := range warnings {
+		m := ruleInMessage.FindStringSubmatch(w)
+		if m == nil || !strings.HasSuffix(w, m[0]) || !isRule(RuleID(m[1])) {
 			t.Errorf("the warning %q does not end with a registered rule", w)
 			continue
 		}
-		out = append(out, strings.TrimSuffix(w, " "+ruleSuffix(id)))
+		out = append(out, strings.TrimSuffix(w, m[0]))
 	}
 	return out
 }
@@ -754,7 +767,7 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 		if err != nil {
 			t.Errorf("ValidateCreate error = %v, want nil", err)
 		}
-		if diff := gocmp.Diff(admission.Warnings{passwordWarning, zeroReplicasWarning}, withoutRuleIDs(t, warnings)); diff != "" {
+		if diff := gocmp.Diff(admission.Warnings{passwordWarning, zeroReplicasWarning}, sentWithoutRuleIDs(t, warnings)); diff != "" {
 			t.Errorf("warnings (-want +got):\n%s", diff)
 		}
 	})
@@ -769,7 +782,7 @@ func TestWelcomeValidatorReturnsInvalidStatus(t *testing.T) {
 		if err != nil {
 			t.Errorf("ValidateUpdate error = %v, want nil", err)
 		}
-		if diff := gocmp.Diff(admission.Warnings{zeroReplicasWarning}, withoutRuleIDs(t, warnings)); diff != "" {
+		if diff := gocmp.Diff(admission.Warnings{zeroReplicasWarning}, sentWithoutRuleIDs(t, warnings)); diff != "" {
 			t.Errorf("warnings (-want +got):\n%s", diff)
 		}
 	})

@@ -204,12 +204,9 @@ func listRules(args []string, stdout, stderr io.Writer) int {
 	}
 	var list []listedRule
 	for _, r := range webhooks.Rules() {
-		item := listedRule{ID: string(r.ID), Kind: r.Kind, Field: r.Field, Summary: r.Summary, Default: "Enforce", Allowed: []string{"Enforce", "Warn", "Audit"}}
-		switch {
-		case r.Contract:
-			item.Allowed = []string{"Enforce"}
-		case r.Warning:
-			item.Default, item.Allowed = "Warn", []string{"Warn", "Audit"}
+		item := listedRule{ID: string(r.ID), Kind: r.Kind, Field: r.Field, Summary: r.Summary, Default: string(r.Default)}
+		for _, a := range r.Actions {
+			item.Allowed = append(item.Allowed, string(a))
 		}
 		list = append(list, item)
 	}

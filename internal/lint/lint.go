@@ -349,7 +349,7 @@ func (l Linter) object(data []byte) Result {
 	namespaceLabels[corev1.LabelMetadataName] = namespace
 	verdict := l.Policy.Judge(errs, warnings, namespaceLabels)
 	errs, result.Warnings = verdict.Refused, webhooks.ListedWarnings(verdict.Warnings)
-	for _, id := range verdict.Audited {
+	for _, id := range verdict.Audited() {
 		result.Audited = append(result.Audited, string(id))
 	}
 	if len(errs) == 0 {

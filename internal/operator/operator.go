@@ -300,7 +300,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	controllers := leaderOnly{Manager: mgr, gate: gate}
 	specGuard := guard.Guard{Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource)}
 	webhooks.Setup(mgr, webhooks.Options{
-		ImagePolicy: imagePolicy, Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource),
+		Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource),
 	})
 	// Each controller gets the same dependencies, and its own subscription to the policy's changes.
 	deps := func() controller.Deps {
@@ -317,7 +317,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
 	}
 
-	if err := (&admissionpolicy.Reconciler{Client: mgr.GetClient(), Images: imagePolicy}).
+	if err := (&admissionpolicy.Reconciler{Client: mgr.GetClient()}).
 		SetupWithManager(crds.gate(controllers, admissionPolicyCRD)); err != nil {
 		return nil, fmt.Errorf("setting up the AdmissionPolicy controller: %w", err)
 	}

@@ -107,7 +107,7 @@ func runHandlers(ctx context.Context, s handlerSettings, root, workDir string) (
 	if err != nil {
 		return nil, err
 	}
-	for path, h := range webhooks.Handlers(scheme.New(), webhooks.Options{ImagePolicy: imagePolicy}) {
+	for path, h := range webhooks.Handlers(scheme.New(), webhooks.Options{Policy: webhooks.StaticPolicy{Policy: webhooks.DefaultPolicy(imagePolicy)}}) {
 		server.Register(path, h)
 	}
 	ctx, cancel := context.WithCancel(ctx)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,7 +119,7 @@ func breaksContract(errs field.ErrorList) bool {
 var relaxable = func() map[webhooks.RuleID]bool {
 	ids := map[webhooks.RuleID]bool{}
 	for _, r := range webhooks.Rules() {
-		if !r.Contract && !r.Warning {
+		if slices.Contains(r.Actions, policyv1alpha1.Audit) && r.Default == policyv1alpha1.Enforce {
 			ids[r.ID] = true
 		}
 	}

@@ -25,14 +25,11 @@ const ControllerName = "admissionpolicy"
 // +kubebuilder:rbac:groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.seedlabs.dev,resources=admissionpolicies/status,verbs=get;patch
 
-// Reconciler compiles each AdmissionPolicy as every replica applies it (webhooks.NewPolicy, with
-// the manager's --allowed-registries where it names none) and reports the result in Accepted,
-// Ready and Stalled.
+// Reconciler reports in Accepted, Ready and Stalled whether each AdmissionPolicy is applied whole,
+// as its webhook judges it (webhooks.ValidateAdmissionPolicy).
 // It runs on the leader alone, so the status is written once.
 type Reconciler struct {
 	client.Client
-	// Images is the image policy of the manager's --allowed-registries.
-	Images webhooks.ImagePolicy
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -45,7 +42,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	defer func() { reterr = patch.Apply(ctx, p, reterr) }()
 
 	p.SetObservedGeneration(p.Generation)
-	switch _, errs := webhooks.NewPolicy(p, r.Images); {
+	switch errs := webhooks.ValidateAdmissionPolicy(p); {
 	case p.Name != policyv1alpha1.PolicyName:
 		setAccepted(p, false, conditions.ReasonNotRead,
 			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s; this one is not applied", policyv1alpha1.PolicyName))

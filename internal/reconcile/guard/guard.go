@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -35,83 +34,60 @@ type Guard struct {
 }
 
 // Check defaults a copy of obj's stored spec (desired) by the rules of its kind, validates it as
-// admission of a create would, and returns it with the violations the policy in force refuses in obj's namespace: while
-// there are any, nothing is rolled out.
+// admission of a create would, and judges what it finds once, under the policy in force in obj's
+// namespace. It returns desired with the violations that hold it back, each naming its rule for
+// the InvalidSpec condition and Event: while there are any, nothing is rolled out.
 //
-// The registry allow-list is admission policy, not a structural rule, so it never holds a spec
-// back: an image admitted before the list changed keeps running. It is audited: Check sets obj's
-// Compliant condition from every rule the spec breaks, allow-list and warnings included, and
-// records a PolicyViolation Event when the broken rules change and nothing holds the spec back
-// (the InvalidSpec Event of a spec held back already says what it breaks).
+// A rule that is AdmissionOnly (the registry allow-list) never holds a spec back: an image
+// admitted before the list changed keeps running. Every broken rule is audited: Check sets obj's
+// Compliant condition from the judgement, and records a PolicyViolation Event when the broken
+// rules change and nothing holds the spec back (the InvalidSpec Event of a spec held back already
+// says what it breaks).
 func Check[T any, PT interface {
 	*T
 	status.Object
-}](ctx context.Context, g Guard, obj PT, kind webhooks.Kind[T, PT]) (desired PT, enforced field.ErrorList, err error) {
+}](ctx context.Context, g Guard, obj PT, kind webhooks.Kind[T, PT]) (desired PT, heldBack field.ErrorList, err error) {
 	desired, ok := obj.DeepCopyObject().(PT)
 	if !ok {
 		return desired, nil, fmt.Errorf("copying %T", obj)
 	}
 	kind.Default(desired)
-	// One read of the policy in force, so that what is found and how it is judged agree.
 	policy := webhooks.CurrentPolicy(g.Policy)
-	errs, _ := kind.Validate(nil, desired, policy.WithoutImagePolicy())
-	if enforced, err = webhooks.Enforced(ctx, webhooks.StaticPolicy{Policy: policy}, g.Namespaces, obj.GetNamespace(), errs); err != nil {
+	errs, warnings := kind.Validate(nil, desired, policy)
+	judgement, err := policy.JudgeIn(ctx, g.Namespaces, obj.GetNamespace(), errs, warnings)
+	if err != nil {
 		return desired, nil, err
 	}
-	found, warnings := kind.Validate(nil, desired, policy)
-	if err := g.audit(ctx, policy, obj, found, warnings, len(enforced) == 0); err != nil {
-		return desired, nil, err
-	}
-	return desired, enforced, nil
+	heldBack = judgement.HeldBack()
+	g.audit(obj, judgement.Broken, errs, warnings, len(heldBack) == 0)
+	return desired, webhooks.Rendered(heldBack), nil
 }
 
-// audit judges what the rules found in obj's stored spec (errs and warnings, under p with its
-// image policy), sets obj's Compliant condition, and, when recordEvent is set and the condition
-// came to name other broken rules, records a PolicyViolation Event regarding obj.
-func (g Guard) audit(ctx context.Context, p *webhooks.Policy, obj status.Object, errs field.ErrorList, warnings []string, recordEvent bool) error {
-	var nsLabels labels.Set
-	if len(errs) > 0 || len(warnings) > 0 {
-		var err error
-		if nsLabels, err = webhooks.NamespaceLabelsFor(ctx, p, g.Namespaces, obj.GetNamespace()); err != nil {
-			return err
-		}
-	}
-	var broken []string
-	seen := map[webhooks.RuleID]bool{}
-	add := func(id webhooks.RuleID) {
-		if id != "" && !seen[id] {
-			seen[id] = true
-			broken = append(broken, fmt.Sprintf("%s (%s)", id, p.Action(id, nsLabels)))
-		}
-	}
-	for _, e := range errs {
-		add(webhooks.RuleID(e.Origin))
-	}
-	for _, w := range warnings {
-		add(webhooks.RuleOfWarning(w))
-	}
-
+// audit sets obj's Compliant condition from the rules its stored spec breaks, and the violations
+// and warnings the rules found; when recordEvent is set and the broken rules changed, it records a
+// PolicyViolation Event regarding obj.
+func (g Guard) audit(obj status.Object, broken []webhooks.BrokenRule, errs field.ErrorList, warnings []webhooks.Warning, recordEvent bool) {
 	compliant, reason, msg := metav1.ConditionTrue, conditions.ReasonAsExpected, "the spec breaks no rule of the admission policy"
+	names := make([]string, len(broken))
+	for i, b := range broken {
+		names[i] = fmt.Sprintf("%s (%s)", b.ID, b.Action)
+	}
+	rules := "breaks " + strings.Join(names, ", ") + ": "
 	if len(broken) > 0 {
-		found := message.Violations(errs, message.ConditionLimit)
+		found := message.Violations(webhooks.Rendered(errs), message.ConditionLimit)
 		if len(warnings) > 0 {
-			found = strings.TrimSpace(found + " " + strings.Join(warnings, "; "))
+			found = strings.TrimSpace(found + " " + strings.Join(webhooks.ListedWarnings(warnings), "; "))
 		}
 		compliant, reason = metav1.ConditionFalse, conditions.ReasonRulesBroken
-		msg = message.Truncate("breaks "+strings.Join(broken, ", ")+": "+found, message.ConditionLimit)
+		msg = message.Truncate(rules+found, message.ConditionLimit)
 	}
 	old := meta.FindStatusCondition(obj.GetConditions(), conditions.Compliant)
-	namesChanged := old == nil || old.Status != compliant || rulesOf(old.Message) != rulesOf(msg)
+	// The message starts with the broken rules, as rendered above: the Event is recorded when that
+	// start is new.
+	rulesChanged := old == nil || old.Status != compliant || !strings.HasPrefix(old.Message, rules)
 	status.Set(obj, conditions.Compliant, compliant, reason, msg)
-	if recordEvent && namesChanged && len(broken) > 0 {
+	if recordEvent && rulesChanged && len(broken) > 0 {
 		g.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, conditions.EventReasonPolicyViolation, "Audit", "%s",
-			message.Truncate("the spec breaks "+strings.Join(broken, ", "), message.EventNoteLimit))
+			message.Truncate("the spec breaks "+strings.Join(names, ", "), message.EventNoteLimit))
 	}
-	return nil
-}
-
-// rulesOf is the list of broken rules at the start of a Compliant message.
-func rulesOf(msg string) string {
-	rules, _, _ := strings.Cut(msg, ": ")
-	return rules
 }

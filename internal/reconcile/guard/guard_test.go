@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 
@@ -169,6 +170,54 @@ func TestCheckRecordsAnEventOnlyWhenTheBrokenRulesChange(t *testing.T) {
 	check()
 	if got := drain(rec); len(got) != 1 || !strings.Contains(got[0], string(webhooks.DeployObjectImagePinned)+" (Audit)") {
 		t.Errorf("another rule broken: events = %q, want one naming %s (Audit)", got, webhooks.DeployObjectImagePinned)
+	}
+}
+
+// countingNamespaces counts the lookups of namespace labels.
+type countingNamespaces struct {
+	namespaces
+	reads *int
+}
+
+func (n countingNamespaces) NamespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	*n.reads++
+	return n.namespaces.NamespaceLabels(ctx, name)
+}
+
+// TestCheckJudgesOnce checks that one Check runs the kind's rules once and reads the namespace's
+// labels once, for a spec that breaks a rule held back (pinned), an AdmissionOnly one (registry)
+// and a warning, under a policy whose override selects namespaces.
+func TestCheckJudgesOnce(t *testing.T) {
+	validations, reads := 0, 0
+	kind := webhooks.DeployObject
+	validate := kind.Validate
+	kind.Validate = func(old, obj *appv1.DeployObject, p *webhooks.Policy) (field.ErrorList, []webhooks.Warning) {
+		validations++
+		return validate(old, obj, p)
+	}
+	g := Guard{Recorder: events.NewFakeRecorder(10), Namespaces: countingNamespaces{namespaces{labels: map[string]string{"team": "shop"}}, &reads},
+		Policy: policy(t, policyv1alpha1.AdmissionPolicySpec{
+			AllowedRegistries: []string{"registry.corp.example"},
+			Rules: []policyv1alpha1.RulePolicy{{ID: string(webhooks.DeployObjectEnvDuplicate), Action: policyv1alpha1.Warn,
+				Namespaces: []policyv1alpha1.NamespaceAction{{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}}, Action: policyv1alpha1.Audit}}}},
+		})}
+	obj := deployObject(unpinned)
+	obj.Spec.Env = []corev1.EnvVar{{Name: "A"}, {Name: "A"}}
+
+	_, heldBack, err := Check(context.Background(), g, obj, kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if validations != 1 || reads != 1 {
+		t.Errorf("one Check validated %d times and read the namespace %d times, want once each", validations, reads)
+	}
+	if len(heldBack) != 1 || heldBack[0].Origin != string(webhooks.DeployObjectImagePinned) {
+		t.Errorf("held back by %v, want deployobject.image.pinned alone", heldBack)
+	}
+	c := meta.FindStatusCondition(obj.Status.Conditions, conditions.Compliant)
+	want := "breaks deployobject.image.pinned (Enforce), deployobject.image.registry (Enforce), deployobject.env.duplicate (Audit): "
+	if c == nil || !strings.HasPrefix(c.Message, want) {
+		t.Errorf("Compliant = %v, want a message starting %q", c, want)
 	}
 }
 
