@@ -28,6 +28,7 @@ import (
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
+	"github.com/seedlabs/webhook-operator/test/reconciled"
 	"github.com/seedlabs/webhook-operator/test/reconciletest"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -163,7 +164,7 @@ type wireObject struct {
 }
 
 // storedObjects are the config/samples custom resources, defaulted and with the status the
-// operator writes, and their children as the operator applies them (reconciletest.OperatorWrites),
+// operator writes, and their children as the operator applies them (reconciled.OperatorWrites),
 // in their wire encodings.
 func storedObjects(b *testing.B) []wireObject {
 	ctx := context.Background()
@@ -206,7 +207,7 @@ func storedObjects(b *testing.B) []wireObject {
 		obj.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": string(data)})
 		// The webhooks' defaults, then what the operator writes for the object.
 		webhooks.DefaultObject(obj)
-		deployment, service, stored := reconciletest.OperatorWrites(obj, "ghcr.io/seedlabs/welcome-web:v0.1.0", "docker.io/library/memcached:1.6")
+		deployment, service, stored := reconciled.OperatorWrites(obj, "ghcr.io/seedlabs/welcome-web:v0.1.0", "docker.io/library/memcached:1.6")
 		owner := fmt.Sprintf("%T", obj)
 		add(owner, stored, jsonInfo.Serializer, codecs.UniversalDeserializer())
 

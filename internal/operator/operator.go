@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -186,6 +187,21 @@ func envOr(name, fallback string) string {
 	return fallback
 }
 
+// MemoryLimit is the soft memory limit to give the Go runtime, a tenth below the container's
+// memory limit in bytes as the downward API puts it in the environment variable EnvMemoryLimit,
+// so the garbage collector works harder before the kernel kills the process. It reports false
+// when GOMEMLIMIT is set, which the runtime obeys instead, or when no limit is known.
+func MemoryLimit(getenv func(string) string) (int64, bool) {
+	if getenv("GOMEMLIMIT") != "" {
+		return 0, false
+	}
+	limit, err := strconv.ParseInt(getenv(EnvMemoryLimit), 10, 64)
+	if err != nil || limit <= 0 {
+		return 0, false
+	}
+	return limit / 10 * 9, true
+}
+
 // tlsOptions sets TLS 1.2 as the floor and, unless HTTP/2 is enabled, offers only HTTP/1.1.
 func (o *Options) tlsOptions() []func(*tls.Config) {
 	opts := []func(*tls.Config){func(c *tls.Config) { c.MinVersion = tls.VersionTLS12 }}
@@ -195,77 +211,24 @@ func (o *Options) tlsOptions() []func(*tls.Config) {
 	return opts
 }
 
-// New builds the Manager: webhook server, metrics, probes, the webhooks and the controllers.
+// New builds the Manager, step by step: the webhook server, the manager, the certificate it keeps
+// (with --cert-secret), the policy in force, the leader gate, the webhooks, the controllers and
+// the checks.
 func New(cfg *rest.Config, o Options) (*Manager, error) {
 	imagePolicy, err := webhooks.NewImagePolicy(o.AllowedRegistries)
 	if err != nil {
 		return nil, fmt.Errorf("--allowed-registries: %w", err)
 	}
-
-	tlsOptions := o.tlsOptions()
-	if o.WebhookClientCA != "" {
-		cas, err := newClientCAs(o.WebhookClientCA)
-		if err != nil {
-			return nil, fmt.Errorf("--webhook-client-ca: %w", err)
-		}
-		tlsOptions = append(tlsOptions, cas.tlsOption)
+	server, err := newWebhookServer(o)
+	if err != nil {
+		return nil, err
 	}
-	stopping := new(atomic.Bool)
-	var webhookServer webhook.Server = servingServer{
-		Server: webhook.NewServer(webhook.Options{
-			Host:     o.WebhookHost,
-			Port:     o.WebhookPort,
-			CertDir:  o.WebhookCertDir,
-			CertName: webhookCertName,
-			TLSOpts:  tlsOptions,
-		}),
-		stopping:           stopping,
-		bodies:             newBodyBudget(bodyBytesPerCaller, bodyBytesInAll),
-		clientCertificates: o.WebhookClientCA != "",
-	}
-	servingCertificateExpiry.watch(filepath.Join(o.WebhookCertDir, webhookCertName))
-	certsReady := make(chan struct{})
-	var certGate *gatedServer
-	if o.Certs.Secret != "" {
-		certGate = &gatedServer{Server: webhookServer, ready: certsReady}
-		webhookServer = certGate
-	}
-
-	metricsOptions := metricsserver.Options{
-		BindAddress:   o.MetricsAddr,
-		SecureServing: o.SecureMetrics,
-		CertDir:       o.MetricsCertDir,
-		TLSOpts:       o.tlsOptions(),
-	}
-	if o.SecureMetrics {
-		metricsOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
-		Scheme:                 scheme.New(),
-		Metrics:                metricsOptions,
-		WebhookServer:          webhookServer,
-		HealthProbeBindAddress: o.ProbeAddr,
-		PprofBindAddress:       o.PprofAddr,
-		// Only the controllers are leader-elected, by the leader gate below.
-		LeaderElection:          false,
-		GracefulShutdownTimeout: ptr.To(gracefulShutdownTimeout),
-		Cache:                   cacheOptions(),
-		NewClient:               newClient,
-		Controller: config.Controller{
-			SkipNameValidation:      &o.SkipControllerNameValidation,
-			MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1),
-		},
-	})
+	mgr, err := ctrl.NewManager(cfg, o.managerOptions(server.Server))
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-
-	if o.Certs.Secret != "" {
-		if err := addCertRotator(mgr, o.Certs, o.WebhookCertDir, certsReady); err != nil {
-			return nil, fmt.Errorf("managing the webhook certificate: %w", err)
-		}
-		certGate.trusted = servesTrusted(mgr.GetAPIReader(), o.Certs, filepath.Join(o.WebhookCertDir, webhookCertName))
+	if err := server.keepCertificate(mgr, o); err != nil {
+		return nil, fmt.Errorf("managing the webhook certificate: %w", err)
 	}
 
 	// The AdmissionPolicy named cluster, when it exists, decides what admission does about each
@@ -281,10 +244,117 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watching the admission policy: %w", err)
 	}
+
+	m := newManager(mgr, o.ShutdownDelay, server.stopping)
+	controllers, err := leaderElected(cfg, mgr, o, m)
+	if err != nil {
+		return nil, err
+	}
 	namespaces := cachedNamespaces{cache: mgr.GetCache()}
-	m := newManager(mgr, o.ShutdownDelay, stopping)
+	webhooks.Setup(mgr, webhooks.Options{Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource)})
+	if err := addControllers(mgr, controllers, crds, o, guard.Guard{Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource)}, policy); err != nil {
+		return nil, err
+	}
+	if err := addChecks(mgr, m, policySynced); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// webhookServer is the manager's webhook server (serving.go), and what its shutdown and its
+// certificate need of it.
+type webhookServer struct {
+	webhook.Server
+	// stopping is set when the manager starts to stop, and the server to refuse new work.
+	stopping *atomic.Bool
+	// certGate holds the server back until the certificate it keeps is trusted; nil without
+	// --cert-secret.
+	certGate   *gatedServer
+	certsReady chan struct{}
+}
+
+// newWebhookServer is the webhook server: TLS 1.2 and up, HTTP/1.1 unless HTTP/2 is enabled,
+// client certificates checked when --webhook-client-ca is set, request bodies within budget, and,
+// with --cert-secret, not started before its certificate is.
+func newWebhookServer(o Options) (*webhookServer, error) {
+	tlsOptions := o.tlsOptions()
+	if o.WebhookClientCA != "" {
+		cas, err := newClientCAs(o.WebhookClientCA)
+		if err != nil {
+			return nil, fmt.Errorf("--webhook-client-ca: %w", err)
+		}
+		tlsOptions = append(tlsOptions, cas.tlsOption)
+	}
+	s := &webhookServer{stopping: new(atomic.Bool), certsReady: make(chan struct{})}
+	s.Server = servingServer{
+		Server: webhook.NewServer(webhook.Options{
+			Host:     o.WebhookHost,
+			Port:     o.WebhookPort,
+			CertDir:  o.WebhookCertDir,
+			CertName: webhookCertName,
+			TLSOpts:  tlsOptions,
+		}),
+		stopping:           s.stopping,
+		bodies:             newBodyBudget(bodyBytesPerCaller, bodyBytesInAll),
+		clientCertificates: o.WebhookClientCA != "",
+	}
+	servingCertificateExpiry.watch(filepath.Join(o.WebhookCertDir, webhookCertName))
+	if o.Certs.Secret != "" {
+		s.certGate = &gatedServer{Server: s.Server, ready: s.certsReady}
+		s.Server = s.certGate
+	}
+	return s, nil
+}
+
+// keepCertificate has mgr keep the webhook's certificate in --cert-secret, and gates the server on
+// it being trusted; without --cert-secret, cert-manager keeps it, and it does nothing.
+func (s *webhookServer) keepCertificate(mgr ctrl.Manager, o Options) error {
+	if o.Certs.Secret == "" {
+		return nil
+	}
+	if err := addCertRotator(mgr, o.Certs, o.WebhookCertDir, s.certsReady); err != nil {
+		return err
+	}
+	s.certGate.trusted = servesTrusted(mgr.GetAPIReader(), o.Certs, filepath.Join(o.WebhookCertDir, webhookCertName))
+	return nil
+}
+
+// managerOptions are the manager's options: the webhook server, metrics, probes, the cache
+// (cache.go) and the controllers' concurrency. The manager itself is not leader-elected: the
+// controllers alone are, by the leader gate (leaderElected).
+func (o *Options) managerOptions(server webhook.Server) ctrl.Options {
+	metricsOptions := metricsserver.Options{
+		BindAddress:   o.MetricsAddr,
+		SecureServing: o.SecureMetrics,
+		CertDir:       o.MetricsCertDir,
+		TLSOpts:       o.tlsOptions(),
+	}
+	if o.SecureMetrics {
+		metricsOptions.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	return ctrl.Options{
+		Scheme:                  scheme.New(),
+		Metrics:                 metricsOptions,
+		WebhookServer:           server,
+		HealthProbeBindAddress:  o.ProbeAddr,
+		PprofBindAddress:        o.PprofAddr,
+		LeaderElection:          false,
+		GracefulShutdownTimeout: ptr.To(gracefulShutdownTimeout),
+		Cache:                   cacheOptions(),
+		NewClient:               newClient,
+		Controller: config.Controller{
+			SkipNameValidation:      &o.SkipControllerNameValidation,
+			MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1),
+		},
+	}
+}
+
+// leaderElected adds the leader gate (leader.go) to mgr, and returns the manager the controllers
+// are added to, which runs them on the leader alone.
+func leaderElected(cfg *rest.Config, mgr ctrl.Manager, o Options, m *Manager) (ctrl.Manager, error) {
 	gate := &leaderGate{name: LeaderElectionID, stop: m.stop}
 	if o.LeaderElection {
+		var err error
 		if gate.lock, err = leaderelection.NewResourceLock(cfg, mgr, leaderelection.Options{
 			LeaderElection:          true,
 			LeaderElectionID:        LeaderElectionID,
@@ -297,44 +367,50 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	if err := mgr.Add(gate); err != nil {
 		return nil, fmt.Errorf("adding the leader gate: %w", err)
 	}
-	controllers := leaderOnly{Manager: mgr, gate: gate}
-	specGuard := guard.Guard{Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource)}
-	webhooks.Setup(mgr, webhooks.Options{
-		Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource),
-	})
-	// Each controller gets the same dependencies, and its own subscription to the policy's changes.
+	return leaderOnly{Manager: mgr, gate: gate}, nil
+}
+
+// addControllers adds the controller of each kind to controllers, each once its CRD exists.
+// Every kind's controller gets the same dependencies, and its own subscription to the policy's
+// changes.
+func addControllers(mgr, controllers ctrl.Manager, crds *crdWatch, o Options, specGuard guard.Guard, policy *livePolicy) error {
 	deps := func() controller.Deps {
 		return controller.Deps{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: mgr.GetEventRecorder(EventSource),
 			Guard: specGuard, PolicyChanges: policy.subscribe()}
 	}
 	if err := (&welcome.Reconciler{Deps: deps(), Image: o.WelcomeImage}).SetupWithManager(crds.gate(controllers, welcomeCRD)); err != nil {
-		return nil, fmt.Errorf("setting up the Welcome controller: %w", err)
+		return fmt.Errorf("setting up the Welcome controller: %w", err)
 	}
 	if err := (&memcached.Reconciler{Deps: deps(), Image: o.MemcachedImage}).SetupWithManager(crds.gate(controllers, memcachedCRD)); err != nil {
-		return nil, fmt.Errorf("setting up the Memcached controller: %w", err)
+		return fmt.Errorf("setting up the Memcached controller: %w", err)
 	}
 	if err := (&deployobject.Reconciler{Deps: deps()}).SetupWithManager(crds.gate(controllers, deployObjectCRD)); err != nil {
-		return nil, fmt.Errorf("setting up the DeployObject controller: %w", err)
+		return fmt.Errorf("setting up the DeployObject controller: %w", err)
 	}
-
-	if err := (&admissionpolicy.Reconciler{Client: mgr.GetClient()}).
-		SetupWithManager(crds.gate(controllers, admissionPolicyCRD)); err != nil {
-		return nil, fmt.Errorf("setting up the AdmissionPolicy controller: %w", err)
+	if err := (&admissionpolicy.Reconciler{Client: mgr.GetClient()}).SetupWithManager(crds.gate(controllers, admissionPolicyCRD)); err != nil {
+		return fmt.Errorf("setting up the AdmissionPolicy controller: %w", err)
 	}
+	return nil
+}
 
+// addChecks adds the probes: alive while the process runs; ready while the webhook server
+// completes a TLS handshake (so the API server's calls succeed), the manager is not stopping, and
+// the policy in force is the stored one.
+func addChecks(mgr ctrl.Manager, m *Manager, policySynced healthz.Checker) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return nil, fmt.Errorf("adding the health check: %w", err)
+		return fmt.Errorf("adding the health check: %w", err)
 	}
-	// Ready means the webhook server completes a TLS handshake, so the API server's calls succeed,
-	// the manager is not stopping, and the policy in force is the stored one.
-	if err := mgr.AddReadyzCheck("webhook", mgr.GetWebhookServer().StartedChecker()); err != nil {
-		return nil, fmt.Errorf("adding the readiness check: %w", err)
+	for _, c := range []struct {
+		name  string
+		check healthz.Checker
+	}{
+		{"webhook", mgr.GetWebhookServer().StartedChecker()},
+		{"shutdown", m.readyUntilStopping},
+		{"admission-policy", policySynced},
+	} {
+		if err := mgr.AddReadyzCheck(c.name, c.check); err != nil {
+			return fmt.Errorf("adding the readiness check %s: %w", c.name, err)
+		}
 	}
-	if err := mgr.AddReadyzCheck("shutdown", m.readyUntilStopping); err != nil {
-		return nil, fmt.Errorf("adding the readiness check: %w", err)
-	}
-	if err := mgr.AddReadyzCheck("admission-policy", policySynced); err != nil {
-		return nil, fmt.Errorf("adding the readiness check: %w", err)
-	}
-	return m, nil
+	return nil
 }

@@ -23,7 +23,7 @@ import (
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
-	"github.com/seedlabs/webhook-operator/test/reconciletest"
+	"github.com/seedlabs/webhook-operator/test/reconciled"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
@@ -223,7 +223,7 @@ func plainClientRun(ctx context.Context, c *cluster, smp *samples, ns string, s 
 		if err := c.client.Create(ctx, obj); err != nil {
 			return err
 		}
-		deployment, service, status := reconciletest.OperatorWrites(obj, testenv.WelcomeImage, testenv.MemcachedImage)
+		deployment, service, status := reconciled.OperatorWrites(obj, testenv.WelcomeImage, testenv.MemcachedImage)
 		applyOpts := apply.Options()
 		if err := c.client.Apply(ctx, deployment, applyOpts...); err != nil {
 			return err

@@ -16,7 +16,7 @@ import (
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
-	"github.com/seedlabs/webhook-operator/test/reconciletest"
+	"github.com/seedlabs/webhook-operator/test/reconciled"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -172,7 +172,7 @@ func storeAsTheOperator(ctx context.Context, c *cluster, obj client.Object, pad 
 	if err := c.client.Create(ctx, obj); err != nil {
 		return err
 	}
-	deployment, service, status := reconciletest.OperatorWrites(obj, testenv.WelcomeImage, testenv.MemcachedImage)
+	deployment, service, status := reconciled.OperatorWrites(obj, testenv.WelcomeImage, testenv.MemcachedImage)
 	if err := apply.Apply(ctx, c.client, nil, deployment, apply.Options()...); err != nil {
 		return err
 	}

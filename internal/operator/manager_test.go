@@ -159,26 +159,3 @@ var errLostLease = errors.New("lost the lease")
 type failingManager struct{ ctrl.Manager }
 
 func (failingManager) Start(context.Context) error { return errLostLease }
-
-func TestMemoryLimit(t *testing.T) {
-	tests := []struct {
-		name      string
-		env       map[string]string
-		want      int64
-		wantKnown bool
-	}{
-		{name: "no limit", env: map[string]string{}},
-		{name: "a tenth below the container's limit", env: map[string]string{EnvMemoryLimit: "268435456"}, want: 241591905, wantKnown: true},
-		{name: "GOMEMLIMIT wins", env: map[string]string{EnvMemoryLimit: "268435456", "GOMEMLIMIT": "100MiB"}},
-		{name: "not a number", env: map[string]string{EnvMemoryLimit: "256Mi"}},
-		{name: "zero", env: map[string]string{EnvMemoryLimit: "0"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			got, known := MemoryLimit(func(k string) string { return tc.env[k] })
-			if got != tc.want || known != tc.wantKnown {
-				t.Errorf("MemoryLimit() = %d, %t; want %d, %t", got, known, tc.want, tc.wantKnown)
-			}
-		})
-	}
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -86,19 +85,4 @@ func (m *Manager) readyUntilStopping(*http.Request) error {
 		return errors.New("shutting down")
 	}
 	return nil
-}
-
-// MemoryLimit is the soft memory limit to give the Go runtime, a tenth below the container's
-// memory limit in bytes as the downward API puts it in the environment variable EnvMemoryLimit,
-// so the garbage collector works harder before the kernel kills the process. It reports false
-// when GOMEMLIMIT is set, which the runtime obeys instead, or when no limit is known.
-func MemoryLimit(getenv func(string) string) (int64, bool) {
-	if getenv("GOMEMLIMIT") != "" {
-		return 0, false
-	}
-	limit, err := strconv.ParseInt(getenv(EnvMemoryLimit), 10, 64)
-	if err != nil || limit <= 0 {
-		return 0, false
-	}
-	return limit / 10 * 9, true
 }
