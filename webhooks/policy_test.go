@@ -59,7 +59,7 @@ func TestValidateAdmissionPolicy(t *testing.T) {
 	}
 }
 
-// TestNewPolicyAppliesWhatIsValid: a policy stored past its webhook is applied but for what cannot
+// TestNewPolicyAppliesWhatIsValid: a policy stored past its webhook is applied except what cannot
 // be, each part reported; registries are never widened by a bad entry, and a policy that names no
 // registries takes the manager's.
 func TestNewPolicyAppliesWhatIsValid(t *testing.T) {

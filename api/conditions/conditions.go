@@ -35,8 +35,6 @@ const (
 	// included, and False naming the rules it breaks and what the policy does about each: the
 	// audit of stored objects.
 	Compliant = "Compliant"
-	// Accepted is the AdmissionPolicy's: True when every rule and registry of its spec is applied.
-	Accepted = "Accepted"
 )
 
 // Reasons of the conditions.
@@ -87,7 +85,7 @@ const (
 	EventReasonCRDEstablished = "CustomResourceDefinitionEstablished"
 )
 
-// Reasons of the AdmissionPolicy's Accepted, Ready and Stalled conditions.
+// Reasons of the AdmissionPolicy's Ready and Stalled conditions.
 const (
 	// ReasonApplied means every rule and registry of the spec is applied.
 	ReasonApplied = "Applied"

@@ -397,7 +397,7 @@ var _ = Describe("With a CustomResourceDefinition missing, the manager", Ordered
 		}
 		p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
 		Expect(k8s.Create(ctx, p)).To(Succeed())
-		expectAccepted(ctx)
+		expectReady(ctx)
 		Expect(k8s.Delete(ctx, p)).To(Succeed())
 		expectRunning()
 	})
@@ -475,17 +475,17 @@ var _ = Describe("With the AdmissionPolicy's CustomResourceDefinition deleted", 
 
 		installCRD(ctx, admissionPolicies)
 		warn(ctx)
-		expectAccepted(ctx)
+		expectReady(ctx)
 		expectRunning()
 	})
 })
 
-// expectAccepted waits until the AdmissionPolicy controller has reported the policy Accepted.
-func expectAccepted(ctx context.Context) {
+// expectReady waits until the AdmissionPolicy controller has reported the policy Ready.
+func expectReady(ctx context.Context) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
 		p := &policyv1alpha1.AdmissionPolicy{}
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: policyv1alpha1.PolicyName}, p)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, conditions.Accepted)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, conditions.Ready)).To(BeTrue())
 	}).Should(Succeed(), "the AdmissionPolicy controller reconciles")
 }

@@ -50,6 +50,7 @@ import (
 	"github.com/seedlabs/webhook-operator/certs"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // samplesNamespace holds the samples; it enforces the restricted Pod Security Standard, so
@@ -668,7 +669,7 @@ func expectedRefusal(s sample) []string {
 	errs := s.kind.admit(s.obj)
 	ExpectWithOffset(1, errs).NotTo(BeEmpty(), "%s passes the webhook's own rules", s.file)
 	var want []string
-	for _, e := range errs {
+	for _, e := range webhooks.Rendered(errs) {
 		if !slices.Contains(want, e.Error()) {
 			want = append(want, e.Error())
 		}

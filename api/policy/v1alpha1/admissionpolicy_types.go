@@ -128,11 +128,11 @@ type AdmissionPolicyStatus struct {
 	// +kubebuilder:default=0
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
-	// Conditions: Accepted is True when every rule and registry of the spec is applied, and False
+	// Conditions: Ready is True when every rule and registry of the spec is applied, and False
 	// when some cannot be (reason PartlyApplied, the message naming each and why: a policy stored
-	// past its webhook) or the policy is not the one the operator reads (reason NotRead). Ready
-	// says the same as Accepted, and Stalled the opposite, with the same reason, as kstatus reads
-	// them (docs/operations.md#conditions). At most 32.
+	// past its webhook) or the policy is not the one the operator reads (reason NotRead). Stalled
+	// says the opposite, with the same reason, as kstatus reads them
+	// (docs/operations.md#conditions). At most 32.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -25,7 +25,7 @@ const ControllerName = "admissionpolicy"
 // +kubebuilder:rbac:groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy.seedlabs.dev,resources=admissionpolicies/status,verbs=get;patch
 
-// Reconciler reports in Accepted, Ready and Stalled whether each AdmissionPolicy is applied whole,
+// Reconciler reports in Ready and Stalled whether each AdmissionPolicy is applied whole,
 // as its webhook judges it (webhooks.ValidateAdmissionPolicy).
 // It runs on the leader alone, so the status is written once.
 type Reconciler struct {
@@ -44,28 +44,27 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	p.SetObservedGeneration(p.Generation)
 	switch errs := webhooks.ValidateAdmissionPolicy(p); {
 	case p.Name != policyv1alpha1.PolicyName:
-		setAccepted(p, false, conditions.ReasonNotRead,
+		setApplied(p, false, conditions.ReasonNotRead,
 			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s; this one is not applied", policyv1alpha1.PolicyName))
 	case len(errs) > 0:
-		setAccepted(p, false, conditions.ReasonPartlyApplied,
-			message.Truncate("applied but for what cannot be: "+message.Violations(errs, message.ConditionLimit), message.ConditionLimit))
+		setApplied(p, false, conditions.ReasonPartlyApplied,
+			message.Truncate("applied, except what cannot be: "+message.Violations(errs, message.ConditionLimit), message.ConditionLimit))
 	default:
-		setAccepted(p, true, conditions.ReasonApplied, "every rule and registry is applied")
+		setApplied(p, true, conditions.ReasonApplied, "every rule and registry is applied")
 	}
 	return ctrl.Result{}, nil
 }
 
-// setAccepted sets Accepted, and Ready and Stalled as kstatus reads them: a policy applied whole
-// is Ready; one that is not cannot become so without an edit (a spec stored past the webhook) or
-// ever (a policy of another name), so it is Stalled, with the same reason and message.
-func setAccepted(p *policyv1alpha1.AdmissionPolicy, accepted bool, reason, msg string) {
-	if accepted {
-		status.Set(p, conditions.Accepted, metav1.ConditionTrue, reason, msg)
+// setApplied sets Ready and Stalled as kstatus reads them: a policy applied whole is Ready; one
+// that is not cannot become so without an edit (a spec stored past the webhook) or ever (a policy
+// of another name), so it is Stalled, with the same reason and message.
+func setApplied(p *policyv1alpha1.AdmissionPolicy, applied bool, reason, msg string) {
+	status.DropRetired(p)
+	if applied {
 		status.Set(p, conditions.Ready, metav1.ConditionTrue, reason, msg)
 		status.Set(p, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "")
 		return
 	}
-	status.Set(p, conditions.Accepted, metav1.ConditionFalse, reason, msg)
 	status.Set(p, conditions.Ready, metav1.ConditionFalse, reason, msg)
 	status.Set(p, conditions.Stalled, metav1.ConditionTrue, reason, msg)
 }

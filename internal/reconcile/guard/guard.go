@@ -76,7 +76,11 @@ func (g Guard) audit(obj status.Object, broken []webhooks.BrokenRule, errs field
 	if len(broken) > 0 {
 		found := message.Violations(webhooks.Rendered(errs), message.ConditionLimit)
 		if len(warnings) > 0 {
-			found = strings.TrimSpace(found + " " + strings.Join(webhooks.ListedWarnings(warnings), "; "))
+			rendered := make([]string, len(warnings))
+			for i, w := range warnings {
+				rendered[i] = w.String()
+			}
+			found = strings.TrimSpace(found + " " + strings.Join(rendered, "; "))
 		}
 		compliant, reason = metav1.ConditionFalse, conditions.ReasonRulesBroken
 		msg = message.Truncate(rules+found, message.ConditionLimit)

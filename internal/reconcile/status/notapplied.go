@@ -62,7 +62,7 @@ func Applied(obj Object) bool {
 // replica counts say how many. It reports whether Stalled changed.
 func notApplied(obj Object, reason, message, unblock string) bool {
 	obj.SetObservedGeneration(obj.GetGeneration())
-	dropRetired(obj)
+	DropRetired(obj)
 	changed := Set(obj, conditions.Stalled, metav1.ConditionTrue, reason, message)
 	Set(obj, conditions.Reconciling, metav1.ConditionFalse, reason, unblock)
 	Set(obj, conditions.Ready, metav1.ConditionFalse, reason, unblock)

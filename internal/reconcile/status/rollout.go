@@ -93,7 +93,7 @@ func (r Rollout) Complete() bool {
 // is complete, Reconciling until then.
 func SetRollout(obj Object, r Rollout) {
 	obj.SetObservedGeneration(obj.GetGeneration())
-	dropRetired(obj)
+	DropRetired(obj)
 	available := r.Status.AvailableReplicas
 	failure := r.Failure()
 	complete := failure == "" && r.Complete()

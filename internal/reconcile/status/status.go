@@ -54,15 +54,16 @@ func Set(obj Object, conditionType string, status metav1.ConditionStatus, reason
 }
 
 // own are the condition types the operator sets.
-var own = []string{conditions.Ready, conditions.Reconciling, conditions.Stalled, conditions.Compliant, conditions.Accepted}
+var own = []string{conditions.Ready, conditions.Reconciling, conditions.Stalled, conditions.Compliant}
 
-// retired are the condition types earlier commits of the operator reported, before Ready,
-// Reconciling and Stalled replaced them.
-var retired = []string{"Available", "Progressing", "Degraded"}
+// retired are the condition types earlier commits of the operator reported: Available,
+// Progressing and Degraded before Ready, Reconciling and Stalled replaced them, and the
+// AdmissionPolicy's Accepted, which said what its Ready says.
+var retired = []string{"Available", "Progressing", "Degraded", "Accepted"}
 
-// dropRetired removes from obj's status the conditions of retired types, so that an object
+// DropRetired removes from obj's status the conditions of retired types, so that an object
 // reported on by an earlier commit holds no stale condition once it is reported on again.
-func dropRetired(obj Object) {
+func DropRetired(obj Object) {
 	conditions := obj.GetConditions()
 	removed := false
 	for _, conditionType := range retired {
