@@ -48,6 +48,8 @@ type AnyKind interface {
 	Admit(obj runtime.Object, policy *Policy) (errs field.ErrorList, warnings []Warning, ok bool)
 	// register adds its webhooks to table, which j judges.
 	register(table map[string]*admission.Webhook, scheme *runtime.Scheme, j judge)
+	// newObject is an empty object of the kind.
+	newObject() runtime.Object
 }
 
 // Kinds are the kinds admission defaults and validates.
@@ -109,3 +111,5 @@ func (k Kind[T, PT]) register(table map[string]*admission.Webhook, scheme *runti
 		return k.Validate(old, obj, p)
 	})
 }
+
+func (k Kind[T, PT]) newObject() runtime.Object { return PT(new(T)) }

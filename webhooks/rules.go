@@ -158,7 +158,11 @@ func ruleByID(id RuleID) (Rule, bool) {
 
 // Rules returns every rule admission enforces.
 func Rules() []Rule {
-	return append([]Rule(nil), rules...)
+	out := slices.Clone(rules)
+	for i := range out {
+		out[i].Actions = slices.Clone(out[i].Actions)
+	}
+	return out
 }
 
 // tagged sets id as the origin of the errors in errs that have none yet, and returns errs.

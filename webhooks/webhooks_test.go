@@ -107,6 +107,17 @@ func TestRatchetLeavesItsInputAlone(t *testing.T) {
 
 // TestHandlersServeEveryConfiguredPath holds Handlers to the paths the webhook configurations
 // generated into config/webhook call, so that no webhook answers 404.
+// TestKindsAreTheSchemes holds each Kind's GVK, written by hand in the kind's file, equal to the
+// one the scheme registers its type under, which the serving adapters read.
+func TestKindsAreTheSchemes(t *testing.T) {
+	for _, k := range Kinds() {
+		gvks, _, err := testScheme.ObjectKinds(k.newObject())
+		if err != nil || len(gvks) != 1 || gvks[0] != k.Kind() {
+			t.Errorf("%s: the scheme registers %T as %v (%v)", k.Kind(), k.newObject(), gvks, err)
+		}
+	}
+}
+
 func TestHandlersServeEveryConfiguredPath(t *testing.T) {
 	data, err := os.ReadFile("../config/webhook/manifests.yaml")
 	if err != nil {
