@@ -88,3 +88,11 @@ func Truncate(s string, limit int) string {
 	}
 	return fmt.Sprintf("%s… and %d more bytes", s[:cut], len(s)-cut)
 }
+
+// Replicas is n replicas in English: "1 replica", "3 replicas".
+func Replicas(n int32) string {
+	if n == 1 {
+		return "1 replica"
+	}
+	return fmt.Sprintf("%d replicas", n)
+}

@@ -91,3 +91,11 @@ func TestViolationsCountsWhatItDoesNotShow(t *testing.T) {
 		t.Errorf("Violations of 100,000 in %d bytes: %d shown, ends %q, want %q", ConditionLimit, shown, got[max(0, len(got)-40):], want)
 	}
 }
+
+func TestReplicas(t *testing.T) {
+	for n, want := range map[int32]string{0: "0 replicas", 1: "1 replica", 2: "2 replicas", 100: "100 replicas"} {
+		if got := Replicas(n); got != want {
+			t.Errorf("Replicas(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

@@ -16,6 +16,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	"github.com/seedlabs/webhook-operator/internal/controller"
+	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/policywatch"
@@ -93,7 +94,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := children.Apply(ctx, r.Client, deployment, service); err != nil {
 		return ctrl.Result{}, status.ApplyFailed(r.Recorder, d, err)
 	}
-	children.RecordCreated(r.Recorder, d, fmt.Sprintf("%s running %s with %d replicas", d.Name, desired.Spec.Image, *desired.Spec.Replicas),
+	children.RecordCreated(r.Recorder, d, fmt.Sprintf("%s running %s with %s", d.Name, desired.Spec.Image, message.Replicas(*desired.Spec.Replicas)),
 		fmt.Sprintf("%s on ports %s", d.Name, portList(desired.Spec.Ports)))
 
 	rollout := status.RolloutOf(deployment)

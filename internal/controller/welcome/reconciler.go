@@ -15,6 +15,7 @@ import (
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/controller"
+	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/policywatch"
@@ -78,7 +79,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	if err := children.Apply(ctx, r.Client, deployment, service); err != nil {
 		return ctrl.Result{}, status.ApplyFailed(r.Recorder, w, err)
 	}
-	children.RecordCreated(r.Recorder, w, fmt.Sprintf("%s running %s with %d replicas", w.Name, resources.WelcomeImage(desired, r.Image), *desired.Spec.Replicas),
+	children.RecordCreated(r.Recorder, w, fmt.Sprintf("%s running %s with %s", w.Name, resources.WelcomeImage(desired, r.Image), message.Replicas(*desired.Spec.Replicas)),
 		fmt.Sprintf("%s of type %s on port %d", w.Name, desired.Spec.ServiceType, *desired.Spec.Port))
 
 	setRolloutStatus(w, desired, deployment, service)

@@ -53,7 +53,7 @@ func TestReconcileRollsOut(t *testing.T) {
 	h := newHarness(t, nil, newWelcome())
 
 	h.MustReconcile(t)
-	h.ExpectEvents(t, "Normal Created created Deployment hello running "+testImage+" with 1 replicas and Service hello of type NodePort on port 8088")
+	h.ExpectEvents(t, "Normal Created created Deployment hello running "+testImage+" with 1 replica and Service hello of type NodePort on port 8088")
 	w := reconciletest.Get(t, h, &authv1alpha1.Welcome{})
 	if w.Spec.Port != nil || w.Spec.Replicas != nil {
 		t.Errorf("spec = %+v, want the stored spec left undefaulted", w.Spec)

@@ -102,19 +102,19 @@ func SetRollout(obj Object, r Rollout) {
 		Set(obj, conditions.Ready, metav1.ConditionTrue, conditions.ReasonScaledToZero, "no replica is requested")
 	case complete:
 		Set(obj, conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut,
-			fmt.Sprintf("%d of %d replicas available", available, r.Desired))
+			fmt.Sprintf("%d of %s available", available, message.Replicas(r.Desired)))
 	case failure != "":
 		// The reason of Stalled, as for a spec that is not applied: kubectl get shows it.
 		Set(obj, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, failure)
 	case available < r.Desired:
 		Set(obj, conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable,
-			fmt.Sprintf("%d of %d replicas available", available, r.Desired))
+			fmt.Sprintf("%d of %s available", available, message.Replicas(r.Desired)))
 	default:
 		// Every requested replica is available, but the rollout is not done: pods of an older
 		// spec are being replaced, the Deployment is scaling down, or it has not yet seen its
 		// latest spec.
 		Set(obj, conditions.Ready, metav1.ConditionFalse, conditions.ReasonReconciling,
-			fmt.Sprintf("%d replicas available, %d requested", available, r.Desired))
+			fmt.Sprintf("%s available, %d requested", message.Replicas(available), r.Desired))
 	}
 
 	switch {
@@ -124,11 +124,11 @@ func SetRollout(obj Object, r Rollout) {
 		return
 	case complete:
 		Set(obj, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut,
-			fmt.Sprintf("the Deployment runs the current spec with %d replicas", r.Desired))
+			fmt.Sprintf("the Deployment runs the current spec with %s", message.Replicas(r.Desired)))
 	default:
 		Set(obj, conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling,
-			fmt.Sprintf("rolling out %d replicas: %d running, %d updated, %d available",
-				r.Desired, r.Status.Replicas, r.Status.UpdatedReplicas, available))
+			fmt.Sprintf("rolling out %s: %d running, %d updated, %d available",
+				message.Replicas(r.Desired), r.Status.Replicas, r.Status.UpdatedReplicas, available))
 	}
 	Set(obj, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, "")
 }

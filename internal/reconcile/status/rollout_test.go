@@ -321,7 +321,7 @@ func TestSetRollout(t *testing.T) {
 			name: "scaled to zero, the last pod terminating",
 			r:    Rollout{Desired: 0, Generation: 5, Status: counts(5, 1, 1, 1)},
 			want: []metav1.Condition{
-				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReconciling, "1 replicas available, 0 requested", gen),
+				cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonReconciling, "1 replica available, 0 requested", gen),
 				cond(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, "rolling out 0 replicas: 1 running, 1 updated, 1 available", gen),
 				notStalled,
 			},
@@ -372,8 +372,8 @@ func TestSetRollout(t *testing.T) {
 			},
 			r: Rollout{Desired: 1, Generation: 1, Status: counts(1, 1, 1, 1)},
 			want: []metav1.Condition{
-				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replicas available", gen),
-				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replicas", gen),
+				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replica available", gen),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replica", gen),
 				notStalled,
 			},
 		},
@@ -387,8 +387,8 @@ func TestSetRollout(t *testing.T) {
 			},
 			r: Rollout{Desired: 1, Generation: 1, Status: counts(1, 1, 1, 1)},
 			want: []metav1.Condition{
-				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replicas available", gen),
-				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replicas", gen),
+				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "1 of 1 replica available", gen),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 1 replica", gen),
 				notStalled,
 				cond(conditions.Compliant, metav1.ConditionTrue, conditions.ReasonAsExpected, "", 6),
 			},
