@@ -55,10 +55,7 @@ func ListedWarnings(warnings []Warning) admission.Warnings {
 	if len(warnings) == 0 {
 		return nil
 	}
-	out := make(admission.Warnings, 0, min(len(warnings), MaxListed)+1)
-	for _, w := range warnings[:min(len(warnings), MaxListed)] {
-		out = append(out, w.String())
-	}
+	out := admission.Warnings(RenderedWarnings(warnings[:min(len(warnings), MaxListed)]))
 	if len(warnings) > MaxListed {
 		out = append(out, fmt.Sprintf("and %d more warnings, not listed: an answer carries the first %d", len(warnings)-MaxListed, MaxListed))
 	}

@@ -191,6 +191,15 @@ func warning(id RuleID, format string, args ...any) Warning {
 	return Warning{Rule: id, Message: fmt.Sprintf(format, args...)}
 }
 
+// RenderedWarnings are warnings as the client reads them, each naming its rule (Warning.String).
+func RenderedWarnings(warnings []Warning) []string {
+	out := make([]string, len(warnings))
+	for i, w := range warnings {
+		out[i] = w.String()
+	}
+	return out
+}
+
 // Rendered returns copies of errs that end their detail with the rule each breaks, as a message
 // that leaves the process (a refusal, a condition, an Event) shows them:
 // "must be between 1 and 3 (rule memcached.size.range)". The rule stays in each error's Origin.

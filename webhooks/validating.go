@@ -73,10 +73,11 @@ func (v validatorFunc[T, PT]) answer(ctx context.Context, op admissionv1.Operati
 // every field, which the API server passes to the client with a cause per violation (Refusal), and
 // warnings as many as an answer carries.
 func admissionResult(gk schema.GroupKind, name string, errs field.ErrorList, warnings []Warning) (admission.Warnings, error) {
+	listed := ListedWarnings(warnings)
 	if len(errs) == 0 {
-		return ListedWarnings(warnings), nil
+		return listed, nil
 	}
-	return ListedWarnings(warnings), Refusal(gk, name, errs)
+	return listed, Refusal(gk, name, errs)
 }
 
 // judge is what a validating webhook does with what the rules found: it applies the policy in

@@ -76,11 +76,7 @@ func (g Guard) audit(obj status.Object, broken []webhooks.BrokenRule, errs field
 	if len(broken) > 0 {
 		found := message.Violations(webhooks.Rendered(errs), message.ConditionLimit)
 		if len(warnings) > 0 {
-			rendered := make([]string, len(warnings))
-			for i, w := range warnings {
-				rendered[i] = w.String()
-			}
-			found = strings.TrimSpace(found + " " + strings.Join(rendered, "; "))
+			found = strings.TrimSpace(found + " " + strings.Join(webhooks.RenderedWarnings(warnings), "; "))
 		}
 		compliant, reason = metav1.ConditionFalse, conditions.ReasonRulesBroken
 		msg = message.Truncate(rules+found, message.ConditionLimit)
