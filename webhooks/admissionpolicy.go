@@ -13,7 +13,7 @@ import (
 
 // The validating webhook of the AdmissionPolicy holds it to ValidateAdmissionPolicy, so that a
 // policy the operator cannot apply is refused with every reason, and never stored.
-// +kubebuilder:webhook:path=/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=create;update,versions=v1alpha1,name=vadmissionpolicy.policy.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// +kubebuilder:webhook:path=/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=create;update,versions=v1alpha1,name=vadmissionpolicy.policy.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
 
 // admissionPolicyPath serves the validating webhook of the AdmissionPolicy.
 const admissionPolicyPath = "/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy"

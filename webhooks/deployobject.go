@@ -14,21 +14,17 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 )
 
-// The mutating webhook is called on a create, or an update that changes the spec, of a DeployObject
-// that lacks a field DefaultDeployObject fills (lacks-a-default): replicas, or a port's protocol or
-// targetPort, which is unset when 0 or "" as DefaultDeployObject reads it. The CRD's schema
-// defaults an absent protocol before admission, so only an empty one is seen here. A port that is
-// not an object (null, which validation refuses) counts as lacking, whatever has() makes of it.
-// The validating webhook is called on a create, or an update that changes the spec.
-// +kubebuilder:webhook:path=/mutate-app-seedlabs-dev-v1-deployobject,mutating=true,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=mdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"lacks-a-default","expression":"!has(object.spec) || !has(object.spec.replicas) || (has(object.spec.ports) && object.spec.ports.exists(p, type(p) != map || !has(p.protocol) || p.protocol == '' || !has(p.targetPort) || (type(p.targetPort) == int && p.targetPort == 0) || (type(p.targetPort) == string && p.targetPort == '')))"},{"name":"within-bounds","expression":"!has(object.spec) || type(object.spec) != map || ((!has(object.spec.env) || type(object.spec.env) != list || object.spec.env.size() <= 1000) && (!has(object.spec.ports) || type(object.spec.ports) != list || object.spec.ports.size() <= 100) && (!has(object.spec.resources) || type(object.spec.resources) != map || ((!has(object.spec.resources.limits) || type(object.spec.resources.limits) != map || object.spec.resources.limits.size() <= 64) && (!has(object.spec.resources.requests) || type(object.spec.resources.requests) != map || object.spec.resources.requests.size() <= 64) && (!has(object.spec.resources.claims) || type(object.spec.resources.claims) != list || object.spec.resources.claims.size() <= 16))))"}]}`
-// +kubebuilder:webhook:path=/validate-app-seedlabs-dev-v1-deployobject,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=vdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"}]}`
+// The webhooks of a DeployObject: DefaultDeployObject and ValidateDeployObject. Their matchConditions
+// (config/webhook/match-conditions/match_conditions.yaml) call them only for the requests they
+// could answer otherwise than with a plain allow.
+// +kubebuilder:webhook:path=/mutate-app-seedlabs-dev-v1-deployobject,mutating=true,failurePolicy=fail,sideEffects=None,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=mdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-app-seedlabs-dev-v1-deployobject,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=app.seedlabs.dev,resources=deployobjects,verbs=create;update,versions=v1,name=vdeployobject.app.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
 
-// DeployObject is the admission of a DeployObject: its rules, and the paths of the webhooks
-// the markers above configure.
+// DeployObject is the admission of a DeployObject: the rules its webhooks (the markers above)
+// serve on its MutatePath and ValidatePath.
 var DeployObject = Kind[appv1.DeployObject, *appv1.DeployObject]{
 	GVK:     appv1.GroupVersion.WithKind("DeployObject"),
 	Default: DefaultDeployObject, Validate: ValidateDeployObject, bounds: deployObjectBounds,
-	MutatePath: "/mutate-app-seedlabs-dev-v1-deployobject", ValidatePath: "/validate-app-seedlabs-dev-v1-deployobject",
 }
 
 var serviceProtocols = []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP, corev1.ProtocolSCTP}

@@ -1,6 +1,8 @@
 package webhooks
 
 import (
+	"strings"
+
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
@@ -27,11 +29,21 @@ type Kind[T any, PT object[T]] struct {
 	// Validate returns every rule obj breaks under policy, and warnings for what is allowed but
 	// unwise. old is nil on create; on update, what old already broke is not held against obj.
 	Validate func(old, obj PT, policy *Policy) (field.ErrorList, []Warning)
-	// MutatePath and ValidatePath are the paths of its mutating and validating webhooks.
-	MutatePath, ValidatePath string
 	// bounds, when set, refuses an object past its schema's bounds in the mutating webhook, as the
 	// schema refuses it next (bounds.go).
 	bounds func(PT) field.ErrorList
+}
+
+// MutatePath is the path kube-apiserver calls the kind's mutating webhook on, as kubebuilder names
+// it and the kind's marker spells it out.
+func (k Kind[T, PT]) MutatePath() string { return "/mutate-" + k.pathSuffix() }
+
+// ValidatePath is the path kube-apiserver calls the kind's validating webhook on.
+func (k Kind[T, PT]) ValidatePath() string { return "/validate-" + k.pathSuffix() }
+
+// pathSuffix is the kind in its webhooks' paths: app-seedlabs-dev-v1-deployobject.
+func (k Kind[T, PT]) pathSuffix() string {
+	return strings.ReplaceAll(k.GVK.Group, ".", "-") + "-" + k.GVK.Version + "-" + strings.ToLower(k.GVK.Kind)
 }
 
 // AnyKind is a Kind for what holds an object of any of them.
@@ -106,8 +118,8 @@ func (k Kind[T, PT]) Admit(obj runtime.Object, policy *Policy) (field.ErrorList,
 }
 
 func (k Kind[T, PT]) register(table map[string]*admission.Webhook, scheme *runtime.Scheme, j judge) {
-	table[k.MutatePath] = defaultingWebhook(scheme, k.Default, k.bounds)
-	table[k.ValidatePath] = validatingWebhook(scheme, j, func(p *Policy, old, obj PT) (field.ErrorList, []Warning) {
+	table[k.MutatePath()] = defaultingWebhook(scheme, k.Default, k.bounds)
+	table[k.ValidatePath()] = validatingWebhook(scheme, j, func(p *Policy, old, obj PT) (field.ErrorList, []Warning) {
 		return k.Validate(old, obj, p)
 	})
 }

@@ -14,18 +14,16 @@ import (
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 )
 
-// The mutating webhook is called on a create, or an update that changes the spec, of a Memcached
-// that lacks a field DefaultMemcached fills (lacks-a-default): the only requests it can change
-// anything of; the CRD's schema defaults absent fields before admission, so this is a spec sent
-// as null. The validating webhooks are called on a create, or an update that changes the spec, of
-// a Memcached or a scale that ValidateMemcached or validateSizeChange may refuse or warn about
-// (may-be-refused), as for a Welcome.
-// +kubebuilder:webhook:path=/mutate-cache-seedlabs-dev-v1alpha1-memcached,mutating=true,failurePolicy=fail,sideEffects=None,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=mmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"lacks-a-default","expression":"!has(object.spec) || !has(object.spec.size) || !has(object.spec.containerPort)"}]}`
-// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=vmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.metadata.name) || object.metadata.name.size() > 63 || !object.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') || (has(object.spec) && ((has(object.spec.size) && (object.spec.size < 1 || object.spec.size > 3)) || (has(object.spec.containerPort) && (object.spec.containerPort < 1 || object.spec.containerPort > 65535))))"}]}`
-// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached-scale,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds/scale,verbs=update,versions=v1alpha1,name=vmemcachedscale.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.spec) || !has(object.spec.replicas) || object.spec.replicas < 1 || object.spec.replicas > 3"}]}`
+// The webhooks of a Memcached: DefaultMemcached, and ValidateMemcached or
+// validateSizeChange for a scale. Their matchConditions
+// (config/webhook/match-conditions/match_conditions.yaml) call them only for the requests they
+// could answer otherwise than with a plain allow.
+// +kubebuilder:webhook:path=/mutate-cache-seedlabs-dev-v1alpha1-memcached,mutating=true,failurePolicy=fail,sideEffects=None,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=mmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=vmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached-scale,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds/scale,verbs=update,versions=v1alpha1,name=vmemcachedscale.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
 
-// Memcached is the admission of a Memcached: its rules, and the paths of the webhooks
-// the markers above configure.
+// Memcached is the admission of a Memcached: the rules its webhooks (the markers above) serve on
+// its MutatePath and ValidatePath.
 var Memcached = Kind[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{
 	GVK:     cachev1alpha1.GroupVersion.WithKind("Memcached"),
 	Default: DefaultMemcached,
@@ -33,7 +31,6 @@ var Memcached = Kind[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{
 	Validate: func(old, m *cachev1alpha1.Memcached, _ *Policy) (field.ErrorList, []Warning) {
 		return ValidateMemcached(old, m)
 	},
-	MutatePath: "/mutate-cache-seedlabs-dev-v1alpha1-memcached", ValidatePath: "/validate-cache-seedlabs-dev-v1alpha1-memcached",
 }
 
 // memcachedScalePath serves the validating webhook of the memcacheds/scale subresource.

@@ -25,15 +25,15 @@ type testKind struct {
 var (
 	welcomeKind = testKind{kind: "Welcome",
 		resource: metav1.GroupVersionResource{Group: "auth.seedlabs.dev", Version: "v1alpha1", Resource: "welcomes"},
-		mutate:   Welcome.MutatePath, validate: Welcome.ValidatePath,
+		mutate:   Welcome.MutatePath(), validate: Welcome.ValidatePath(),
 		defaults: func(o runtime.Object) { Welcome.DefaultObject(o) }}
 	memcachedKind = testKind{kind: "Memcached",
 		resource: metav1.GroupVersionResource{Group: "cache.seedlabs.dev", Version: "v1alpha1", Resource: "memcacheds"},
-		mutate:   Memcached.MutatePath, validate: Memcached.ValidatePath,
+		mutate:   Memcached.MutatePath(), validate: Memcached.ValidatePath(),
 		defaults: func(o runtime.Object) { Memcached.DefaultObject(o) }}
 	deployObjectKind = testKind{kind: "DeployObject",
 		resource: metav1.GroupVersionResource{Group: "app.seedlabs.dev", Version: "v1", Resource: "deployobjects"},
-		mutate:   DeployObject.MutatePath, validate: DeployObject.ValidatePath,
+		mutate:   DeployObject.MutatePath(), validate: DeployObject.ValidatePath(),
 		defaults: func(o runtime.Object) { DeployObject.DefaultObject(o) }}
 )
 

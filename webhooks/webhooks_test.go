@@ -105,8 +105,6 @@ func TestRatchetLeavesItsInputAlone(t *testing.T) {
 	}
 }
 
-// TestHandlersServeEveryConfiguredPath holds Handlers to the paths the webhook configurations
-// generated into config/webhook call, so that no webhook answers 404.
 // TestKindsAreTheSchemes holds each Kind's GVK, written by hand in the kind's file, equal to the
 // one the scheme registers its type under, which the serving adapters read.
 func TestKindsAreTheSchemes(t *testing.T) {
@@ -118,6 +116,8 @@ func TestKindsAreTheSchemes(t *testing.T) {
 	}
 }
 
+// TestHandlersServeEveryConfiguredPath holds Handlers to the paths the webhook configurations
+// generated into config/webhook call, so that no webhook answers 404.
 func TestHandlersServeEveryConfiguredPath(t *testing.T) {
 	data, err := os.ReadFile("../config/webhook/manifests.yaml")
 	if err != nil {

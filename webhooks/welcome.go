@@ -12,26 +12,17 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 )
 
-// The mutating webhook is called on a create, or an update that changes the spec, of a Welcome that
-// lacks a field DefaultWelcome fills (lacks-a-default) and is within its schema's bounds
-// (within-bounds, bounds.go: past them the schema refuses it next): the only requests it can change anything
-// of. The CRD's schema defaults absent fields before admission, so this is an empty serviceType or
-// a spec sent as null. The validating webhook is called on a create, or an update that changes
-// the spec, of a Welcome that ValidateWelcome may refuse or warn about (may-be-refused): the
-// expression is true wherever it finds an error or a warning under any image policy, and false
-// only for objects it is sure pass, so no call it skips could have changed the answer. CEL's size()
-// counts characters, and the size limits count bytes: a string is measured cheaply in characters
-// first, and as bytes() only when that could not decide.
-// matchconditions_test.go holds it to ValidateWelcome with kube-apiserver's own CEL matcher.
-// +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1alpha1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=mwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"lacks-a-default","expression":"!has(object.spec) || !has(object.spec.replicas) || !has(object.spec.port) || !has(object.spec.serviceType) || object.spec.serviceType == ''"},{"name":"within-bounds","expression":"!has(object.spec) || type(object.spec) != map || !has(object.spec.groups) || type(object.spec.groups) != list || object.spec.groups.size() <= 1024"}]}`
-// +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1alpha1-welcome,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=vwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,patch=`{"matchConditions":[{"name":"spec-changed","expression":"request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec"},{"name":"may-be-refused","expression":"!has(object.metadata.name) || object.metadata.name.size() > 63 || !object.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$') || !has(object.spec) || !has(object.spec.name) || object.spec.name.size() > 256 || bytes(object.spec.name).size() > 256 || !object.spec.name.matches('[A-Za-z0-9]') || (has(object.spec.userID) && (object.spec.userID < 1 || object.spec.userID > 65535)) || (has(object.spec.groups) && (object.spec.groups.size() > 32 || object.spec.groups.exists(g, g.size() > 256 || bytes(g).size() > 256 || !g.matches('[A-Za-z0-9]') || object.spec.groups.filter(h, h == g).size() > 1))) || (has(object.spec.email) && object.spec.email != '' && (object.spec.email.size() > 254 || !object.spec.email.matches('^[A-Za-z0-9_+-]+([.][A-Za-z0-9_+-]+)*@[A-Za-z0-9-]+([.][A-Za-z0-9-]+)+$'))) || (has(object.spec.password) && object.spec.password != '') || (has(object.spec.replicas) && (object.spec.replicas <= 0 || object.spec.replicas > 100)) || (has(object.spec.port) && (object.spec.port < 1 || object.spec.port > 65535)) || (has(object.spec.image) && object.spec.image != '') || (has(object.spec.serviceType) && !(object.spec.serviceType in ['', 'NodePort', 'ClusterIP', 'LoadBalancer']))"}]}`
+// The webhooks of a Welcome: DefaultWelcome and ValidateWelcome. Their matchConditions
+// (config/webhook/match-conditions/match_conditions.yaml) call them only for the requests they
+// could answer otherwise than with a plain allow.
+// +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1alpha1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=mwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1alpha1-welcome,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=vwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
 
-// Welcome is the admission of a Welcome: its rules, and the paths of the webhooks
-// the markers above configure.
+// Welcome is the admission of a Welcome: the rules its webhooks (the markers above) serve on
+// its MutatePath and ValidatePath.
 var Welcome = Kind[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
 	GVK:     authv1alpha1.GroupVersion.WithKind("Welcome"),
 	Default: DefaultWelcome, Validate: ValidateWelcome, bounds: welcomeBounds,
-	MutatePath: "/mutate-auth-seedlabs-dev-v1alpha1-welcome", ValidatePath: "/validate-auth-seedlabs-dev-v1alpha1-welcome",
 }
 
 // maxUserID is the highest user ID a Welcome accepts.

@@ -95,7 +95,7 @@ func labelValue(m *dto.Metric, name string) string {
 }
 
 var _ = Describe("The webhook configurations' matchConditions", admission, func() {
-	mutate, validate := webhooks.Welcome.MutatePath, webhooks.Welcome.ValidatePath
+	mutate, validate := webhooks.Welcome.MutatePath(), webhooks.Welcome.ValidatePath()
 
 	It("keep requests that cannot change the answer away from the webhooks, and send the others", Serial, func(ctx SpecContext) {
 		ns := newNamespace(ctx)
@@ -181,8 +181,8 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 	web := complete("http", 80, intstr.FromInt32(8080), corev1.ProtocolTCP)
 	mutatingPath := map[string]string{
 		"Welcome":      mutate,
-		"Memcached":    webhooks.Memcached.MutatePath,
-		"DeployObject": webhooks.DeployObject.MutatePath,
+		"Memcached":    webhooks.Memcached.MutatePath(),
+		"DeployObject": webhooks.DeployObject.MutatePath(),
 	}
 
 	It("keep every kind's metadata edits away from every webhook, even for objects whose spec edits call them", Serial, func(ctx SpecContext) {
