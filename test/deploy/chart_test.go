@@ -393,6 +393,54 @@ func TestChartRefusesBadValues(t *testing.T) {
 	}
 }
 
+// TestChartInstallsAsADependency renders the chart as a dependency of an umbrella chart, as
+// platform teams install it: Helm passes every subchart the umbrella's global values and, with a
+// condition, its enabled key, which the chart's strict schema must accept (helm#10392); with
+// enabled false, nothing of it is rendered.
+func TestChartInstallsAsADependency(t *testing.T) {
+	var chart struct{ Version string }
+	data, err := os.ReadFile(filepath.Join(moduleRoot(t), "dist", "chart", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	umbrella := t.TempDir()
+	files := map[string]string{
+		"Chart.yaml": "apiVersion: v2\nname: platform\nversion: 1.0.0\ndependencies:\n" +
+			"- name: webhook-operator\n  version: " + chart.Version + "\n" +
+			"  repository: file://" + filepath.Join(moduleRoot(t), "dist", "chart") + "\n" +
+			"  condition: webhook-operator.enabled\n",
+		"values.yaml": "global:\n  imageRegistry: registry.example.com\n" +
+			"webhook-operator:\n  enabled: true\n  image:\n    repository: controller\n    tag: latest\n",
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(umbrella, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := runHelm(t, "dependency", "update", umbrella); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runHelm(t, "template", "platform", umbrella, "--namespace", fixtures.Namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rendered := parseManifests(t, "helm template", out)
+	if len(rendered.ofKind("Deployment")) != 1 || len(rendered.ofKind("ValidatingWebhookConfiguration")) != 1 {
+		t.Errorf("the umbrella chart renders %d Deployments and %d validating webhook configurations, want 1 each",
+			len(rendered.ofKind("Deployment")), len(rendered.ofKind("ValidatingWebhookConfiguration")))
+	}
+	out, err = runHelm(t, "template", "platform", umbrella, "--namespace", fixtures.Namespace, "--set", "webhook-operator.enabled=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bytes.TrimSpace(out)) != 0 {
+		t.Errorf("with webhook-operator.enabled=false the umbrella chart still renders:\n%s", out)
+	}
+}
+
 // TestChartRefusesSelfSignedInSharedNamespaces: in self-signed mode the manager may read every
 // Secret of its namespace, so the chart refuses kube-system and default, named by the release's
 // namespace or by namespaceOverride, saying why and what to do instead; a namespace of the
