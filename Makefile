@@ -112,8 +112,15 @@ verify: manifests generate ## Fail when generated files are out of date.
 	fi
 
 .PHONY: test
-test: manifests generate fmt vet controlplane $(KUSTOMIZE) $(HELM) $(PROMTOOL) test-oldest-kube ## Run unit and envtest suites, and the admission specs on the oldest supported kube-apiserver too.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" HELM="$(HELM)" PROMTOOL="$(PROMTOOL)" go test $(GO_TEST_FLAGS) ./...
+test: manifests generate fmt vet controlplane ## Run the unit and envtest suites, on the newest supported Kubernetes.
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" go test $(GO_TEST_FLAGS) $$(go list ./... | grep -v '/test/deploy$$')
+
+# test-deploy checks what each install path would install: the kustomize builds, the Helm chart
+# against them, the alerts (promtool), make release, the Dockerfile's builds, PROJECT, and
+# setup-envtest's download and its fallback. It builds helm and promtool, which make test does not.
+.PHONY: test-deploy
+test-deploy: manifests $(KUSTOMIZE) $(HELM) $(PROMTOOL) ## Test the install paths: kustomize builds, the Helm chart, the alerts, make release.
+	KUSTOMIZE="$(KUSTOMIZE)" HELM="$(HELM)" PROMTOOL="$(PROMTOOL)" go test $(GO_TEST_FLAGS) ./test/deploy/
 
 # The fuzz targets of the admission webhooks' HTTP handlers (each kind's, the scale subresource's,
 # the AdmissionPolicy's, and any body to any of them), and of the matchConditions that skip the
@@ -202,7 +209,8 @@ docker-push: ## Push the manager and welcome-web images.
 	$(CONTAINER_TOOL) push $(WELCOME_IMG)
 
 .PHONY: run-local
-run-local: controlplane ## Run the control plane, CRDs, webhooks and the manager on this machine; Ctrl-C stops it all.
+run-local: controlplane $(KUBEBUILDER_ASSETS)/kubectl ## Run the control plane, CRDs, webhooks and the manager on this machine; Ctrl-C stops it all.
+	mkdir -p $(LOCALBIN)/local && ln -sf $(KUBEBUILDER_ASSETS)/kubectl $(LOCALBIN)/local/kubectl
 	go run ./cmd/run-local --assets "$(KUBEBUILDER_ASSETS)" --kubeconfig-out "$(LOCALBIN)/local/kubeconfig"
 
 ##@ Deployment

@@ -34,9 +34,17 @@ type CertOptions struct {
 	Secret string
 	// DNSNames are the serving certificate's names: the webhook Service's.
 	DNSNames []string
-	// MutatingWebhookConfiguration and ValidatingWebhookConfiguration are the configurations the CA
-	// is injected into.
+	// MutatingWebhookConfiguration and ValidatingWebhookConfiguration are the configurations whose
+	// caBundles must verify the serving certificate before the server starts; with Secret, the CA
+	// is injected into them.
 	MutatingWebhookConfiguration, ValidatingWebhookConfiguration string
+}
+
+// checksTrust reports whether the server waits for the webhook configurations to trust its
+// certificate: always with Secret (addCertRotator requires both names), and in cert-manager mode
+// when they are named.
+func (c CertOptions) checksTrust() bool {
+	return c.Secret != "" || c.MutatingWebhookConfiguration != "" || c.ValidatingWebhookConfiguration != ""
 }
 
 // secretKey parses Secret.

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -354,5 +355,20 @@ func TestReconcileDropsThePreviousCAOnceEveryReplicaServesTheNew(t *testing.T) {
 	if result.RequeueAfter != 0 || !bytes.Equal(caCert(), current.ca.CertPEM) {
 		t.Errorf("every replica serves the new CA's certificate: got requeue after %s and %d CAs, want no requeue and the new CA alone",
 			result.RequeueAfter, len(parseCertificates(caCert())))
+	}
+}
+
+// TestTrustCheckNamesBothConfigurations: in cert-manager mode the webhook server waits for both
+// configurations to trust its certificate, so naming one alone is a mistake, said at start.
+func TestTrustCheckNamesBothConfigurations(t *testing.T) {
+	for _, c := range []CertOptions{{MutatingWebhookConfiguration: "m"}, {ValidatingWebhookConfiguration: "v"}} {
+		s, err := newWebhookServer(Options{Certs: c, WebhookCertDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.keepCertificate(nil, Options{Certs: c})
+		if err == nil || !strings.Contains(err.Error(), "go together") {
+			t.Errorf("%+v: %v; want the two flags named as going together", c, err)
+		}
 	}
 }

@@ -5,6 +5,7 @@ package operator
 
 import (
 	"crypto/tls"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -164,9 +165,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			return nil
 		})
 	fs.StringVar(&o.Certs.MutatingWebhookConfiguration, "cert-mutating-webhook-configuration", "",
-		"With --cert-secret: the MutatingWebhookConfiguration the CA is injected into.")
+		"The MutatingWebhookConfiguration whose every caBundle must verify the serving certificate before the webhook "+
+			"server starts and the manager turns ready; with --cert-secret, the manager injects its CA into it.")
 	fs.StringVar(&o.Certs.ValidatingWebhookConfiguration, "cert-validating-webhook-configuration", "",
-		"With --cert-secret: the ValidatingWebhookConfiguration the CA is injected into.")
+		"The ValidatingWebhookConfiguration whose every caBundle must verify the serving certificate before the webhook "+
+			"server starts and the manager turns ready; with --cert-secret, the manager injects its CA into it.")
 	fs.Func("allowed-registries",
 		"Comma-separated registries a DeployObject's image may come from, such as docker.io,registry.local:5000; "+
 			"unset allows any. May be repeated.",
@@ -267,15 +270,15 @@ type webhookServer struct {
 	webhook.Server
 	// stopping is set when the manager starts to stop, and the server to refuse new work.
 	stopping *atomic.Bool
-	// certGate holds the server back until the certificate it keeps is trusted; nil without
-	// --cert-secret.
+	// certGate holds the server back until the certificate it serves is trusted; nil when no
+	// webhook configuration is named (Certs).
 	certGate   *gatedServer
 	certsReady chan struct{}
 }
 
 // newWebhookServer is the webhook server: TLS 1.2 and up, HTTP/1.1 unless HTTP/2 is enabled,
 // client certificates checked when --webhook-client-ca is set, request bodies within budget, and,
-// with --cert-secret, not started before its certificate is.
+// when the webhook configurations are named, not started before they trust its certificate.
 func newWebhookServer(o Options) (*webhookServer, error) {
 	tlsOptions := o.tlsOptions()
 	if o.WebhookClientCA != "" {
@@ -299,20 +302,28 @@ func newWebhookServer(o Options) (*webhookServer, error) {
 		clientCertificates: o.WebhookClientCA != "",
 	}
 	servingCertificateExpiry.watch(filepath.Join(o.WebhookCertDir, webhookCertName))
-	if o.Certs.Secret != "" {
+	if o.Certs.checksTrust() {
 		s.certGate = &gatedServer{Server: s.Server, ready: s.certsReady}
 		s.Server = s.certGate
 	}
 	return s, nil
 }
 
-// keepCertificate has mgr keep the webhook's certificate in --cert-secret, and gates the server on
-// it being trusted; without --cert-secret, cert-manager keeps it, and it does nothing.
+// keepCertificate has mgr keep the webhook's certificate in --cert-secret; without it, cert-manager
+// keeps it, mounted before the manager starts. Either way, when the webhook configurations are
+// named, the server starts, and the manager turns ready, only once their caBundles verify it: in
+// cert-manager mode its CA injector may not have written them yet, and helm install --wait or
+// kubectl rollout status would return while kube-apiserver cannot trust the webhooks.
 func (s *webhookServer) keepCertificate(mgr ctrl.Manager, o Options) error {
-	if o.Certs.Secret == "" {
+	if !o.Certs.checksTrust() {
 		return nil
 	}
-	if err := addCertRotator(mgr, o.Certs, o.WebhookCertDir, s.certsReady); err != nil {
+	if o.Certs.Secret == "" {
+		if o.Certs.MutatingWebhookConfiguration == "" || o.Certs.ValidatingWebhookConfiguration == "" {
+			return errors.New("--cert-mutating-webhook-configuration and --cert-validating-webhook-configuration go together")
+		}
+		close(s.certsReady)
+	} else if err := addCertRotator(mgr, o.Certs, o.WebhookCertDir, s.certsReady); err != nil {
 		return err
 	}
 	s.certGate.trusted = servesTrusted(mgr.GetAPIReader(), o.Certs, filepath.Join(o.WebhookCertDir, webhookCertName))

@@ -190,8 +190,8 @@ type replica struct {
 }
 
 // startReplica starts a manager keeping its certificate in the Secret, serving on this host's
-// address, until the suite ends.
-func startReplica(name string) *replica {
+// address, until the suite ends; configure, when given, changes its options first.
+func startReplica(name string, configure ...func(*operator.Options)) *replica {
 	GinkgoHelper()
 	port, err := freePort(hostIP)
 	Expect(err).NotTo(HaveOccurred())
@@ -203,7 +203,7 @@ func startReplica(name string) *replica {
 		certDir:      GinkgoT().TempDir(),
 		probeAddress: net.JoinHostPort("127.0.0.1", strconv.Itoa(probeAddress)),
 	}
-	mgr, err := operator.New(cfg, operator.Options{
+	options := operator.Options{
 		MetricsAddr:    "0",
 		ProbeAddr:      r.probeAddress,
 		WebhookHost:    hostIP,
@@ -219,7 +219,11 @@ func startReplica(name string) *replica {
 		},
 		SkipControllerNameValidation: true,
 		MaxConcurrentReconciles:      operator.DefaultMaxConcurrentReconciles,
-	})
+	}
+	for _, c := range configure {
+		c(&options)
+	}
+	mgr, err := operator.New(cfg, options)
 	Expect(err).NotTo(HaveOccurred())
 	ctx, stop := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -694,3 +698,69 @@ func freePort(host string) (int, error) {
 	defer func() { _ = l.Close() }()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+var _ = Describe("The manager whose certificate cert-manager keeps", func() {
+	It("is not ready while a webhook configuration it names does not trust the certificate mounted, and turns ready once both do", func(ctx SpecContext) {
+		// cert-manager's CA and the serving certificate its Secret volume mounts before the
+		// manager starts.
+		ca, err := certs.NewCA("cert-manager", time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		pair, err := ca.NewServingPair([]string{serviceHost}, nil, time.Hour)
+		Expect(err).NotTo(HaveOccurred())
+		certDir := GinkgoT().TempDir()
+		Expect(pair.WriteDir(certDir, ca.CertPEM)).To(Succeed())
+
+		// Configurations of this spec's own, whose one webhook matches no object, so that the
+		// other replicas' caBundles stay as they are; they trust the installer's CA until
+		// cert-manager's CA injector writes them.
+		never := &metav1.LabelSelector{MatchLabels: map[string]string{"webhook-operator.test/never": "true"}}
+		clientConfig := admissionregistrationv1.WebhookClientConfig{
+			Service:  &admissionregistrationv1.ServiceReference{Namespace: namespace, Name: serviceName, Path: ptr.To("/never")},
+			CABundle: installerCA.CertPEM,
+		}
+		rules := []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{"auth.seedlabs.dev"}, APIVersions: []string{"*"}, Resources: []string{"welcomes"}},
+		}}
+		mutating := &admissionregistrationv1.MutatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "cert-manager-mode-mutating"},
+			Webhooks: []admissionregistrationv1.MutatingWebhook{{
+				Name: "never.seedlabs.dev", ClientConfig: clientConfig, Rules: rules, ObjectSelector: never,
+				SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
+			}},
+		}
+		validating := &admissionregistrationv1.ValidatingWebhookConfiguration{
+			ObjectMeta: metav1.ObjectMeta{Name: "cert-manager-mode-validating"},
+			Webhooks: []admissionregistrationv1.ValidatingWebhook{{
+				Name: "never.seedlabs.dev", ClientConfig: clientConfig, Rules: rules, ObjectSelector: never,
+				SideEffects: ptr.To(admissionregistrationv1.SideEffectClassNone), AdmissionReviewVersions: []string{"v1"},
+			}},
+		}
+		for _, c := range []client.Object{mutating, validating} {
+			Expect(k8s.Create(ctx, c)).To(Succeed())
+			DeferCleanup(func(ctx SpecContext) { Expect(k8s.Delete(ctx, c)).To(Succeed()) })
+		}
+
+		r := startReplica("cert-manager-mode", func(o *operator.Options) {
+			o.WebhookCertDir = certDir
+			o.Certs = operator.CertOptions{
+				MutatingWebhookConfiguration:   mutating.Name,
+				ValidatingWebhookConfiguration: validating.Name,
+			}
+		})
+		Consistently(r.ready).WithContext(ctx).WithTimeout(2 * time.Second).Should(Equal(http.StatusInternalServerError),
+			"neither configuration trusts cert-manager's CA")
+
+		// The CA injector writes one configuration, then the other.
+		mutating.Webhooks[0].ClientConfig.CABundle = ca.CertPEM
+		Expect(k8s.Update(ctx, mutating)).To(Succeed())
+		Consistently(r.ready).WithContext(ctx).WithTimeout(2 * time.Second).Should(Equal(http.StatusInternalServerError),
+			"the validating configuration does not trust cert-manager's CA yet")
+		validating.Webhooks[0].ClientConfig.CABundle = append(slices.Clone(installerCA.CertPEM), ca.CertPEM...)
+		Expect(k8s.Update(ctx, validating)).To(Succeed())
+		Eventually(r.ready).WithContext(ctx).Should(Equal(http.StatusOK))
+		served, err := r.served()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(certificates(pair.CertPEM)).To(ContainElement(Satisfy(served.Equal)), "the webhook server serves the certificate mounted")
+	}, SpecTimeout(time.Minute))
+})

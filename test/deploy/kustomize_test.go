@@ -49,6 +49,7 @@ const (
 	managerRole        = namePrefix + "manager-role"
 	metricsAuthRole    = namePrefix + "metrics-auth-role"
 	leaderElectionRole = namePrefix + "leader-election-role"
+	webhookTrustRole   = namePrefix + "webhook-trust-role"
 )
 
 // The scope of every kind the builds may hold; a kind in neither map fails the test until it is
@@ -79,8 +80,10 @@ var defaultInventory = []string{
 	"ClusterRole webhook-operator-metrics-auth-role",
 	"ClusterRole webhook-operator-metrics-reader",
 	"ClusterRole webhook-operator-policy-admissionpolicy-viewer-role",
+	"ClusterRole webhook-operator-webhook-trust-role",
 	"ClusterRoleBinding webhook-operator-manager-rolebinding",
 	"ClusterRoleBinding webhook-operator-metrics-auth-rolebinding",
+	"ClusterRoleBinding webhook-operator-webhook-trust-rolebinding",
 	"CustomResourceDefinition admissionpolicies.policy.seedlabs.dev",
 	"CustomResourceDefinition deployobjects.app.seedlabs.dev",
 	"CustomResourceDefinition memcacheds.cache.seedlabs.dev",
@@ -718,7 +721,7 @@ func checkRBAC(t *testing.T, m manifests, generatedRole manifests, namespace str
 	mgr := getManager(t, m)
 	sa := mgr.pod.ServiceAccountName
 
-	wantRefs := []string{"ClusterRole " + managerRole, "ClusterRole " + metricsAuthRole, "Role " + leaderElectionRole}
+	wantRefs := []string{"ClusterRole " + managerRole, "ClusterRole " + metricsAuthRole, "ClusterRole " + webhookTrustRole, "Role " + leaderElectionRole}
 	if diff := cmp.Diff(wantRefs, roleRefs(t, m, namespace, sa)); diff != "" {
 		t.Errorf("roles bound to ServiceAccount %s/%s (-want +got):\n%s", namespace, sa, diff)
 	}
@@ -754,6 +757,27 @@ func checkRBAC(t *testing.T, m manifests, generatedRole manifests, namespace str
 	// The leader election's event recorder still writes core/v1 Events.
 	if !allows(leaderElection.Rules, "", "events", "", "create") || !allows(leaderElection.Rules, "", "events", "", "patch") {
 		t.Errorf("Role %s does not allow creating and patching Events", leaderElectionRole)
+	}
+
+	// The manager turns ready once the two webhook configurations its flags name, the ones the
+	// install holds, trust its certificate: it may get them, and nothing else.
+	trust := get[rbacv1.ClusterRole](t, m, "ClusterRole", webhookTrustRole).Rules
+	for resource, c := range map[string]struct{ kind, name string }{
+		"mutatingwebhookconfigurations":   {"MutatingWebhookConfiguration", mgr.opts.Certs.MutatingWebhookConfiguration},
+		"validatingwebhookconfigurations": {"ValidatingWebhookConfiguration", mgr.opts.Certs.ValidatingWebhookConfiguration},
+	} {
+		m.get(t, c.kind, c.name)
+		if !allows(trust, "admissionregistration.k8s.io", resource, c.name, "get") {
+			t.Errorf("ClusterRole %s does not allow getting %s %s, which the manager's flag names", webhookTrustRole, c.kind, c.name)
+		}
+		for _, verb := range []string{"list", "watch", "update", "patch"} {
+			if allows(trust, "admissionregistration.k8s.io", resource, c.name, verb) {
+				t.Errorf("ClusterRole %s allows %s on %s; want get alone", webhookTrustRole, verb, resource)
+			}
+		}
+		if allows(trust, "admissionregistration.k8s.io", resource, "another-configuration", "get") {
+			t.Errorf("ClusterRole %s allows getting every %s; want only %s", webhookTrustRole, c.kind, c.name)
+		}
 	}
 }
 

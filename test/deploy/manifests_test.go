@@ -62,7 +62,7 @@ func toolPath(t *testing.T, variable string) string {
 	t.Helper()
 	path := os.Getenv(variable)
 	if path == "" {
-		t.Fatalf("%s is not set: run this test through 'make test', which installs the pinned tool into bin/ "+
+		t.Fatalf("%s is not set: run this test through 'make test-deploy', which installs the pinned tool into bin/ "+
 			"(or set %s=bin/<tool>-<version> yourself)", variable, variable)
 	}
 	return path
