@@ -748,13 +748,13 @@ var _ = Describe("The manager whose certificate cert-manager keeps", func() {
 				ValidatingWebhookConfiguration: validating.Name,
 			}
 		})
-		Consistently(r.ready).WithContext(ctx).WithTimeout(2 * time.Second).Should(Equal(http.StatusInternalServerError),
+		Consistently(r.ready).WithContext(ctx).WithTimeout(2*time.Second).Should(Equal(http.StatusInternalServerError),
 			"neither configuration trusts cert-manager's CA")
 
 		// The CA injector writes one configuration, then the other.
 		mutating.Webhooks[0].ClientConfig.CABundle = ca.CertPEM
 		Expect(k8s.Update(ctx, mutating)).To(Succeed())
-		Consistently(r.ready).WithContext(ctx).WithTimeout(2 * time.Second).Should(Equal(http.StatusInternalServerError),
+		Consistently(r.ready).WithContext(ctx).WithTimeout(2*time.Second).Should(Equal(http.StatusInternalServerError),
 			"the validating configuration does not trust cert-manager's CA yet")
 		validating.Webhooks[0].ClientConfig.CABundle = append(slices.Clone(installerCA.CertPEM), ca.CertPEM...)
 		Expect(k8s.Update(ctx, validating)).To(Succeed())
