@@ -41,10 +41,22 @@ type CertOptions struct {
 }
 
 // checksTrust reports whether the server waits for the webhook configurations to trust its
-// certificate: always with Secret (addCertRotator requires both names), and in cert-manager mode
-// when they are named.
+// certificate: always with Secret (validate requires both names), and in cert-manager mode when
+// they are named.
 func (c CertOptions) checksTrust() bool {
 	return c.Secret != "" || c.MutatingWebhookConfiguration != "" || c.ValidatingWebhookConfiguration != ""
+}
+
+// validate refuses options that name part of what their mode needs: the server waits for both
+// configurations, and with Secret the certificate needs its DNS names and its CA goes into both.
+func (c CertOptions) validate() error {
+	switch {
+	case c.Secret != "" && (len(c.DNSNames) == 0 || c.MutatingWebhookConfiguration == "" || c.ValidatingWebhookConfiguration == ""):
+		return errors.New("--cert-secret needs --cert-dns-names, --cert-mutating-webhook-configuration and --cert-validating-webhook-configuration")
+	case c.MutatingWebhookConfiguration == "" || c.ValidatingWebhookConfiguration == "":
+		return errors.New("--cert-mutating-webhook-configuration and --cert-validating-webhook-configuration go together")
+	}
+	return nil
 }
 
 // secretKey parses Secret.
@@ -64,9 +76,6 @@ func addCertRotator(mgr ctrl.Manager, c CertOptions, certDir string, ready chan 
 	key, err := c.secretKey()
 	if err != nil {
 		return err
-	}
-	if len(c.DNSNames) == 0 || c.MutatingWebhookConfiguration == "" || c.ValidatingWebhookConfiguration == "" {
-		return errors.New("--cert-secret needs --cert-dns-names, --cert-mutating-webhook-configuration and --cert-validating-webhook-configuration")
 	}
 	rollover, err := addCARollover(mgr, c, key)
 	if err != nil {

@@ -358,17 +358,26 @@ func TestReconcileDropsThePreviousCAOnceEveryReplicaServesTheNew(t *testing.T) {
 	}
 }
 
-// TestTrustCheckNamesBothConfigurations: in cert-manager mode the webhook server waits for both
-// configurations to trust its certificate, so naming one alone is a mistake, said at start.
+// TestTrustCheckNamesBothConfigurations: the webhook server waits for both configurations to
+// trust its certificate, so naming one alone is a mistake, said at start; with --cert-secret, so
+// is leaving out a name or the DNS names.
 func TestTrustCheckNamesBothConfigurations(t *testing.T) {
-	for _, c := range []CertOptions{{MutatingWebhookConfiguration: "m"}, {ValidatingWebhookConfiguration: "v"}} {
-		s, err := newWebhookServer(Options{Certs: c, WebhookCertDir: t.TempDir()})
+	for _, tc := range []struct {
+		certs CertOptions
+		want  string
+	}{
+		{CertOptions{MutatingWebhookConfiguration: "m"}, "go together"},
+		{CertOptions{ValidatingWebhookConfiguration: "v"}, "go together"},
+		{CertOptions{Secret: "system/cert", MutatingWebhookConfiguration: "m", ValidatingWebhookConfiguration: "v"}, "--cert-secret needs --cert-dns-names"},
+		{CertOptions{Secret: "system/cert", DNSNames: []string{"svc"}, MutatingWebhookConfiguration: "m"}, "--cert-secret needs"},
+	} {
+		s, err := newWebhookServer(Options{Certs: tc.certs, WebhookCertDir: t.TempDir()})
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = s.keepCertificate(nil, Options{Certs: c})
-		if err == nil || !strings.Contains(err.Error(), "go together") {
-			t.Errorf("%+v: %v; want the two flags named as going together", c, err)
+		err = s.keepCertificate(nil, Options{Certs: tc.certs})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%+v: %v; want an error saying %q", tc.certs, err, tc.want)
 		}
 	}
 }

@@ -5,7 +5,6 @@ package operator
 
 import (
 	"crypto/tls"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -318,10 +317,10 @@ func (s *webhookServer) keepCertificate(mgr ctrl.Manager, o Options) error {
 	if !o.Certs.checksTrust() {
 		return nil
 	}
+	if err := o.Certs.validate(); err != nil {
+		return err
+	}
 	if o.Certs.Secret == "" {
-		if o.Certs.MutatingWebhookConfiguration == "" || o.Certs.ValidatingWebhookConfiguration == "" {
-			return errors.New("--cert-mutating-webhook-configuration and --cert-validating-webhook-configuration go together")
-		}
 		close(s.certsReady)
 	} else if err := addCertRotator(mgr, o.Certs, o.WebhookCertDir, s.certsReady); err != nil {
 		return err
