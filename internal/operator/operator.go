@@ -59,6 +59,10 @@ const (
 	// DefaultMaxConcurrentReconciles is how many objects of each kind are reconciled at once: a
 	// reconcile mostly waits on the API server, so one at a time leaves it idle.
 	DefaultMaxConcurrentReconciles = 4
+	// DefaultCacheSyncTimeout bounds how long a controller waits for its kinds to be cached: a new
+	// leader lists every custom resource and child, which at 100,000 custom resources on a busy API
+	// server takes longer than controller-runtime's 2 minutes, and giving up would restart the list.
+	DefaultCacheSyncTimeout = 10 * time.Minute
 	// LeaderElectionID names the Lease that elects the active manager.
 	LeaderElectionID = "webhook-operator.seedlabs.dev"
 	// EventSource is the reportingController of the Events the controllers record.
@@ -107,6 +111,8 @@ type Options struct {
 	PprofAddr string
 	// MaxConcurrentReconciles is how many objects of each kind are reconciled at once.
 	MaxConcurrentReconciles int
+	// CacheSyncTimeout bounds how long a controller waits for its kinds to be cached.
+	CacheSyncTimeout time.Duration
 
 	// Certs, when Certs.Secret is set, have the manager keep its own webhook serving certificate.
 	Certs CertOptions
@@ -150,6 +156,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			"so bind it to loopback only. 0 turns it off.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", DefaultMaxConcurrentReconciles,
 		"How many objects of each kind are reconciled at once.")
+	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", DefaultCacheSyncTimeout,
+		"How long a controller waits for its kinds to be cached before the manager gives up and exits: "+
+			"a new leader lists every custom resource and its children first.")
 	fs.StringVar(&o.Certs.Secret, "cert-secret", "",
 		"namespace/name of a Secret in which the manager keeps its own CA and webhook serving certificate, renewing them and "+
 			"injecting the CA into the webhook configurations, for clusters without cert-manager; mount it at --webhook-cert-dir. "+
@@ -355,6 +364,7 @@ func (o *Options) managerOptions(server webhook.Server) ctrl.Options {
 		Controller: config.Controller{
 			SkipNameValidation:      &o.SkipControllerNameValidation,
 			MaxConcurrentReconciles: max(o.MaxConcurrentReconciles, 1),
+			CacheSyncTimeout:        o.CacheSyncTimeout,
 		},
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/distribution/reference"
 )
@@ -39,9 +40,28 @@ func TestBindFlagsDefaults(t *testing.T) {
 		PprofAddr:      "0",
 
 		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,
+		CacheSyncTimeout:        DefaultCacheSyncTimeout,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
+	}
+}
+
+// TestControllersWaitForTheirCachesAsLongAsTold: --cache-sync-timeout reaches every controller,
+// which controller-runtime would otherwise give 2 minutes, too few for a new leader's first list
+// at 100,000 custom resources.
+func TestControllersWaitForTheirCachesAsLongAsTold(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want time.Duration
+	}{
+		{nil, DefaultCacheSyncTimeout},
+		{[]string{"--cache-sync-timeout=25m"}, 25 * time.Minute},
+	} {
+		o := parse(t, tc.args...)
+		if got := o.managerOptions(nil).Controller.CacheSyncTimeout; got != tc.want {
+			t.Errorf("%q: the controllers' CacheSyncTimeout is %s, want %s", tc.args, got, tc.want)
+		}
 	}
 }
 

@@ -118,6 +118,9 @@ func startCluster(ctx context.Context, workDir string) (*cluster, error) {
 		// Room for the Services of 10k objects, a third of them NodePort (Welcome's default).
 		Set("service-cluster-ip-range", "10.96.0.0/12").
 		Set("service-node-port-range", "20000-60000")
+	// Room in etcd for 100,000 custom resources with their children.
+	env.ControlPlane.Etcd = &envtest.Etcd{}
+	env.ControlPlane.Etcd.Configure().Set("quota-backend-bytes", strconv.Itoa(8<<30))
 	// Stopping an API server holding tens of thousands of objects and their watches takes a while.
 	env.ControlPlaneStopTimeout = 2 * time.Minute
 	cfg, err := env.Start()

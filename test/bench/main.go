@@ -46,6 +46,7 @@ func main() {
 	managerBinary := flag.String("manager", filepath.Join("bin", "manager"), "The manager binary (make build).")
 	quick := flag.Bool("quick", false, "Small sizes, to try the bench out in a minute or two; the numbers are not worth much.")
 	memoryObjects := flag.String("memory-objects", "", "The numbers of custom resources the memory section measures a new leader with, comma-separated; empty means 1000,10000,30000, or 300,1000 with -quick.")
+	throughAPI := flag.Int("memory-through-api", 10000, "How many of the memory section's custom resources are stored through kube-apiserver; the rest are written straight into etcd as copies (300 with -quick).")
 	sections := flag.String("sections", "handlers,admission,convergence,memory,start",
 		"The sections to run, comma-separated; hostile (about 15 minutes) runs only when named, best after memory.")
 	floodDuration := flag.Duration("flood-duration", 10*time.Minute, "How long the hostile section floods the webhooks with refused creates.")
@@ -70,6 +71,7 @@ func main() {
 		s.handlers.rounds, s.handlers.duration = 2, 200*time.Millisecond
 		s.convergence.rounds, s.convergence.perKind = 1, 100
 		s.memory.steps, s.memory.hostile, s.certSwaps = []int{300, 1000}, 50, 2
+		*throughAPI = min(*throughAPI, 300)
 		s.hostile.deployments, s.hostile.envBytes, *floodDuration = 100, 256<<10, 20*time.Second
 	}
 	s.hostile.floodDuration, s.hostile.baselineManager = *floodDuration, *baselineManager
@@ -84,7 +86,11 @@ func main() {
 			s.memory.steps = append(s.memory.steps, steps)
 		}
 	}
-	s.memory.baselineManager = *baselineManager
+	s.memory.baselineManager, s.memory.throughAPI = *baselineManager, *throughAPI
+	if *throughAPI < 3 {
+		fmt.Fprintln(os.Stderr, "bench: -memory-through-api: the copies need one custom resource of each kind stored through kube-apiserver")
+		os.Exit(2)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, s, *out, *managerBinary); err != nil {

@@ -26,6 +26,9 @@ type memorySettings struct {
 	// steps are how many custom resources are stored, in turn, when a new leader is measured.
 	steps   []int
 	workers int
+	// throughAPI is how many custom resources are stored through kube-apiserver; the rest are
+	// written straight into etcd as copies of the first of each kind (see cloner).
+	throughAPI int
 	// hostile is how many tenant objects carry what a tenant may add: children with childPadding
 	// bytes added by hand, and custom resources with metadataPadding bytes of labels and annotations.
 	hostile                       int
@@ -38,6 +41,8 @@ type memorySettings struct {
 type memoryResult struct {
 	settings memorySettings
 	steps    []memoryStep
+	// copies is how many custom resources were written straight into etcd.
+	copies int
 }
 
 // memoryStep is what was stored when the leaders were measured.
@@ -94,6 +99,7 @@ func runMemory(ctx context.Context, c *cluster, mf managerFlags, smp *samples, s
 		}
 	}
 	stored := 0
+	var copies *cloner
 	measure := func(what string) error {
 		step := memoryStep{what: what, objects: stored}
 		var err error
@@ -117,10 +123,24 @@ func runMemory(ctx context.Context, c *cluster, mf managerFlags, smp *samples, s
 	}
 	for i, target := range s.steps {
 		logf("memory: storing %d custom resources", target)
-		if err := forEach(target-stored, s.workers, func(j int) error {
-			return storeAsTheOperator(ctx, c, smp.object(memoryNamespace, stored+j), nil, nil)
+		through := max(min(target, s.throughAPI), stored)
+		if err := forEach(through-stored, s.workers, func(j int) error {
+			return storeAsTheOperator(ctx, c, memoryObject(smp, stored+j), nil, nil)
 		}); err != nil {
 			return res, err
+		}
+		if through < target {
+			if copies == nil {
+				if copies, err = newCopies(ctx, c, smp); err != nil {
+					return res, err
+				}
+				defer func() { _ = copies.close() }()
+			}
+			logf("memory: writing %d of them into etcd", target-through)
+			if err := copies.storeCopies(ctx, through, target, s.workers, func(i int) client.Object { return memoryObject(smp, i) }); err != nil {
+				return res, err
+			}
+			res.copies += target - through
 		}
 		stored = target
 		if err := measure(fmt.Sprintf("%d custom resources", stored)); err != nil {
@@ -158,6 +178,30 @@ func runMemory(ctx context.Context, c *cluster, mf managerFlags, smp *samples, s
 	}
 	// The objects stay: deleting tens of thousands takes longer than the rest of the bench.
 	return res, nil
+}
+
+// memoryObject is the memory section's ith custom resource, named with a fixed width, so that the
+// cloner can write it as a copy of the first of its kind.
+func memoryObject(smp *samples, i int) client.Object {
+	obj := smp.object(memoryNamespace, i)
+	kind := obj.GetName()[:strings.LastIndex(obj.GetName(), "-")]
+	obj.SetName(fmt.Sprintf("%s-%07d", kind, i/3))
+	return obj
+}
+
+// newCopies returns a cloner whose templates are the memory section's first object of each kind,
+// which must be stored.
+func newCopies(ctx context.Context, c *cluster, smp *samples) (*cloner, error) {
+	cl, err := newCloner(c)
+	if err != nil {
+		return nil, err
+	}
+	for i := range 3 {
+		if err := cl.addTemplate(ctx, c, memoryObject(smp, i)); err != nil {
+			return nil, errors.Join(err, cl.close())
+		}
+	}
+	return cl, nil
 }
 
 // storeAsTheOperator creates obj, after pad when set, and applies its Deployment and Service and

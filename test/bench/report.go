@@ -182,6 +182,10 @@ func (r *report) memoryTable(p func(string, ...any)) {
 	p("by a plain client under its field manager; at each step a new leader (manager process) starts with config/manager's")
 	p("memory limit, %d MiB (so the Go runtime's soft limit is 90%% of it), and is measured once it has reconciled every object:", managerMemoryLimit>>20)
 	p("its live heap (HeapAlloc after a forced GC), its peak RSS (VmHWM), and the applies it made. Ready is exec to /readyz.")
+	if m.copies > 0 {
+		p("Past the first %d, %d custom resources were written straight into etcd, as copies of the first of their kind with", m.settings.throughAPI, m.copies)
+		p("their own names and UIDs (the Services without a cluster IP or node port, which the operator does not hold).")
+	}
 	p("")
 	p("| stored | manager | ready | reconciled | live heap | peak RSS | applies at start |")
 	p("|---|---|---|---|---|---|---|")
