@@ -5,10 +5,11 @@
 VERSION ?= v0.1.0
 COMMIT  ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 
-# The images of the manager and of the Welcome operand: what images and docker-build build, and
-# what deploy runs.
-IMG_REPO         ?= ghcr.io/seedlabs/webhook-operator
-WELCOME_IMG_REPO ?= ghcr.io/seedlabs/welcome-web
+# The images of the manager and of the Welcome operand: what images and docker-build build, what
+# deploy runs, and what release names and publish pushes, in REGISTRY (host[:port]/path).
+REGISTRY         ?= ghcr.io/seedlabs
+IMG_REPO         ?= $(REGISTRY)/webhook-operator
+WELCOME_IMG_REPO ?= $(REGISTRY)/welcome-web
 IMG              ?= $(IMG_REPO):$(VERSION)
 WELCOME_IMG      ?= $(WELCOME_IMG_REPO):$(VERSION)
 
@@ -196,6 +197,15 @@ images: ## Build the manager's (IMG) and welcome-web's (WELCOME_IMG) images for 
 	go run ./cmd/image-build --ref $(WELCOME_IMG) --entrypoint /welcome-web $(image_labels) \
 		$(foreach p,$(PLATFORMS),--platform $(p)=$(IMAGES_DIR)/$(subst /,-,$(p))/welcome-web) --out $(IMAGES_DIR)/welcome-web
 
+# PLAIN_HTTP=true has push-images and publish speak HTTP to the registry, as to one on localhost.
+PLAIN_HTTP ?= false
+plain_http  = $(if $(filter true,$(PLAIN_HTTP)),--plain-http)
+
+.PHONY: push-images
+push-images: ## Push the images make images wrote into IMAGES_DIR to IMG and WELCOME_IMG, without Docker (docker's credentials).
+	go run ./cmd/image-push --layout $(IMAGES_DIR)/webhook-operator --ref $(IMG) $(plain_http)
+	go run ./cmd/image-push --layout $(IMAGES_DIR)/welcome-web --ref $(WELCOME_IMG) $(plain_http)
+
 CONTAINER_TOOL ?= docker
 
 .PHONY: docker-build
@@ -309,7 +319,8 @@ release: $(KUSTOMIZE) $(HELM) ## Build the release VERSION=vX.Y.Z into RELEASE_D
 	$(MAKE) -s --no-print-directory installer IMG=$$img WELCOME_IMG=$$welcome DEPLOY_CONFIG=self-signed > $(RELEASE_DIR)/install-self-signed.yaml && \
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -r $(CHART_DIR) "$$tmp/chart" && \
 	sed -i -e 's/^version: .*/version: $(patsubst v%,%,$(VERSION))/' -e 's/^appVersion: .*/appVersion: $(VERSION)/' "$$tmp/chart/Chart.yaml" && \
-	sed -i -e 's|^  digest: ""|  digest: "'"$${img#*@}"'"|' -e 's|^  welcomeImage: ""|  welcomeImage: "'"$$welcome"'"|' "$$tmp/chart/values.yaml" && \
+	sed -i -e 's|^  repository: .*|  repository: $(IMG_REPO)|' -e 's|^  digest: ""|  digest: "'"$${img#*@}"'"|' \
+		-e 's|^  welcomeImage: ""|  welcomeImage: "'"$$welcome"'"|' "$$tmp/chart/values.yaml" && \
 	find "$$tmp/chart" -exec touch -h -d @$(SOURCE_DATE_EPOCH) {} + && \
 	$(HELM) package "$$tmp/chart" --destination $(RELEASE_DIR) >/dev/null
 	for platform in $(PLUGIN_PLATFORMS); do \
@@ -356,6 +367,19 @@ node_ldflags = -X github.com/containerd/containerd/v2/version.Version=$(call nod
                -X sigs.k8s.io/cri-tools/pkg/version.Version=$(call node_version,sigs.k8s.io/cri-tools)
 RUNC ?= /usr/sbin/runc
 NFT  ?= /usr/sbin/nft
+
+# make publish REGISTRY=host[:port]/path VERSION=vX.Y.Z pushes the release make release wrote for the
+# same REGISTRY: both images, by the digests its install.yaml and chart name, tagged VERSION, and the
+# chart as oci://REGISTRY/charts/webhook-operator. Docker's credentials serve the images and Helm's
+# (helm registry login) the chart.
+CHART_FILE  = $(RELEASE_DIR)/webhook-operator-$(patsubst v%,%,$(VERSION)).tgz
+
+.PHONY: publish
+publish: $(HELM) ## Push the release VERSION in RELEASE_DIR to REGISTRY: both images, tagged VERSION, and the chart as oci://REGISTRY/charts/webhook-operator.
+	@[ -f $(CHART_FILE) ] || { echo "$(CHART_FILE) is missing: make release VERSION=$(VERSION) REGISTRY=$(REGISTRY) first"; exit 1; }
+	@grep -q 'image: $(IMG_REPO)@' $(RELEASE_DIR)/install.yaml || { echo "$(RELEASE_DIR) names images outside $(REGISTRY): make release VERSION=$(VERSION) REGISTRY=$(REGISTRY) first"; exit 1; }
+	$(MAKE) --no-print-directory push-images IMAGES_DIR=$(abspath $(RELEASE_DIR))/images IMG=$(IMG_REPO):$(VERSION) WELCOME_IMG=$(WELCOME_IMG_REPO):$(VERSION)
+	$(HELM) push $(CHART_FILE) oci://$(REGISTRY)/charts $(plain_http)
 
 # The extra programs of the end-to-end test, built by test/tools/e2e: cert-manager's controllers
 # (k8s.io v0.36, which cert-manager v1.21 needs), and cert-manager's CRDs.

@@ -1,7 +1,8 @@
 // Package image builds the project's container images without a container engine: an OCI image
 // index with one image per platform, each a base layer the project makes from files it owns and a
 // layer of the program's files, written as an OCI image layout. go-containerregistry assembles the
-// layers, configurations, manifests and index; this package only says what goes in them.
+// layers, configurations, manifests and index, and pushes them; this package only says what goes
+// in them.
 //
 // A build is reproducible: every time in a layer and in a configuration is the Unix epoch, files
 // are ordered by path and owned by numeric ids, so the same inputs give the same digest.
@@ -10,6 +11,7 @@ package image
 import (
 	"archive/tar"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -21,10 +23,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
@@ -219,6 +224,29 @@ func ReadLayout(dir string) (v1.ImageIndex, string, error) {
 		return nil, "", err
 	}
 	return idx, desc.Annotations[AnnotationRefName], nil
+}
+
+// Push writes idx to a registry as ref, a tag, and returns the digest it is stored by, which is
+// idx's: what an install that names the image by digest pulls. The credentials are those docker and
+// crane keep (~/.docker/config.json, or DOCKER_CONFIG). plainHTTP speaks HTTP to the registry, as
+// to one on localhost for tests; without it the registry must serve HTTPS.
+func Push(ctx context.Context, idx v1.ImageIndex, ref string, plainHTTP bool) (name.Digest, error) {
+	var opts []name.Option
+	if plainHTTP {
+		opts = append(opts, name.Insecure)
+	}
+	tag, err := name.NewTag(ref, append(opts, name.StrictValidation)...)
+	if err != nil {
+		return name.Digest{}, fmt.Errorf("%q is not an image reference with a tag: %w", ref, err)
+	}
+	digest, err := idx.Digest()
+	if err != nil {
+		return name.Digest{}, err
+	}
+	if err := remote.WriteIndex(tag, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		return name.Digest{}, fmt.Errorf("pushing %s: %w", tag, err)
+	}
+	return tag.Context().Digest(digest.String()), nil
 }
 
 // Archive writes the OCI layout dir to w as a tar archive, the form `ctr images import` reads.

@@ -31,8 +31,8 @@ var chartLabels = []string{"app.kubernetes.io/name", "app.kubernetes.io/managed-
 
 const keepAnnotation = "helm.sh/resource-policy"
 
-// helmTemplate renders dist/chart as the release webhook-operator into namespace, with the
-// manager's image of a kustomize build (config/manager's controller:latest) and values set.
+// helmTemplate renders dist/chart as the release webhook-operator into namespace, with values
+// set; its default image is a kustomize build's, what a release publishes.
 func helmTemplate(t *testing.T, namespace string, set ...string) manifests {
 	t.Helper()
 	out, err := runHelmTemplate(t, namespace, set...)
@@ -45,8 +45,7 @@ func helmTemplate(t *testing.T, namespace string, set ...string) manifests {
 // runHelmTemplate runs $HELM template; the error holds what helm printed.
 func runHelmTemplate(t *testing.T, namespace string, set ...string) ([]byte, error) {
 	t.Helper()
-	args := []string{"template", "webhook-operator", filepath.Join(moduleRoot(t), "dist", "chart"), "--namespace", namespace,
-		"--set", "image.repository=controller,image.tag=latest"}
+	args := []string{"template", "webhook-operator", filepath.Join(moduleRoot(t), "dist", "chart"), "--namespace", namespace}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}

@@ -512,9 +512,9 @@ func checkManagerConfiguration(t *testing.T, m manifests) {
 	mgr := getManager(t, m)
 
 	// `kustomize edit set image controller=IMG` on a copy of config/ sets the image; the tree
-	// keeps the placeholder.
-	if mgr.manager.Image != "controller:latest" {
-		t.Errorf("manager image %q, want the placeholder controller:latest", mgr.manager.Image)
+	// names what a release publishes at the Makefile's version, make's default IMG.
+	if want := makeVariable(t, "IMG"); mgr.manager.Image != want {
+		t.Errorf("manager image %q, want make's default IMG, %s", mgr.manager.Image, want)
 	}
 	if !mgr.opts.LeaderElection {
 		t.Error("the manager runs without --leader-elect")

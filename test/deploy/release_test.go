@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +25,9 @@ import (
 
 	"github.com/distribution/reference"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -48,15 +52,24 @@ func runMake(t *testing.T, args ...string) (string, error) {
 // TestRelease runs make release and checks what it wrote: every image by the digest of the image
 // it built, the chart, the plugin for each platform stamped with the version, the krew manifest
 // and the checksums.
+//
+// The release names a registry of the test's own, an OCI registry served in the test process, and
+// make publish pushes it there.
 func TestRelease(t *testing.T) {
 	toolPath(t, "KUSTOMIZE")
 	toolPath(t, "HELM")
+	reg := httptest.NewServer(registry.New())
+	t.Cleanup(reg.Close)
+	registryPath := strings.TrimPrefix(reg.URL, "http://") + "/seedlabs"
 	dir := filepath.Join(t.TempDir(), "release")
-	if out, err := runMake(t, "release", "VERSION="+releaseVersion, "RELEASE_DIR="+dir); err != nil {
+	if out, err := runMake(t, "release", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath); err != nil {
 		t.Fatalf("make release: %v\n%s", err, out)
 	}
 
-	imageRepo, welcomeRepo := makeVariable(t, "IMG_REPO"), makeVariable(t, "WELCOME_IMG_REPO")
+	imageRepo, welcomeRepo := makeVariable(t, "IMG_REPO", "REGISTRY="+registryPath), makeVariable(t, "WELCOME_IMG_REPO", "REGISTRY="+registryPath)
+	if want := registryPath + "/webhook-operator"; imageRepo != want {
+		t.Fatalf("make release REGISTRY=%s names the manager's image %s, want %s", registryPath, imageRepo, want)
+	}
 	managerImage := imageRepo + "@" + layoutDigest(t, filepath.Join(dir, "images", "webhook-operator"))
 	welcomeImage := welcomeRepo + "@" + layoutDigest(t, filepath.Join(dir, "images", "welcome-web"))
 
@@ -170,7 +183,7 @@ func TestRelease(t *testing.T) {
 
 	t.Run("the same commit releases the same bytes", func(t *testing.T) {
 		again := filepath.Join(t.TempDir(), "release")
-		if out, err := runMake(t, "release", "VERSION="+releaseVersion, "RELEASE_DIR="+again); err != nil {
+		if out, err := runMake(t, "release", "VERSION="+releaseVersion, "RELEASE_DIR="+again, "REGISTRY="+registryPath); err != nil {
 			t.Fatalf("make release, again: %v\n%s", err, out)
 		}
 		for _, file := range []string{"checksums.txt", "images/webhook-operator/index.json", "images/welcome-web/index.json"} {
@@ -179,6 +192,45 @@ func TestRelease(t *testing.T) {
 			if err1 != nil || err2 != nil || !bytes.Equal(first, second) {
 				t.Errorf("%s differs between two releases of one commit (%v, %v):\n%s\n%s", file, err1, err2, first, second)
 			}
+		}
+	})
+
+	t.Run("make publish pushes the images by the digests the release names, and the chart", func(t *testing.T) {
+		chart := filepath.Join(dir, "webhook-operator-"+strings.TrimPrefix(releaseVersion, "v")+".tgz")
+		if out, err := runMake(t, "publish", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath, "PLAIN_HTTP=true"); err != nil {
+			t.Fatalf("make publish: %v\n%s", err, out)
+		}
+		for _, pinned := range []string{managerImage, welcomeImage} {
+			repository, digest, _ := strings.Cut(pinned, "@")
+			for _, ref := range []string{pinned, repository + ":" + releaseVersion} {
+				r, err := name.ParseReference(ref, name.Insecure)
+				if err != nil {
+					t.Fatal(err)
+				}
+				idx, err := remote.Index(r, remote.WithContext(t.Context()))
+				if err != nil {
+					t.Errorf("pulling %s: %v", ref, err)
+					continue
+				}
+				if got, err := idx.Digest(); err != nil || got.String() != digest {
+					t.Errorf("%s is %s (%v), want %s", ref, got, err, digest)
+				}
+			}
+		}
+		pulled := t.TempDir()
+		if _, err := runHelm(t, "pull", "oci://"+registryPath+"/charts/webhook-operator", "--version", strings.TrimPrefix(releaseVersion, "v"),
+			"--plain-http", "--destination", pulled); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := fileSHA256(t, filepath.Join(pulled, filepath.Base(chart))), fileSHA256(t, chart); got != want {
+			t.Errorf("the chart pulled from the registry has sha256 %s, the release's %s", got, want)
+		}
+	})
+
+	t.Run("make publish refuses a release made for another registry", func(t *testing.T) {
+		out, err := runMake(t, "publish", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY=registry.example.test/other", "PLAIN_HTTP=true")
+		if err == nil || !strings.Contains(out, "names images outside registry.example.test/other") {
+			t.Errorf("make publish to another registry: %v\n%s", err, out)
 		}
 	})
 
