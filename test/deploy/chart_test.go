@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
@@ -147,6 +148,29 @@ func TestChartIsLintClean(t *testing.T) {
 	}
 }
 
+// TestChartNotes: helm install prints where the operator went, how to wait for it and where its
+// rules are, in either certificate mode.
+func TestChartNotes(t *testing.T) {
+	chart := filepath.Join(moduleRoot(t), "dist", "chart")
+	version := makeVariable(t, "VERSION")
+	for mode, says := range map[string]string{"cert-manager": "kept by cert-manager", "self-signed": "kept by the manager itself"} {
+		out, err := runHelm(t, "install", "webhook-operator", chart, "--namespace", "team-ops", "--dry-run=client", "--set", "certificates.mode="+mode)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, notes, ok := strings.Cut(string(out), "\nNOTES:\n")
+		if !ok {
+			t.Fatalf("%s: helm install printed no NOTES", mode)
+		}
+		for _, want := range []string{says, "in the namespace team-ops", "kubectl -n team-ops rollout status deployment/webhook-operator-controller-manager",
+			"/blob/" + version + "/docs/rules.md"} {
+			if !strings.Contains(notes, want) {
+				t.Errorf("%s: the NOTES lack %q:\n%s", mode, want, notes)
+			}
+		}
+	}
+}
+
 // TestChartValues renders the chart with each value set and checks that it changes what it says,
 // and only on the objects it names.
 func TestChartValues(t *testing.T) {
@@ -188,6 +212,23 @@ func TestChartValues(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, policy.Spec.Ingress[0].From); diff != "" {
 			t.Errorf("the webhook port admits (-want +got), the control plane and the replicas themselves:\n%s", diff)
+		}
+	})
+
+	t.Run("revision history and node selector", func(t *testing.T) {
+		mgr := getManager(t, helmTemplate(t, fixtures.Namespace))
+		if got := ptr.Deref(mgr.Spec.RevisionHistoryLimit, -1); got != 10 {
+			t.Errorf("revisionHistoryLimit %d by default, want 10", got)
+		}
+		if diff := cmp.Diff(map[string]string{"kubernetes.io/os": "linux"}, mgr.pod.NodeSelector); diff != "" {
+			t.Errorf("the default nodeSelector (-want +got), the images' one OS:\n%s", diff)
+		}
+		mgr = getManager(t, helmTemplate(t, fixtures.Namespace, "revisionHistoryLimit=2", "nodeSelector.pool=system"))
+		if got := ptr.Deref(mgr.Spec.RevisionHistoryLimit, -1); got != 2 {
+			t.Errorf("revisionHistoryLimit %d with revisionHistoryLimit=2", got)
+		}
+		if diff := cmp.Diff(map[string]string{"kubernetes.io/os": "linux", "pool": "system"}, mgr.pod.NodeSelector); diff != "" {
+			t.Errorf("nodeSelector.pool=system (-want +got):\n%s", diff)
 		}
 	})
 
