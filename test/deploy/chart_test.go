@@ -15,6 +15,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -212,6 +213,79 @@ func TestChartValues(t *testing.T) {
 		}
 		if diff := cmp.Diff(want, policy.Spec.Ingress[0].From); diff != "" {
 			t.Errorf("the webhook port admits (-want +got), the control plane and the replicas themselves:\n%s", diff)
+		}
+	})
+
+	t.Run("the webhook port", func(t *testing.T) {
+		m := helmTemplate(t, fixtures.Namespace, "webhook.port=10250", "networkPolicy.enabled=true")
+		mgr := getManager(t, m)
+		if mgr.opts.WebhookPort != 10250 {
+			t.Errorf("the manager serves the webhooks on %d, want 10250", mgr.opts.WebhookPort)
+		}
+		if !slices.ContainsFunc(mgr.manager.Ports, func(p corev1.ContainerPort) bool { return p.Name == "webhook-server" && p.ContainerPort == 10250 }) {
+			t.Errorf("no container port webhook-server 10250: %+v", mgr.manager.Ports)
+		}
+		svc := get[corev1.Service](t, m, "Service", "webhook-operator-webhook-service")
+		if got := svc.Spec.Ports[0].TargetPort.String(); got != "webhook-server" {
+			t.Errorf("the webhook Service targets %s, want the named port webhook-server", got)
+		}
+		policy := get[networkingv1.NetworkPolicy](t, m, "NetworkPolicy", "webhook-operator-allow-webhook-traffic")
+		if got := policy.Spec.Ingress[0].Ports[0].Port.String(); got != "10250" {
+			t.Errorf("the NetworkPolicy admits port %s, want 10250", got)
+		}
+		if mgr := getManager(t, helmTemplate(t, fixtures.Namespace)); slices.ContainsFunc(mgr.manager.Args, func(a string) bool { return strings.HasPrefix(a, "--webhook-port") }) {
+			t.Errorf("the default port is passed as a flag, unlike kustomize's build: %q", mgr.manager.Args)
+		}
+	})
+
+	t.Run("host networking", func(t *testing.T) {
+		mgr := getManager(t, helmTemplate(t, fixtures.Namespace, "hostNetwork=true"))
+		if !mgr.pod.HostNetwork || mgr.pod.DNSPolicy != corev1.DNSClusterFirstWithHostNet {
+			t.Errorf("hostNetwork %t, dnsPolicy %q; want true and ClusterFirstWithHostNet", mgr.pod.HostNetwork, mgr.pod.DNSPolicy)
+		}
+	})
+
+	t.Run("the ServiceAccount", func(t *testing.T) {
+		m := helmTemplate(t, fixtures.Namespace, "serviceAccount.annotations.iam\\.example\\.com/role=operator")
+		sa := get[corev1.ServiceAccount](t, m, "ServiceAccount", "webhook-operator-controller-manager")
+		if sa.Annotations["iam.example.com/role"] != "operator" {
+			t.Errorf("the ServiceAccount's annotations: %v", sa.Annotations)
+		}
+		m = helmTemplate(t, fixtures.Namespace, "serviceAccount.create=false", "serviceAccount.name=platform-operator")
+		if got := m.ofKind("ServiceAccount"); len(got) != 0 {
+			t.Errorf("serviceAccount.create=false rendered %d ServiceAccounts", len(got))
+		}
+		if got := getManager(t, m).pod.ServiceAccountName; got != "platform-operator" {
+			t.Errorf("the manager runs as %q, want platform-operator", got)
+		}
+		bindings := 0
+		for _, kind := range []string{"ClusterRoleBinding", "RoleBinding"} {
+			for _, o := range m.ofKind(kind) {
+				b := decode[rbacv1.RoleBinding](t, o)
+				for _, s := range b.Subjects {
+					bindings++
+					if s.Kind != "ServiceAccount" || s.Name != "platform-operator" || s.Namespace != fixtures.Namespace {
+						t.Errorf("%s %s binds %+v", kind, b.Name, s)
+					}
+				}
+			}
+		}
+		if bindings == 0 {
+			t.Error("no binding names the ServiceAccount")
+		}
+		if _, err := runHelmTemplate(t, fixtures.Namespace, "serviceAccount.create=false"); err == nil || !strings.Contains(err.Error(), "serviceAccount.create=false needs serviceAccount.name") {
+			t.Errorf("serviceAccount.create=false without a name: %v", err)
+		}
+	})
+
+	t.Run("security contexts", func(t *testing.T) {
+		mgr := getManager(t, helmTemplate(t, fixtures.Namespace, "podSecurityContext.runAsUser=65532", "securityContext.runAsGroup=65532"))
+		if sc := mgr.pod.SecurityContext; ptr.Deref(sc.RunAsUser, 0) != 65532 || !ptr.Deref(sc.RunAsNonRoot, false) || sc.SeccompProfile == nil {
+			t.Errorf("the pod's security context %+v: want runAsUser 65532 beside the restricted defaults", sc)
+		}
+		if sc := mgr.manager.SecurityContext; ptr.Deref(sc.RunAsGroup, 0) != 65532 || ptr.Deref(sc.AllowPrivilegeEscalation, true) ||
+			!ptr.Deref(sc.ReadOnlyRootFilesystem, false) || sc.Capabilities == nil || len(sc.Capabilities.Drop) != 1 {
+			t.Errorf("the container's security context %+v: want runAsGroup 65532 beside the restricted defaults", sc)
 		}
 	})
 

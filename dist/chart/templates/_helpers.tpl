@@ -44,10 +44,20 @@ metadata.labels and metadata.annotations of an object; its own labels in .labels
 {{- define "webhook-operator.metadata" -}}
 labels:
   {{- include "webhook-operator.labels" . | nindent 2 }}
-{{- with .root.Values.commonAnnotations }}
+{{- with merge (dict) (.annotations | default dict) .root.Values.commonAnnotations }}
 annotations:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end }}
+
+{{/*
+The manager's ServiceAccount: the chart's own unless serviceAccount.name names another.
+*/}}
+{{- define "webhook-operator.serviceAccountName" -}}
+{{- if and (not .Values.serviceAccount.create) (not .Values.serviceAccount.name) }}
+{{- fail "serviceAccount.create=false needs serviceAccount.name: the ServiceAccount the manager runs as, which must exist in the release's namespace" }}
+{{- end }}
+{{- .Values.serviceAccount.name | default (printf "%scontroller-manager" (include "webhook-operator.prefix" .)) }}
 {{- end }}
 
 {{/*
