@@ -471,6 +471,24 @@ func TestChartValues(t *testing.T) {
 			}
 		}
 	})
+
+	t.Run("the CRDs' own annotations, for Argo CD and Flux", func(t *testing.T) {
+		m := helmTemplate(t, fixtures.Namespace, "crds.annotations.argocd\\.argoproj\\.io/sync-options=Prune=false",
+			"crds.annotations.kustomize\\.toolkit\\.fluxcd\\.io/prune=disabled")
+		want := map[string]string{keepAnnotation: "keep", "argocd.argoproj.io/sync-options": "Prune=false", "kustomize.toolkit.fluxcd.io/prune": "disabled"}
+		for _, crd := range m.ofKind("CustomResourceDefinition") {
+			got := crd.GetAnnotations()
+			delete(got, "controller-gen.kubebuilder.io/version")
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s's annotations (-want +got):\n%s", crd.key(), diff)
+			}
+		}
+		for _, o := range m {
+			if o.GetKind() != "CustomResourceDefinition" && o.GetAnnotations()["argocd.argoproj.io/sync-options"] != "" {
+				t.Errorf("%s carries the CRDs' annotations", o.key())
+			}
+		}
+	})
 }
 
 // TestChartRefusesBadValues: a value of the wrong type or out of range fails helm install before
