@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -169,6 +170,54 @@ func TestChartNotes(t *testing.T) {
 				t.Errorf("%s: the NOTES lack %q:\n%s", mode, want, notes)
 			}
 		}
+	}
+}
+
+// TestChartArtifactHubCRDs holds the CRDs Chart.yaml lists for Artifact Hub to those the chart
+// installs: their kinds, names and storage versions.
+func TestChartArtifactHubCRDs(t *testing.T) {
+	root := moduleRoot(t)
+	data, err := os.ReadFile(filepath.Join(root, "dist", "chart", "Chart.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var chart struct {
+		Annotations map[string]string `json:"annotations"`
+	}
+	if err := yaml.Unmarshal(data, &chart); err != nil {
+		t.Fatal(err)
+	}
+	type listed struct {
+		Kind        string `json:"kind"`
+		Version     string `json:"version"`
+		Name        string `json:"name"`
+		DisplayName string `json:"displayName"`
+		Description string `json:"description"`
+	}
+	var got []listed
+	if err := yaml.UnmarshalStrict([]byte(chart.Annotations["artifacthub.io/crds"]), &got); err != nil {
+		t.Fatalf("artifacthub.io/crds: %v", err)
+	}
+	var want []listed
+	for _, crd := range helmTemplate(t, fixtures.Namespace).ofKind("CustomResourceDefinition") {
+		c := decode[apiextensionsv1.CustomResourceDefinition](t, crd)
+		for _, v := range c.Spec.Versions {
+			if v.Storage {
+				want = append(want, listed{Kind: c.Spec.Names.Kind, Version: v.Name, Name: c.Name})
+			}
+		}
+	}
+	for i := range got {
+		if got[i].DisplayName == "" || got[i].Description == "" {
+			t.Errorf("artifacthub.io/crds: %s has no displayName or description", got[i].Kind)
+		}
+		got[i].DisplayName, got[i].Description = "", ""
+	}
+	byKind := func(a, b listed) int { return strings.Compare(a.Kind, b.Kind) }
+	slices.SortFunc(got, byKind)
+	slices.SortFunc(want, byKind)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("artifacthub.io/crds against the chart's CRDs (-installed +listed):\n%s", diff)
 	}
 }
 
