@@ -290,13 +290,13 @@ installer: $(KUSTOMIZE)
 ##@ Release
 
 # make release VERSION=vX.Y.Z writes into RELEASE_DIR:
-#   images/webhook-operator, images/welcome-web   the images, as OCI image layouts (push them with crane or skopeo)
+#   images/webhook-operator, images/welcome-web   the images, as OCI image layouts (make publish pushes them)
 #   install.yaml, install-self-signed.yaml        what deploy applies, with cert-manager or without, images by digest
 #   webhook-operator-X.Y.Z.tgz                    the Helm chart, images by digest
 #   kubectl-webhook_operator_OS_ARCH.tar.gz       the kubectl plugin for PLUGIN_PLATFORMS, with the LICENSE
 #   webhook-operator.krew.yaml                    the plugin's krew manifest
 #   checksums.txt                                 sha256 of each file above
-# It tags nothing and pushes nothing; docs/release.md says what follows.
+# It tags nothing and pushes nothing (make publish pushes); docs/release.md says what follows.
 RELEASE_DIR      ?= dist/release
 PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 RELEASE_URL      ?= https://github.com/seedlabs/webhook-operator/releases/download/$(VERSION)
