@@ -344,6 +344,19 @@ release: $(KUSTOMIZE) $(HELM) ## Build the release VERSION=vX.Y.Z into RELEASE_D
 	cd $(RELEASE_DIR) && sha256sum *.yaml *.tgz *.tar.gz > checksums.txt
 	@echo "release $(VERSION) in $(RELEASE_DIR)"
 
+# make publish REGISTRY=host[:port]/path VERSION=vX.Y.Z pushes the release make release wrote for the
+# same REGISTRY: both images, by the digests its install.yaml and chart name, tagged VERSION, and the
+# chart as oci://REGISTRY/charts/webhook-operator. Docker's credentials serve the images and Helm's
+# (helm registry login) the chart.
+CHART_FILE  = $(RELEASE_DIR)/webhook-operator-$(patsubst v%,%,$(VERSION)).tgz
+
+.PHONY: publish
+publish: $(HELM) ## Push the release VERSION in RELEASE_DIR to REGISTRY: both images, tagged VERSION, and the chart as oci://REGISTRY/charts/webhook-operator.
+	@[ -f $(CHART_FILE) ] || { echo "$(CHART_FILE) is missing: make release VERSION=$(VERSION) REGISTRY=$(REGISTRY) first"; exit 1; }
+	@grep -q 'image: $(IMG_REPO)@' $(RELEASE_DIR)/install.yaml || { echo "$(RELEASE_DIR) names images outside $(REGISTRY): make release VERSION=$(VERSION) REGISTRY=$(REGISTRY) first"; exit 1; }
+	$(MAKE) --no-print-directory push-images IMAGES_DIR=$(abspath $(RELEASE_DIR))/images IMG=$(IMG_REPO):$(VERSION) WELCOME_IMG=$(WELCOME_IMG_REPO):$(VERSION)
+	$(HELM) push $(CHART_FILE) oci://$(REGISTRY)/charts $(plain_http)
+
 ##@ End-to-end test
 
 # The end-to-end cluster has one real node. containerd, its runc shim, ctr, crictl and the CNI
@@ -367,19 +380,6 @@ node_ldflags = -X github.com/containerd/containerd/v2/version.Version=$(call nod
                -X sigs.k8s.io/cri-tools/pkg/version.Version=$(call node_version,sigs.k8s.io/cri-tools)
 RUNC ?= /usr/sbin/runc
 NFT  ?= /usr/sbin/nft
-
-# make publish REGISTRY=host[:port]/path VERSION=vX.Y.Z pushes the release make release wrote for the
-# same REGISTRY: both images, by the digests its install.yaml and chart name, tagged VERSION, and the
-# chart as oci://REGISTRY/charts/webhook-operator. Docker's credentials serve the images and Helm's
-# (helm registry login) the chart.
-CHART_FILE  = $(RELEASE_DIR)/webhook-operator-$(patsubst v%,%,$(VERSION)).tgz
-
-.PHONY: publish
-publish: $(HELM) ## Push the release VERSION in RELEASE_DIR to REGISTRY: both images, tagged VERSION, and the chart as oci://REGISTRY/charts/webhook-operator.
-	@[ -f $(CHART_FILE) ] || { echo "$(CHART_FILE) is missing: make release VERSION=$(VERSION) REGISTRY=$(REGISTRY) first"; exit 1; }
-	@grep -q 'image: $(IMG_REPO)@' $(RELEASE_DIR)/install.yaml || { echo "$(RELEASE_DIR) names images outside $(REGISTRY): make release VERSION=$(VERSION) REGISTRY=$(REGISTRY) first"; exit 1; }
-	$(MAKE) --no-print-directory push-images IMAGES_DIR=$(abspath $(RELEASE_DIR))/images IMG=$(IMG_REPO):$(VERSION) WELCOME_IMG=$(WELCOME_IMG_REPO):$(VERSION)
-	$(HELM) push $(CHART_FILE) oci://$(REGISTRY)/charts $(plain_http)
 
 # The extra programs of the end-to-end test, built by test/tools/e2e: cert-manager's controllers
 # (k8s.io v0.36, which cert-manager v1.21 needs), and cert-manager's CRDs.
