@@ -3,11 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -44,7 +41,7 @@ type cloner struct {
 }
 
 // template is a custom resource stored through kube-apiserver, and what etcd holds of it and of
-// its children: the value by key.
+// its children: the value by key, the Service's already without its allocations.
 type template struct {
 	name string
 	// uids are the custom resource's, its Deployment's and its Service's.
@@ -95,6 +92,11 @@ func (cl *cloner) addTemplate(ctx context.Context, c *cluster, obj client.Object
 			return err
 		}
 		t.values[key] = value.Kvs[0].Value
+		if strings.Contains(key, "/services/") {
+			if t.values[key], err = cl.withoutAllocations(t.values[key]); err != nil {
+				return err
+			}
+		}
 	}
 	for _, child := range []client.Object{&appsv1.Deployment{}, &corev1.Service{}} {
 		if err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), child); err != nil {
@@ -140,13 +142,7 @@ func (cl *cloner) store(ctx context.Context, obj client.Object, serial int) erro
 	}
 	var puts []clientv3.Op
 	for key, value := range t.values {
-		value = replace(value)
-		if strings.Contains(key, "/services/") {
-			if value, err = cl.withoutAllocations(value); err != nil {
-				return err
-			}
-		}
-		puts = append(puts, clientv3.OpPut(string(replace([]byte(key))), string(value)))
+		puts = append(puts, clientv3.OpPut(string(replace([]byte(key))), string(replace(value))))
 	}
 	_, err = cl.etcd.Txn(ctx).Then(puts...).Commit()
 	return err
@@ -185,30 +181,6 @@ func (cl *cloner) withoutAllocations(stored []byte) ([]byte, error) {
 		return nil, err
 	}
 	return out.Bytes(), nil
-}
-
-// storeCopies stores the objects from..to-1 of object as copies, with workers at once.
-func (cl *cloner) storeCopies(ctx context.Context, from, to, workers int, object func(int) client.Object) error {
-	var next atomic.Int64
-	next.Store(int64(from))
-	var wg sync.WaitGroup
-	errs := make([]error, workers)
-	for w := range workers {
-		wg.Go(func() {
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= to || ctx.Err() != nil {
-					return
-				}
-				if err := cl.store(ctx, object(i), i); err != nil {
-					errs[w] = err
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
-	return errors.Join(append(errs, ctx.Err())...)
 }
 
 // kindOf names obj's Go type, which is its kind's.

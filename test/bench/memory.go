@@ -137,7 +137,9 @@ func runMemory(ctx context.Context, c *cluster, mf managerFlags, smp *samples, s
 				defer func() { _ = copies.close() }()
 			}
 			logf("memory: writing %d of them into etcd", target-through)
-			if err := copies.storeCopies(ctx, through, target, s.workers, func(i int) client.Object { return memoryObject(smp, i) }); err != nil {
+			if err := forEach(target-through, s.workers, func(j int) error {
+				return copies.store(ctx, memoryObject(smp, through+j), through+j)
+			}); err != nil {
 				return res, err
 			}
 			res.copies += target - through
