@@ -590,8 +590,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		for _, manager := range managers {
 			expectStoppedCleanly(ctx, rec, manager.Name)
 		}
-		Eventually(func() ([]string, error) { return kube.PodSandboxes(ctx, fixtures.Namespace) }).WithContext(ctx).WithTimeout(time.Minute).
-			Should(BeEmpty(), "kubelet removed the manager's pods from the node")
+		expectSandboxesRemoved(ctx, fixtures.Namespace, "kubelet removed the manager's pods from the node")
 
 		Eventually(func(g Gomega) {
 			for _, d := range deployments {
