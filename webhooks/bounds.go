@@ -41,7 +41,10 @@ func deployObjectBounds(d *appv1.DeployObject) field.ErrorList {
 	errs = append(errs, maxItems(spec.Child("ports"), len(d.Spec.Ports), appv1.MaxPortsItems)...)
 	errs = append(errs, maxItems(resources.Child("limits"), len(d.Spec.Resources.Limits), appv1.MaxResourcesProperties)...)
 	errs = append(errs, maxItems(resources.Child("requests"), len(d.Spec.Resources.Requests), appv1.MaxResourcesProperties)...)
-	return append(errs, maxItems(resources.Child("claims"), len(d.Spec.Resources.Claims), appv1.MaxClaimsItems)...)
+	errs = append(errs, maxItems(resources.Child("claims"), len(d.Spec.Resources.Claims), appv1.MaxClaimsItems)...)
+	errs = append(errs, maxItems(spec.Child("command"), len(d.Spec.Command), appv1.MaxCommandItems)...)
+	errs = append(errs, maxItems(spec.Child("args"), len(d.Spec.Args), appv1.MaxCommandItems)...)
+	return append(errs, maxItems(spec.Child("imagePullSecrets"), len(d.Spec.ImagePullSecrets), appv1.MaxImagePullSecretsItems)...)
 }
 
 // maxSelectorTerms is the most labels and values the namespace selectors of one AdmissionPolicy

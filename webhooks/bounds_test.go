@@ -31,7 +31,7 @@ func TestObjectsPastTheirBoundsAreRefusedForTheBoundsAlone(t *testing.T) {
 			`"spec":{"name":"n","groups":[` + strings.Join(names, ",") + `]}}`
 	}
 	deployObject := func(field string, n int) string {
-		items := map[string]string{"env": `{"name":"V%d"}`, "ports": `{"port":%d}`}[field]
+		items := map[string]string{"env": `{"name":"V%d"}`, "ports": `{"port":%d}`, "args": `"a%d"`, "imagePullSecrets": `{"name":"s%d"}`}[field]
 		list := make([]string, n)
 		for i := range list {
 			list[i] = fmt.Sprintf(items, i+1)
@@ -54,6 +54,10 @@ func TestObjectsPastTheirBoundsAreRefusedForTheBoundsAlone(t *testing.T) {
 			bound: &metav1.StatusCause{Type: "FieldValueTooMany", Message: "Too many: 101: must have at most 100 items", Field: "spec.ports"}},
 		{name: "a DeployObject's env past the bound", kind: deployObjectKind, object: deployObject("env", appv1.MaxEnvItems+1),
 			bound: &metav1.StatusCause{Type: "FieldValueTooMany", Message: "Too many: 1001: must have at most 1000 items", Field: "spec.env"}},
+		{name: "a DeployObject's args past the bound", kind: deployObjectKind, object: deployObject("args", appv1.MaxCommandItems+1),
+			bound: &metav1.StatusCause{Type: "FieldValueTooMany", Message: "Too many: 1001: must have at most 1000 items", Field: "spec.args"}},
+		{name: "a DeployObject's imagePullSecrets past the bound", kind: deployObjectKind, object: deployObject("imagePullSecrets", appv1.MaxImagePullSecretsItems+1),
+			bound: &metav1.StatusCause{Type: "FieldValueTooMany", Message: "Too many: 65: must have at most 64 items", Field: "spec.imagePullSecrets"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -147,6 +151,11 @@ func TestWithinBoundsHoldsTheBounds(t *testing.T) {
 		{"DeployObject limits past the bound", deployObjects, `{"image":"a:1","resources":{"limits":` + resourcesOf(appv1.MaxResourcesProperties+1) + `}}`},
 		{"DeployObject requests past the bound", deployObjects, `{"image":"a:1","resources":{"requests":` + resourcesOf(appv1.MaxResourcesProperties+1) + `}}`},
 		{"DeployObject claims past the bound", deployObjects, `{"image":"a:1","resources":{"claims":` + list(`{"name":"c%d"}`, appv1.MaxClaimsItems+1) + `}}`},
+		{"DeployObject command at the bound", deployObjects, `{"image":"a:1","command":` + list(`"c%d"`, appv1.MaxCommandItems) + `}`},
+		{"DeployObject command past the bound", deployObjects, `{"image":"a:1","command":` + list(`"c%d"`, appv1.MaxCommandItems+1) + `}`},
+		{"DeployObject args past the bound", deployObjects, `{"image":"a:1","args":` + list(`"a%d"`, appv1.MaxCommandItems+1) + `}`},
+		{"DeployObject imagePullSecrets at the bound", deployObjects, `{"image":"a:1","imagePullSecrets":` + list(`{"name":"s%d"}`, appv1.MaxImagePullSecretsItems) + `}`},
+		{"DeployObject imagePullSecrets past the bound", deployObjects, `{"image":"a:1","imagePullSecrets":` + list(`{"name":"s%d"}`, appv1.MaxImagePullSecretsItems+1) + `}`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -324,3 +324,27 @@ func validatePort(port int32, path *field.Path) field.ErrorList {
 	}
 	return nil
 }
+
+// validateImagePullSecrets holds the pull secrets to what the Deployment's apply needs: the Pod
+// API keys spec.imagePullSecrets by name (a list map), so server-side apply refuses an entry
+// without a name or a name given twice, which kube-apiserver itself only warns of. A name must
+// also be one a Secret can have: kubelet would look for no other.
+func validateImagePullSecrets(secrets []corev1.LocalObjectReference, path *field.Path) field.ErrorList {
+	var errs field.ErrorList
+	seen := make(map[string]bool, len(secrets))
+	for i, s := range secrets {
+		p := path.Index(i).Child("name")
+		switch {
+		case s.Name == "":
+			errs = append(errs, field.Required(p, "the name of a Secret of the namespace, of type kubernetes.io/dockerconfigjson"))
+		case seen[s.Name]:
+			errs = append(errs, field.Duplicate(p, s.Name))
+		default:
+			for _, msg := range apimachineryvalidation.NameIsDNSSubdomain(s.Name, false) {
+				errs = append(errs, field.Invalid(p, s.Name, msg+"; it must be the name of a Secret"))
+			}
+		}
+		seen[s.Name] = true
+	}
+	return errs
+}

@@ -86,6 +86,7 @@ func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy *Policy, path
 	errs = append(errs, tagged(validateEnvSize(spec.Env, path.Child("env")), DeployObjectEnvSize)...)
 	warnings = append(warnings, envWarnings...)
 	errs = append(errs, tagged(validateResources(spec.Resources, path.Child("resources")), DeployObjectResources)...)
+	errs = append(errs, tagged(validateImagePullSecrets(spec.ImagePullSecrets, path.Child("imagePullSecrets")), DeployObjectPullSecrets)...)
 	return errs, warnings
 }
 

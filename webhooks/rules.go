@@ -96,6 +96,7 @@ const (
 	DeployObjectEnvDuplicate      RuleID = "deployobject.env.duplicate"
 	DeployObjectEnvSize           RuleID = "deployobject.env.size"
 	DeployObjectResources         RuleID = "deployobject.resources.valid"
+	DeployObjectPullSecrets       RuleID = "deployobject.image-pull-secrets.valid"
 )
 
 // rules are every rule, in the order kubectl webhook-operator rules lists them and docs/rules.md
@@ -139,6 +140,7 @@ var rules = []Rule{
 	{ID: DeployObjectEnvDuplicate, Kind: "DeployObject", Field: "spec.env[].name", Summary: "a repeated name: Kubernetes keeps the last", Default: warn, Actions: warnOnly},
 	{ID: DeployObjectEnvSize, Kind: "DeployObject", Field: "spec.env", Summary: "at most 100 variables, each value at most 32 KiB, names and values at most 256 KiB in all", Default: enforce, Actions: anyAction},
 	{ID: DeployObjectResources, Kind: "DeployObject", Field: "spec.resources", Summary: "the Pod API's rules for resources", Default: enforce, Actions: contract},
+	{ID: DeployObjectPullSecrets, Kind: "DeployObject", Field: "spec.imagePullSecrets", Summary: "each names a Secret (a DNS-1123 subdomain), once", Default: enforce, Actions: contract},
 }
 
 // rulesByID finds each of rules by its ID.

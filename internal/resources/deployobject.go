@@ -30,6 +30,8 @@ func DeployObjectDeployment(d *appv1.DeployObject) *appsv1ac.DeploymentApplyConf
 	container := corev1ac.Container().
 		WithName(appv1.ContainerName).
 		WithImage(d.Spec.Image).
+		WithCommand(d.Spec.Command...).
+		WithArgs(d.Spec.Args...).
 		WithEnv(deployObjectEnv(d.Spec.Env)...).
 		WithPorts(deployObjectContainerPorts(d.Spec.Ports)...).
 		WithResources(resourceRequirements(d.Spec.Resources)).
@@ -48,6 +50,7 @@ func DeployObjectDeployment(d *appv1.DeployObject) *appsv1ac.DeploymentApplyConf
 					WithAutomountServiceAccountToken(false).
 					WithEnableServiceLinks(false).
 					WithSecurityContext(arbitraryImagePodSecurity()).
+					WithImagePullSecrets(pullSecrets(d.Spec.ImagePullSecrets)...).
 					WithContainers(container))))
 }
 
@@ -241,4 +244,13 @@ func arbitraryImageContainerSecurity() *corev1ac.SecurityContextApplyConfigurati
 		WithRunAsNonRoot(true).
 		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
 		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+}
+
+// pullSecrets are the pod's imagePullSecrets, as spec.imagePullSecrets names them.
+func pullSecrets(secrets []corev1.LocalObjectReference) []*corev1ac.LocalObjectReferenceApplyConfiguration {
+	refs := make([]*corev1ac.LocalObjectReferenceApplyConfiguration, 0, len(secrets))
+	for _, s := range secrets {
+		refs = append(refs, corev1ac.LocalObjectReference().WithName(s.Name))
+	}
+	return refs
 }

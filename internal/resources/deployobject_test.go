@@ -223,6 +223,22 @@ func TestDeployObjectDeployment(t *testing.T) {
 				{Name: "A", Value: "a"}, {Name: "MODE", Value: "second"}, {Name: "B", Value: "b"},
 			}, corev1.ResourceRequirements{}, containerPort("", 8080, corev1.ProtocolTCP)),
 		},
+		{
+			name: "a command, args and pull secrets, in their order",
+			d: func() *appv1.DeployObject {
+				d := deployObject(1, onePort, nil, corev1.ResourceRequirements{})
+				d.Spec.Command, d.Spec.Args = []string{"/app", "serve"}, []string{"--port", "$(PORT)"}
+				d.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry-b"}, {Name: "registry-a"}}
+				return d
+			}(),
+			want: func() *appsv1.Deployment {
+				want := wantShopDeployment(1, nil, corev1.ResourceRequirements{}, containerPort("", 8080, corev1.ProtocolTCP))
+				pod := &want.Spec.Template.Spec
+				pod.Containers[0].Command, pod.Containers[0].Args = []string{"/app", "serve"}, []string{"--port", "$(PORT)"}
+				pod.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry-b"}, {Name: "registry-a"}}
+				return want
+			}(),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -246,6 +262,19 @@ func TestDeployObjectDeployment(t *testing.T) {
 			} {
 				if v, ok := jsonField(t, raw, path...); ok {
 					t.Errorf("%v is set to %v, want it absent", path, v)
+				}
+			}
+			// Unset, they are left out: the hash of what is applied to the objects of before
+			// the fields existed stays what it was, and nothing is applied again on upgrade.
+			if tt.d.Spec.Command == nil {
+				for _, path := range [][]any{
+					{"spec", "template", "spec", "imagePullSecrets"},
+					{"spec", "template", "spec", "containers", 0, "command"},
+					{"spec", "template", "spec", "containers", 0, "args"},
+				} {
+					if v, ok := jsonField(t, raw, path...); ok {
+						t.Errorf("%v is set to %v, want it absent", path, v)
+					}
 				}
 			}
 		})

@@ -65,11 +65,13 @@ var _ = Describe("DeployObject admission", admission, func() {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
 			Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")},
 		}
+		d.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry"}, {Name: ""}, {Name: "registry"}, {Name: "Registry_1"}}
 		err := k8s.Create(ctx, d)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(causes(err)).To(ConsistOf(
 			"spec.image", "spec.replicas", "spec.ports[0].name", "spec.ports[1].name", "spec.ports[1]",
 			"spec.ports[2].protocol", "spec.env[0].name", "spec.resources.requests[cpu]",
+			"spec.imagePullSecrets[1].name", "spec.imagePullSecrets[2].name", "spec.imagePullSecrets[3].name",
 		))
 		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(d), &appv1.DeployObject{}))).To(BeTrue())
 	})
@@ -201,6 +203,25 @@ var _ = Describe("DeployObject controller", func() {
 			g.Expect(c.Env).To(Equal([]corev1.EnvVar{{Name: "MODE", Value: "green"}, {Name: "LOG", Value: "debug"}}))
 			g.Expect(c.Resources.Requests.Cpu().String()).To(Equal("100m"))
 			g.Expect(c.Resources.Limits.Memory().String()).To(Equal("128Mi"))
+		}).Should(Succeed())
+
+		By("setting a command, args and pull secrets, then removing them")
+		edit(ctx, d, func(d *appv1.DeployObject) {
+			d.Spec.Command, d.Spec.Args = []string{"/app"}, []string{"--mode", "$(MODE)"}
+			d.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry-b"}, {Name: "registry-a"}}
+		})
+		Eventually(func(g Gomega) {
+			pod := getDeployment(g, ctx, "app").Spec.Template.Spec
+			g.Expect(pod.Containers[0].Command).To(Equal([]string{"/app"}))
+			g.Expect(pod.Containers[0].Args).To(Equal([]string{"--mode", "$(MODE)"}))
+			g.Expect(pod.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "registry-b"}, {Name: "registry-a"}}))
+		}).Should(Succeed())
+		edit(ctx, d, func(d *appv1.DeployObject) { d.Spec.Command, d.Spec.Args, d.Spec.ImagePullSecrets = nil, nil, nil })
+		Eventually(func(g Gomega) {
+			pod := getDeployment(g, ctx, "app").Spec.Template.Spec
+			g.Expect(pod.Containers[0].Command).To(BeEmpty())
+			g.Expect(pod.Containers[0].Args).To(BeEmpty())
+			g.Expect(pod.ImagePullSecrets).To(BeEmpty())
 		}).Should(Succeed())
 
 		By("adding a port")

@@ -40,6 +40,16 @@ const (
 	// MaxClaimsItems is the most spec.resources.claims; the webhook refuses any, as the pod has
 	// no resource claims.
 	MaxClaimsItems = 16
+	// MaxCommandItems is the most items of spec.command, and of spec.args.
+	MaxCommandItems = 1000
+	// MaxCommandItemLength is the most characters of one item of spec.command or spec.args:
+	// Linux's MAX_ARG_STRLEN, past which execve refuses to start the process.
+	MaxCommandItemLength = 128 << 10
+	// MaxImagePullSecretsItems is the most spec.imagePullSecrets.
+	MaxImagePullSecretsItems = 64
+	// MaxImagePullSecretNameLength is the most characters of a pull secret's name, a Secret's
+	// (a DNS-1123 subdomain).
+	MaxImagePullSecretNameLength = 253
 	// MaxDeploymentConditionsItems is the most conditions status.deploymentConditions mirrors;
 	// a Deployment reports three types.
 	MaxDeploymentConditionsItems = 32
@@ -123,6 +133,34 @@ type DeployObjectSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.protocol) || p.protocol.size() <= 64)",message="spec.ports[*].protocol must have at most 64 characters"
 	// +kubebuilder:validation:XValidation:rule="self.all(p, !has(p.appProtocol) || p.appProtocol.size() <= 317)",message="spec.ports[*].appProtocol must have at most 317 characters (a qualified name)"
 	Ports []corev1.ServicePort `json:"ports,omitempty"`
+
+	// Command replaces the image's entrypoint, as a container's command does; unset, the image's
+	// own runs. Not run in a shell: $(VAR) expands to the variable of spec.env, as in a Pod. The
+	// schema refuses more than 1000 items and an item of more than 131072 characters (128 KiB,
+	// Linux's limit on one argument).
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=131072
+	Command []string `json:"command,omitempty"`
+
+	// Args replaces the image's arguments (its CMD), as a container's args do. Bounded as
+	// Command.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
+	// +kubebuilder:validation:items:MaxLength=131072
+	Args []string `json:"args,omitempty"`
+
+	// ImagePullSecrets name Secrets of the namespace, of type kubernetes.io/dockerconfigjson,
+	// whose credentials kubelet uses to pull spec.image from a private registry. Each names a
+	// Secret (a DNS-1123 subdomain) once. The schema refuses more than 64 and a name of more than
+	// 253 characters.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:XValidation:rule="self.all(s, !has(s.name) || s.name.size() <= 253)",message="spec.imagePullSecrets[*].name must have at most 253 characters (a Secret's name)"
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
 }
 
 // DeployObjectStatus is the observed state of the app: the Deployment's status and our own conditions.
