@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	apimachineryvalidation "k8s.io/apimachinery/pkg/api/validation"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
@@ -347,4 +348,128 @@ func validateImagePullSecrets(secrets []corev1.LocalObjectReference, path *field
 		seen[s.Name] = true
 	}
 	return errs
+}
+
+// validateProbes holds the probes to the Pod API's rules as kube-apiserver applies them to the
+// Deployment's pod template, once it has defaulted it: a zero timeoutSeconds, periodSeconds,
+// successThreshold or failureThreshold and an empty httpGet path or scheme are defaulted there
+// (to 1, 10, 1, 3, "/" and HTTP), so they pass here. Besides those rules:
+//   - httpGet.protocol and grpc.mode are refused: the oldest Kubernetes the operator supports has
+//     neither, and would refuse the Deployment's apply.
+//   - A host other than the pod's own (unset, 127.0.0.1 or ::1) is refused: the baseline Pod
+//     Security Standard, which restricted includes, refuses it, as it would probe another
+//     machine from the node.
+func validateProbes(spec *appv1.DeployObjectSpec, path *field.Path) field.ErrorList {
+	errs := validateProbe(spec.ReadinessProbe, path.Child("readinessProbe"), false)
+	errs = append(errs, validateProbe(spec.LivenessProbe, path.Child("livenessProbe"), true)...)
+	return append(errs, validateProbe(spec.StartupProbe, path.Child("startupProbe"), true)...)
+}
+
+// localProbeHosts are the hosts a probe may name besides none, as the baseline Pod Security
+// Standard allows them.
+var localProbeHosts = []string{"", "127.0.0.1", "::1"}
+
+// validateProbe holds one probe to validateProbes' rules. A liveness or startup probe (oneSuccess)
+// must succeed once to count, and only a readiness probe may not set a grace period of its own.
+func validateProbe(p *corev1.Probe, path *field.Path, oneSuccess bool) field.ErrorList {
+	if p == nil {
+		return nil
+	}
+	var errs field.ErrorList
+	handlers := 0
+	handler := func(set bool, name string, validate func(*field.Path) field.ErrorList) {
+		switch {
+		case !set:
+		case handlers > 0:
+			errs = append(errs, field.Forbidden(path.Child(name), "may not specify more than 1 handler type"))
+		default:
+			handlers++
+			errs = append(errs, validate(path.Child(name))...)
+		}
+	}
+	handler(p.Exec != nil, "exec", func(path *field.Path) field.ErrorList {
+		if len(p.Exec.Command) == 0 {
+			return field.ErrorList{field.Required(path.Child("command"), "the command the probe runs in the container")}
+		}
+		return nil
+	})
+	handler(p.HTTPGet != nil, "httpGet", func(path *field.Path) field.ErrorList { return validateHTTPGetProbe(p.HTTPGet, path) })
+	handler(p.TCPSocket != nil, "tcpSocket", func(path *field.Path) field.ErrorList {
+		return append(validatePortNumOrName(p.TCPSocket.Port, path.Child("port")), validateProbeHost(p.TCPSocket.Host, path.Child("host"))...)
+	})
+	handler(p.GRPC != nil, "grpc", func(path *field.Path) field.ErrorList {
+		errs := validatePort(p.GRPC.Port, path.Child("port"))
+		if p.GRPC.Mode != nil {
+			errs = append(errs, field.Forbidden(path.Child("mode"), "is not supported: the oldest Kubernetes version the operator supports lacks it"))
+		}
+		return errs
+	})
+	if handlers == 0 {
+		errs = append(errs, field.Required(path, "must specify a handler type: exec, httpGet, tcpSocket or grpc"))
+	}
+	for _, n := range []struct {
+		name  string
+		value int32
+	}{
+		{"initialDelaySeconds", p.InitialDelaySeconds}, {"timeoutSeconds", p.TimeoutSeconds}, {"periodSeconds", p.PeriodSeconds},
+		{"successThreshold", p.SuccessThreshold}, {"failureThreshold", p.FailureThreshold},
+	} {
+		if n.value < 0 {
+			errs = append(errs, field.Invalid(path.Child(n.name), n.value, "must be greater than or equal to 0"))
+		}
+	}
+	if oneSuccess && p.SuccessThreshold != 0 && p.SuccessThreshold != 1 {
+		errs = append(errs, field.Invalid(path.Child("successThreshold"), p.SuccessThreshold, "must be 1"))
+	}
+	if grace := p.TerminationGracePeriodSeconds; grace != nil {
+		switch {
+		case !oneSuccess:
+			errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *grace, "must not be set for readinessProbes"))
+		case *grace <= 0:
+			errs = append(errs, field.Invalid(path.Child("terminationGracePeriodSeconds"), *grace, "must be greater than 0"))
+		}
+	}
+	return errs
+}
+
+var probeSchemes = []corev1.URIScheme{corev1.URISchemeHTTP, corev1.URISchemeHTTPS}
+
+// validateHTTPGetProbe holds an httpGet probe to the Pod API's rules and validateProbes' own.
+func validateHTTPGetProbe(h *corev1.HTTPGetAction, path *field.Path) field.ErrorList {
+	errs := validatePortNumOrName(h.Port, path.Child("port"))
+	errs = append(errs, validateProbeHost(h.Host, path.Child("host"))...)
+	if h.Scheme != "" && !slices.Contains(probeSchemes, h.Scheme) {
+		errs = append(errs, field.NotSupported(path.Child("scheme"), h.Scheme, probeSchemes))
+	}
+	for i, header := range h.HTTPHeaders {
+		for _, msg := range validation.IsHTTPHeaderName(header.Name) {
+			errs = append(errs, field.Invalid(path.Child("httpHeaders").Index(i).Child("name"), header.Name, msg))
+		}
+	}
+	if h.Protocol != nil {
+		errs = append(errs, field.Forbidden(path.Child("protocol"), "is not supported: the oldest Kubernetes version the operator supports lacks it"))
+	}
+	return errs
+}
+
+// validateProbeHost refuses a probe's host other than the pod's own.
+func validateProbeHost(host string, path *field.Path) field.ErrorList {
+	if slices.Contains(localProbeHosts, host) {
+		return nil
+	}
+	return field.ErrorList{field.Invalid(path, host,
+		"must be unset (the pod's IP), 127.0.0.1 or ::1: the restricted Pod Security Standard refuses a probe of another host")}
+}
+
+// validatePortNumOrName holds a probe's port to the Pod API's rules: a number 1-65535, or the name
+// of a port (an IANA service name).
+func validatePortNumOrName(port intstr.IntOrString, path *field.Path) field.ErrorList {
+	if port.Type == intstr.String {
+		var errs field.ErrorList
+		for _, msg := range validation.IsValidPortName(port.StrVal) {
+			errs = append(errs, field.Invalid(path, port.StrVal, msg))
+		}
+		return errs
+	}
+	return validatePort(port.IntVal, path)
 }

@@ -87,6 +87,7 @@ func validateDeployObjectSpec(spec *appv1.DeployObjectSpec, policy *Policy, path
 	warnings = append(warnings, envWarnings...)
 	errs = append(errs, tagged(validateResources(spec.Resources, path.Child("resources")), DeployObjectResources)...)
 	errs = append(errs, tagged(validateImagePullSecrets(spec.ImagePullSecrets, path.Child("imagePullSecrets")), DeployObjectPullSecrets)...)
+	errs = append(errs, tagged(validateProbes(spec, path), DeployObjectProbes)...)
 	return errs, warnings
 }
 

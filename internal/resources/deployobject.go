@@ -35,6 +35,9 @@ func DeployObjectDeployment(d *appv1.DeployObject) *appsv1ac.DeploymentApplyConf
 		WithEnv(deployObjectEnv(d.Spec.Env)...).
 		WithPorts(deployObjectContainerPorts(d.Spec.Ports)...).
 		WithResources(resourceRequirements(d.Spec.Resources)).
+		WithReadinessProbe(probe(d.Spec.ReadinessProbe)).
+		WithLivenessProbe(probe(d.Spec.LivenessProbe)).
+		WithStartupProbe(probe(d.Spec.StartupProbe)).
 		WithSecurityContext(arbitraryImageContainerSecurity())
 
 	return appsv1ac.Deployment(d.Name, d.Namespace).
@@ -253,4 +256,60 @@ func pullSecrets(secrets []corev1.LocalObjectReference) []*corev1ac.LocalObjectR
 		refs = append(refs, corev1ac.LocalObjectReference().WithName(s.Name))
 	}
 	return refs
+}
+
+// probe converts a probe to an apply configuration of exactly the fields it sets, which
+// kube-apiserver defaults as it would a pod's; nil when unset.
+func probe(p *corev1.Probe) *corev1ac.ProbeApplyConfiguration {
+	if p == nil {
+		return nil
+	}
+	out := corev1ac.Probe()
+	switch {
+	case p.Exec != nil:
+		out.WithExec(corev1ac.ExecAction().WithCommand(p.Exec.Command...))
+	case p.HTTPGet != nil:
+		h := corev1ac.HTTPGetAction().WithPort(p.HTTPGet.Port)
+		if p.HTTPGet.Path != "" {
+			h.WithPath(p.HTTPGet.Path)
+		}
+		if p.HTTPGet.Host != "" {
+			h.WithHost(p.HTTPGet.Host)
+		}
+		if p.HTTPGet.Scheme != "" {
+			h.WithScheme(p.HTTPGet.Scheme)
+		}
+		for _, header := range p.HTTPGet.HTTPHeaders {
+			h.WithHTTPHeaders(corev1ac.HTTPHeader().WithName(header.Name).WithValue(header.Value))
+		}
+		out.WithHTTPGet(h)
+	case p.TCPSocket != nil:
+		t := corev1ac.TCPSocketAction().WithPort(p.TCPSocket.Port)
+		if p.TCPSocket.Host != "" {
+			t.WithHost(p.TCPSocket.Host)
+		}
+		out.WithTCPSocket(t)
+	case p.GRPC != nil:
+		g := corev1ac.GRPCAction().WithPort(p.GRPC.Port)
+		if p.GRPC.Service != nil {
+			g.WithService(*p.GRPC.Service)
+		}
+		out.WithGRPC(g)
+	}
+	for _, n := range []struct {
+		value int32
+		set   func(int32) *corev1ac.ProbeApplyConfiguration
+	}{
+		{p.InitialDelaySeconds, out.WithInitialDelaySeconds}, {p.TimeoutSeconds, out.WithTimeoutSeconds},
+		{p.PeriodSeconds, out.WithPeriodSeconds}, {p.SuccessThreshold, out.WithSuccessThreshold},
+		{p.FailureThreshold, out.WithFailureThreshold},
+	} {
+		if n.value != 0 {
+			n.set(n.value)
+		}
+	}
+	if p.TerminationGracePeriodSeconds != nil {
+		out.WithTerminationGracePeriodSeconds(*p.TerminationGracePeriodSeconds)
+	}
+	return out
 }

@@ -239,6 +239,36 @@ func TestDeployObjectDeployment(t *testing.T) {
 				return want
 			}(),
 		},
+		{
+			name: "probes of every handler, with exactly the fields they set",
+			d: func() *appv1.DeployObject {
+				d := deployObject(1, onePort, nil, corev1.ResourceRequirements{})
+				d.Spec.ReadinessProbe, d.Spec.LivenessProbe, d.Spec.StartupProbe = testProbes()
+				return d
+			}(),
+			want: func() *appsv1.Deployment {
+				want := wantShopDeployment(1, nil, corev1.ResourceRequirements{}, containerPort("", 8080, corev1.ProtocolTCP))
+				c := &want.Spec.Template.Spec.Containers[0]
+				c.ReadinessProbe, c.LivenessProbe, c.StartupProbe = testProbes()
+				return want
+			}(),
+		},
+		{
+			name: "a gRPC and an exec probe",
+			d: func() *appv1.DeployObject {
+				d := deployObject(1, onePort, nil, corev1.ResourceRequirements{})
+				d.Spec.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: ptr.To("")}}}
+				d.Spec.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+				return d
+			}(),
+			want: func() *appsv1.Deployment {
+				want := wantShopDeployment(1, nil, corev1.ResourceRequirements{}, containerPort("", 8080, corev1.ProtocolTCP))
+				c := &want.Spec.Template.Spec.Containers[0]
+				c.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{GRPC: &corev1.GRPCAction{Port: 9090, Service: ptr.To("")}}}
+				c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"true"}}}}
+				return want
+			}(),
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -502,4 +532,22 @@ func TestDeployObjectSelectorsAgree(t *testing.T) {
 			t.Errorf("Service port %s (%d/%s -> %s) has no container port", sp.Name, sp.Port, sp.Protocol, sp.TargetPort.String())
 		}
 	}
+}
+
+// testProbes are a readiness, a liveness and a startup probe that set every field of their
+// handlers (httpGet, tcpSocket) and numbers.
+func testProbes() (readiness, liveness, startup *corev1.Probe) {
+	readiness = &corev1.Probe{
+		ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{
+			Path: "/ready", Port: intstr.FromString("http"), Host: "127.0.0.1", Scheme: corev1.URISchemeHTTPS,
+			HTTPHeaders: []corev1.HTTPHeader{{Name: "X-A", Value: "1"}, {Name: "X-B", Value: ""}},
+		}},
+		InitialDelaySeconds: 1, TimeoutSeconds: 2, PeriodSeconds: 3, SuccessThreshold: 4, FailureThreshold: 5,
+	}
+	liveness = &corev1.Probe{
+		ProbeHandler:                  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080), Host: "::1"}},
+		TerminationGracePeriodSeconds: ptr.To[int64](7),
+	}
+	startup = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Port: intstr.FromInt32(8080)}}, FailureThreshold: 30}
+	return readiness, liveness, startup
 }

@@ -205,23 +205,38 @@ var _ = Describe("DeployObject controller", func() {
 			g.Expect(c.Resources.Limits.Memory().String()).To(Equal("128Mi"))
 		}).Should(Succeed())
 
-		By("setting a command, args and pull secrets, then removing them")
+		By("setting a command, args, pull secrets and probes, then removing them")
 		edit(ctx, d, func(d *appv1.DeployObject) {
 			d.Spec.Command, d.Spec.Args = []string{"/app"}, []string{"--mode", "$(MODE)"}
 			d.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry-b"}, {Name: "registry-a"}}
+			d.Spec.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}}
+			d.Spec.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, FailureThreshold: 6}
 		})
 		Eventually(func(g Gomega) {
 			pod := getDeployment(g, ctx, "app").Spec.Template.Spec
-			g.Expect(pod.Containers[0].Command).To(Equal([]string{"/app"}))
-			g.Expect(pod.Containers[0].Args).To(Equal([]string{"--mode", "$(MODE)"}))
+			c := pod.Containers[0]
+			g.Expect(c.Command).To(Equal([]string{"/app"}))
+			g.Expect(c.Args).To(Equal([]string{"--mode", "$(MODE)"}))
 			g.Expect(pod.ImagePullSecrets).To(Equal([]corev1.LocalObjectReference{{Name: "registry-b"}, {Name: "registry-a"}}))
+			// As kube-apiserver defaults a pod's probe: scheme HTTP, every 10 s, 1 s to answer.
+			g.Expect(c.ReadinessProbe).To(Equal(&corev1.Probe{
+				ProbeHandler:   corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http"), Scheme: corev1.URISchemeHTTP}},
+				TimeoutSeconds: 1, PeriodSeconds: 10, SuccessThreshold: 1, FailureThreshold: 3,
+			}))
+			g.Expect(c.LivenessProbe).To(HaveField("FailureThreshold", BeEquivalentTo(6)))
+			g.Expect(c.StartupProbe).To(BeNil())
 		}).Should(Succeed())
-		edit(ctx, d, func(d *appv1.DeployObject) { d.Spec.Command, d.Spec.Args, d.Spec.ImagePullSecrets = nil, nil, nil })
+		edit(ctx, d, func(d *appv1.DeployObject) {
+			d.Spec.Command, d.Spec.Args, d.Spec.ImagePullSecrets = nil, nil, nil
+			d.Spec.ReadinessProbe, d.Spec.LivenessProbe = nil, nil
+		})
 		Eventually(func(g Gomega) {
 			pod := getDeployment(g, ctx, "app").Spec.Template.Spec
 			g.Expect(pod.Containers[0].Command).To(BeEmpty())
 			g.Expect(pod.Containers[0].Args).To(BeEmpty())
 			g.Expect(pod.ImagePullSecrets).To(BeEmpty())
+			g.Expect(pod.Containers[0].ReadinessProbe).To(BeNil())
+			g.Expect(pod.Containers[0].LivenessProbe).To(BeNil())
 		}).Should(Succeed())
 
 		By("adding a port")
