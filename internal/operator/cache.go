@@ -3,6 +3,7 @@ package operator
 import (
 	"fmt"
 	"slices"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -173,6 +174,10 @@ func held(obj any) string {
 // and of the custom resources no labels or annotations either. The controllers read neither of a
 // custom resource (kubectl apply's last-applied-configuration among them, as large as the object),
 // and a tenant can make both as large as the API allows.
+//
+// Of a custom resource it also keeps one copy of the strings many share: its namespace, its
+// apiVersion and kind, and its conditions' types, statuses, reasons and messages, which the
+// controllers write from a few templates ("1 of 1 replica available") and kstatus reads.
 func withoutWhatIsNotRead(obj any) (any, error) {
 	o, ok := obj.(metav1.Object)
 	if !ok {
@@ -182,8 +187,25 @@ func withoutWhatIsNotRead(obj any) (any, error) {
 	if r, ok := obj.(runtime.Object); ok && slices.ContainsFunc(webhooks.Kinds(), func(k webhooks.AnyKind) bool { return k.Matches(r) }) {
 		o.SetLabels(nil)
 		o.SetAnnotations(nil)
+		o.SetNamespace(intern(o.GetNamespace()))
+		if t, ok := r.GetObjectKind().(*metav1.TypeMeta); ok {
+			t.APIVersion, t.Kind = canonical(t.APIVersion), canonical(t.Kind)
+		}
+		if c, ok := obj.(interface{ GetConditions() []metav1.Condition }); ok {
+			for i, conditions := 0, c.GetConditions(); i < len(conditions); i++ {
+				cond := &conditions[i]
+				cond.Type, cond.Status = intern(cond.Type), metav1.ConditionStatus(intern(string(cond.Status)))
+				cond.Reason, cond.Message = intern(cond.Reason), intern(cond.Message)
+			}
+		}
 	}
 	return obj, nil
+}
+
+// intern is s as unique holds it: one copy for every cached object that carries it, released when
+// none does.
+func intern(s string) string {
+	return unique.Make(s).Value()
 }
 
 // keepNamespaceLabels is the cache transform of Namespaces: their name and labels, which the
@@ -229,7 +251,7 @@ func skeleton(obj metav1.Object) metav1.ObjectMeta {
 func identity(obj metav1.Object) metav1.ObjectMeta {
 	m := metav1.ObjectMeta{
 		Name:              obj.GetName(),
-		Namespace:         obj.GetNamespace(),
+		Namespace:         intern(obj.GetNamespace()),
 		UID:               obj.GetUID(),
 		ResourceVersion:   obj.GetResourceVersion(),
 		Generation:        obj.GetGeneration(),

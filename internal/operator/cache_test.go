@@ -1,8 +1,11 @@
 package operator
 
 import (
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
@@ -292,5 +295,44 @@ func TestAKeptChildIsCopiedWhole(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, []any{d, s}, cmp.AllowUnexported(keptDeployment{}, keptService{})); diff != "" {
 		t.Errorf("the kept children changed with their copies (-before +after):\n%s", diff)
+	}
+}
+
+// TestCustomResourcesShareTheirCommonStrings decodes two Welcomes as the cache's informer does,
+// each string its own copy, and requires that once transformed they share one copy of their
+// namespace, apiVersion, kind and conditions, and keep every value.
+func TestCustomResourcesShareTheirCommonStrings(t *testing.T) {
+	const object = `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"%s","namespace":"team-a"},` +
+		`"spec":{"name":"Ada"},"status":{"conditions":[{"type":"Ready","status":"True","reason":"RolledOut",` +
+		`"message":"1 of 1 replica available","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
+	var kept []*authv1alpha1.Welcome
+	for _, name := range []string{"a", "b"} {
+		w := &authv1alpha1.Welcome{}
+		if err := json.Unmarshal(fmt.Appendf(nil, object, name), w); err != nil {
+			t.Fatal(err)
+		}
+		want := w.DeepCopy()
+		got, err := withoutWhatIsNotRead(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("withoutWhatIsNotRead() changed a value (-want +got):\n%s", diff)
+		}
+		kept = append(kept, got.(*authv1alpha1.Welcome))
+	}
+	a, b := kept[0], kept[1]
+	for what, pair := range map[string][2]string{
+		"namespace":         {a.Namespace, b.Namespace},
+		"apiVersion":        {a.APIVersion, b.APIVersion},
+		"kind":              {a.Kind, b.Kind},
+		"condition type":    {a.Status.Conditions[0].Type, b.Status.Conditions[0].Type},
+		"condition status":  {string(a.Status.Conditions[0].Status), string(b.Status.Conditions[0].Status)},
+		"condition reason":  {a.Status.Conditions[0].Reason, b.Status.Conditions[0].Reason},
+		"condition message": {a.Status.Conditions[0].Message, b.Status.Conditions[0].Message},
+	} {
+		if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
+			t.Errorf("the two Welcomes hold two copies of their %s %q", what, pair[0])
+		}
 	}
 }

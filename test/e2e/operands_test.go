@@ -19,8 +19,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -178,6 +180,50 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
 		Expect(echoGet(ctx, Default, url(8080)).Port).To(Equal(8080))
 	}, SpecTimeout(5*time.Minute))
+
+	It("passes a DeployObject's args to its process, and rolls a change out only once its readiness probe passes", func(ctx SpecContext) {
+		probe := func(port int32) *corev1.Probe {
+			return &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(port)}}, PeriodSeconds: 1}
+		}
+		d := &appv1.DeployObject{
+			ObjectMeta: metav1.ObjectMeta{Namespace: operandsNamespace, Name: "probed"},
+			Spec: appv1.DeployObjectSpec{
+				Image:          cfg.echo + ":v1",
+				Ports:          []corev1.ServicePort{{Name: "http", Port: 8080}},
+				Env:            []corev1.EnvVar{{Name: "LISTEN", Value: "8080"}},
+				Args:           []string{"--from-the-spec", "$(LISTEN)"},
+				ReadinessProbe: probe(8080),
+			},
+		}
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		waitAvailable(ctx, "DeployObject", d)
+		before := readyPodsOf(ctx, Default, d, 1)
+		svc := service(ctx, d.Name)
+		url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "8080") + "/"
+		Expect(echoGet(ctx, Default, url).Args).To(Equal([]string{"--from-the-spec", "8080"}), "kubelet expands $(LISTEN) from spec.env")
+
+		By("probing a port nothing listens on: the new pod runs and is never ready, the old one serves")
+		Expect(k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"readinessProbe":{"httpGet":{"port":8081}}}}`)))).To(Succeed())
+		Eventually(func(g Gomega) {
+			current := get(ctx, g, client.ObjectKeyFromObject(d), &appv1.DeployObject{}).(*appv1.DeployObject)
+			g.Expect(current.Status.ObservedGeneration).To(Equal(current.Generation))
+			g.Expect(meta.FindStatusCondition(current.Status.Conditions, conditions.Ready)).To(And(
+				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", conditions.ReasonReconciling)))
+			g.Expect(meta.IsStatusConditionTrue(current.Status.Conditions, conditions.Reconciling)).To(BeTrue())
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(operandsNamespace), client.MatchingLabels(resources.DeployObjectSelector(d.Name)))).To(Succeed())
+			g.Expect(pods.Items).To(ContainElement(And(
+				HaveField("Spec.Containers", ContainElement(HaveField("ReadinessProbe.HTTPGet.Port", intstr.FromInt32(8081)))),
+				HaveField("Status.ContainerStatuses", ContainElement(And(HaveField("Started", HaveValue(BeTrue())), HaveField("Ready", BeFalse())))),
+			)), "a pod of the new template, started and not ready")
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		Expect(echoGet(ctx, Default, url).Hostname).To(Equal(before[0].Name), "the old pod still serves")
+
+		By("probing the served port again: the rollout completes")
+		Expect(k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"readinessProbe":{"httpGet":{"port":8080}}}}`)))).To(Succeed())
+		waitAvailable(ctx, "DeployObject", d)
+		readyPodsOf(ctx, Default, d, 1)
+	}, SpecTimeout(4*time.Minute))
 })
 
 // waitAvailable waits until obj, of one of the operator's kinds, reports every replica ready and
@@ -272,6 +318,7 @@ type echoReply struct {
 	Version  string            `json:"version"`
 	Port     int               `json:"port"`
 	Hostname string            `json:"hostname"`
+	Args     []string          `json:"args"`
 	Env      map[string]string `json:"env"`
 }
 

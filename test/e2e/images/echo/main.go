@@ -1,7 +1,7 @@
 // Command e2e-echo is the end-to-end test's application for DeployObjects: on every port in
 // $LISTEN (comma-separated) it answers GET / with a JSON document of its version ($APP_VERSION,
-// set in its image), the port that answered and its whole environment, so the test can see
-// what reached the process through each Service port. On SIGTERM it goes on serving for
+// set in its image), the port that answered, its arguments and its whole environment, so the
+// test can see what reached the process through each Service port. On SIGTERM it goes on serving for
 // $DRAIN_SECONDS (default 5), as a well-behaved server does while the endpoint change reaches
 // every proxy, then finishes its requests and exits.
 package main
@@ -29,6 +29,7 @@ type Reply struct {
 	Version  string            `json:"version"`
 	Port     int               `json:"port"`
 	Hostname string            `json:"hostname"`
+	Args     []string          `json:"args"`
 	Env      map[string]string `json:"env"`
 }
 
@@ -67,7 +68,7 @@ func run() error {
 	g, gctx := errgroup.WithContext(ctx)
 	var servers []*http.Server
 	for _, port := range ports {
-		reply, err := json.Marshal(Reply{Version: os.Getenv("APP_VERSION"), Port: port, Hostname: hostname, Env: env})
+		reply, err := json.Marshal(Reply{Version: os.Getenv("APP_VERSION"), Port: port, Hostname: hostname, Args: os.Args[1:], Env: env})
 		if err != nil {
 			return err
 		}
