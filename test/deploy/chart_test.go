@@ -447,6 +447,86 @@ func TestChartValues(t *testing.T) {
 		}
 	})
 
+	t.Run("every image from the registry mirror of global.imageRegistry", func(t *testing.T) {
+		const mirror = "mirror.example.com:5000/hub"
+		// The chart's appVersion, the tag of its images by default.
+		_, tag, _ := strings.Cut(getManager(t, helmTemplate(t, fixtures.Namespace)).manager.Image, ":")
+		for _, tc := range []struct {
+			set                         []string
+			manager, welcome, memcached string
+		}{
+			{
+				set:       []string{"global.imageRegistry=" + mirror + "/"},
+				manager:   mirror + "/seedlabs/webhook-operator:" + tag,
+				welcome:   mirror + "/seedlabs/welcome-web:" + tag,
+				memcached: mirror + "/library/memcached:1.6.38-alpine@sha256:8b7ce4bb3cb4aa340d690007fd89c1a0a403120a13b48d483de4e5f4e5a33d96",
+			},
+			{
+				set: []string{"global.imageRegistry=" + mirror, "image.repository=localhost:5000/ops/operator", "image.digest=sha256:" + strings.Repeat("a", 64),
+					"operands.welcomeImage=team/welcome:v2", "operands.memcachedImage=docker.io/library/memcached:1.6"},
+				manager:   mirror + "/ops/operator@sha256:" + strings.Repeat("a", 64),
+				welcome:   mirror + "/team/welcome:v2",
+				memcached: mirror + "/library/memcached:1.6",
+			},
+		} {
+			mgr := getManager(t, helmTemplate(t, fixtures.Namespace, tc.set...))
+			env := map[string]string{}
+			for _, e := range mgr.manager.Env {
+				env[e.Name] = e.Value
+			}
+			if mgr.manager.Image != tc.manager || env["WELCOME_IMAGE"] != tc.welcome || env["MEMCACHED_IMAGE"] != tc.memcached {
+				t.Errorf("with %q: the images are %s, %s and %s; want %s, %s and %s", tc.set, mgr.manager.Image, env["WELCOME_IMAGE"],
+					env["MEMCACHED_IMAGE"], tc.manager, tc.welcome, tc.memcached)
+			}
+		}
+	})
+
+	t.Run("the webhooks' annotations and the namespaces they judge", func(t *testing.T) {
+		m := helmTemplate(t, fixtures.Namespace,
+			"webhook.annotations.example\\.com/owner=platform",
+			"webhook.annotations.cert-manager\\.io/inject-ca-from=elsewhere/cert",
+			"webhook.namespaceSelector.matchLabels.admission=on",
+			"webhook.namespaceSelector.matchExpressions[0].key=tier",
+			"webhook.namespaceSelector.matchExpressions[0].operator=NotIn",
+			"webhook.namespaceSelector.matchExpressions[0].values[0]=legacy")
+		want := &metav1.LabelSelector{
+			MatchLabels: map[string]string{"admission": "on"},
+			MatchExpressions: []metav1.LabelSelectorRequirement{
+				{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"kube-system", fixtures.Namespace}},
+				{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"legacy"}},
+			},
+		}
+		mutating := get[admissionregistrationv1.MutatingWebhookConfiguration](t, m, "MutatingWebhookConfiguration", namePrefix+"mutating-webhook-configuration")
+		validating := get[admissionregistrationv1.ValidatingWebhookConfiguration](t, m, "ValidatingWebhookConfiguration", namePrefix+"validating-webhook-configuration")
+		selectors := map[string]*metav1.LabelSelector{}
+		for _, w := range mutating.Webhooks {
+			selectors[w.Name] = w.NamespaceSelector
+		}
+		for _, w := range validating.Webhooks {
+			selectors[w.Name] = w.NamespaceSelector
+		}
+		for name, got := range selectors {
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("webhook %s: the namespaceSelector (-want +got):\n%s", name, diff)
+			}
+		}
+		for _, annotations := range []map[string]string{mutating.Annotations, validating.Annotations} {
+			if annotations["example.com/owner"] != "platform" {
+				t.Errorf("the annotations %v lack example.com/owner", annotations)
+			}
+			if got, want := annotations["cert-manager.io/inject-ca-from"], fixtures.Namespace+"/"+namePrefix+"serving-cert"; got != want {
+				t.Errorf("cert-manager.io/inject-ca-from is %q, want the chart's own %q", got, want)
+			}
+		}
+		if len(selectors) == 0 {
+			t.Error("no webhooks rendered")
+		}
+		if _, err := runHelmTemplate(t, fixtures.Namespace, "webhook.namespaceSelector.matchExpressions[0].key=tier",
+			"webhook.namespaceSelector.matchExpressions[0].operator=Within"); err == nil || !strings.Contains(err.Error(), "operator") {
+			t.Errorf("an unknown operator: %v", err)
+		}
+	})
+
 	t.Run("labels and annotations given twice are rendered once, the chart's and the object's own first", func(t *testing.T) {
 		// parseManifests refuses a document with a key twice.
 		m := helmTemplate(t, fixtures.Namespace, "commonLabels.grafana_dashboard=no", "commonLabels.team=common", "podLabels.team=pod",

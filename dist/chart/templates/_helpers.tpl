@@ -61,14 +61,37 @@ The manager's ServiceAccount: the chart's own unless serviceAccount.name names a
 {{- end }}
 
 {{/*
-The manager's image reference: by digest when one is set, else by tag (appVersion by default).
+The manager's image reference: by digest when one is set, else by tag (appVersion by default),
+from global.imageRegistry when it is set.
 */}}
 {{- define "webhook-operator.image" -}}
+{{- $ref := printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- if .Values.image.digest -}}
-{{ .Values.image.repository }}@{{ .Values.image.digest }}
-{{- else -}}
-{{ .Values.image.repository }}:{{ default .Chart.AppVersion .Values.image.tag }}
+{{- $ref = printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- end -}}
+{{- include "webhook-operator.fromRegistry" (dict "root" . "ref" $ref) -}}
 {{- end }}
+
+{{/*
+An image reference (ref) pulled from global.imageRegistry, a mirror that keeps the repositories'
+paths, when it is set: its registry host, if it names one, gives way to the mirror, and a Docker
+Hub official image gains its library/ (ghcr.io/seedlabs/welcome-web:v1 becomes
+<mirror>/seedlabs/welcome-web:v1, memcached:1.6 <mirror>/library/memcached:1.6).
+*/}}
+{{- define "webhook-operator.fromRegistry" -}}
+{{- $registry := trimSuffix "/" (default "" (.root.Values.global).imageRegistry) -}}
+{{- if $registry -}}
+{{- $parts := splitList "/" .ref -}}
+{{- $first := first $parts -}}
+{{- if eq (len $parts) 1 -}}
+{{- $parts = prepend $parts "library" -}}
+{{- else if or (contains "." $first) (contains ":" $first) (eq $first "localhost") -}}
+{{- $parts = rest $parts -}}
+{{- end -}}
+{{- printf "%s/%s" $registry (join "/" $parts) -}}
+{{- else -}}
+{{- .ref -}}
+{{- end -}}
 {{- end }}
 
 {{/*
