@@ -25,6 +25,9 @@ KUSTOMIZE_VERSION        ?= v5.8.2
 GOLANGCI_LINT_VERSION    ?= v2.15.0
 # helm is built by test/tools/helm, whose go.mod requires this version (test/deploy holds them equal).
 HELM_VERSION             ?= v4.3.1
+# Helm 3, as Argo CD and Flux render charts with it, is built by test/tools/helm3 (the newest 3.x
+# the module proxy serves; test/deploy holds them equal and renders the chart with both).
+HELM3_VERSION            ?= v3.22.0
 # promtool is built by test/tools/prometheus, whose go.mod requires this version of
 # github.com/prometheus/prometheus (test/deploy holds them equal): Prometheus v3.Y.Z is the Go
 # module v0.3YY.Z.
@@ -34,6 +37,7 @@ CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen-$(CONTROLLER_TOOLS_VERSION)
 KUSTOMIZE      ?= $(LOCALBIN)/kustomize-$(KUSTOMIZE_VERSION)
 GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM           ?= $(LOCALBIN)/helm-$(HELM_VERSION)
+HELM3          ?= $(LOCALBIN)/helm-$(HELM3_VERSION)
 PROMTOOL       ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
 
 # The Helm chart. Its templates read what controller-gen generates and the static objects of
@@ -120,8 +124,8 @@ test: manifests generate fmt vet controlplane ## Run the unit and envtest suites
 # against them, the alerts (promtool), make release, the Dockerfile's builds, PROJECT, and
 # setup-envtest's download and its fallback. It builds helm and promtool, which make test does not.
 .PHONY: test-deploy
-test-deploy: manifests $(KUSTOMIZE) $(HELM) $(PROMTOOL) ## Test the install paths: kustomize builds, the Helm chart, the alerts, make release.
-	KUSTOMIZE="$(KUSTOMIZE)" HELM="$(HELM)" PROMTOOL="$(PROMTOOL)" go test $(GO_TEST_FLAGS) ./test/deploy/
+test-deploy: manifests $(KUSTOMIZE) $(HELM) $(HELM3) $(PROMTOOL) ## Test the install paths: kustomize builds, the Helm chart (Helm 4 and 3), the alerts, make release.
+	KUSTOMIZE="$(KUSTOMIZE)" HELM="$(HELM)" HELM3="$(HELM3)" PROMTOOL="$(PROMTOOL)" go test $(GO_TEST_FLAGS) ./test/deploy/
 
 # The fuzz targets of the admission webhooks' HTTP handlers (each kind's, the scale subresource's,
 # the AdmissionPolicy's, and any body to any of them), and of the matchConditions that skip the
@@ -543,7 +547,7 @@ $(KUSTOMIZE):
 	mv $(LOCALBIN)/kustomize $@
 
 .PHONY: tools
-tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(HELM) $(PROMTOOL) ## Install the pinned tools into bin/.
+tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(HELM) $(HELM3) $(PROMTOOL) ## Install the pinned tools into bin/.
 
 # Only promtool's rule commands are used (make test checks and unit-tests config/prometheus's
 # alerts): remove_all_sd leaves out the cloud service discoveries, a quarter of the build time.
@@ -556,6 +560,14 @@ $(PROMTOOL): test/tools/prometheus/go.mod
 $(HELM): test/tools/helm/go.mod
 	cd test/tools/helm && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X helm.sh/helm/v4/internal/version.version=$(HELM_VERSION)" \
 		-o $@ helm.sh/helm/v4/cmd/helm
+
+# As Helm's own Makefile stamps it, the Kubernetes version helm template and lint assume is that of
+# the client-go it is built with (v0.Y.Z is 1.Y), not Helm 3's fallback, 1.20.
+$(HELM3): test/tools/helm3/go.mod
+	minor=$$(sed -n 's|^[[:space:]]*k8s.io/client-go v0\.\([0-9]*\)\..*|\1|p' test/tools/helm3/go.mod) && [ -n "$$minor" ] && \
+	cd test/tools/helm3 && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM3_VERSION) \
+		$(foreach p,chartutil lint/rules,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$$minor)" \
+		-o $@ helm.sh/helm/v3/cmd/helm
 
 $(GOLANGCI_LINT):
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

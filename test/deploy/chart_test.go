@@ -57,8 +57,14 @@ func runHelmTemplate(t *testing.T, namespace string, set ...string) ([]byte, err
 
 func runHelm(t *testing.T, args ...string) ([]byte, error) {
 	t.Helper()
+	return runHelmOf(t, "HELM", args...)
+}
+
+// runHelmOf runs the helm the environment variable names: HELM (Helm 4) or HELM3.
+func runHelmOf(t *testing.T, variable string, args ...string) ([]byte, error) {
+	t.Helper()
 	var stderr bytes.Buffer
-	cmd := exec.CommandContext(t.Context(), toolPath(t, "HELM"), args...)
+	cmd := exec.CommandContext(t.Context(), toolPath(t, variable), args...)
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
@@ -681,24 +687,26 @@ func TestChartInstallsAsADependency(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := runHelm(t, "dependency", "update", umbrella); err != nil {
-		t.Fatal(err)
-	}
-	out, err := runHelm(t, "template", "platform", umbrella, "--namespace", fixtures.Namespace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rendered := parseManifests(t, "helm template", out)
-	if len(rendered.ofKind("Deployment")) != 1 || len(rendered.ofKind("ValidatingWebhookConfiguration")) != 1 {
-		t.Errorf("the umbrella chart renders %d Deployments and %d validating webhook configurations, want 1 each",
-			len(rendered.ofKind("Deployment")), len(rendered.ofKind("ValidatingWebhookConfiguration")))
-	}
-	out, err = runHelm(t, "template", "platform", umbrella, "--namespace", fixtures.Namespace, "--set", "webhook-operator.enabled=false")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(bytes.TrimSpace(out)) != 0 {
-		t.Errorf("with webhook-operator.enabled=false the umbrella chart still renders:\n%s", out)
+	for _, helm := range []string{"HELM", "HELM3"} {
+		if _, err := runHelmOf(t, helm, "dependency", "update", umbrella); err != nil {
+			t.Fatal(err)
+		}
+		out, err := runHelmOf(t, helm, "template", "platform", umbrella, "--namespace", fixtures.Namespace)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rendered := parseManifests(t, "helm template", out)
+		if len(rendered.ofKind("Deployment")) != 1 || len(rendered.ofKind("ValidatingWebhookConfiguration")) != 1 {
+			t.Errorf("%s: the umbrella chart renders %d Deployments and %d validating webhook configurations, want 1 each", helm,
+				len(rendered.ofKind("Deployment")), len(rendered.ofKind("ValidatingWebhookConfiguration")))
+		}
+		out, err = runHelmOf(t, helm, "template", "platform", umbrella, "--namespace", fixtures.Namespace, "--set", "webhook-operator.enabled=false")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(bytes.TrimSpace(out)) != 0 {
+			t.Errorf("%s: with webhook-operator.enabled=false the umbrella chart still renders:\n%s", helm, out)
+		}
 	}
 }
 
@@ -833,12 +841,75 @@ func checkChartLabels(t *testing.T, m manifests) {
 	}
 }
 
+// TestChartRendersTheSameUnderHelm3 renders the chart with Helm 3 (HELM3), with which Argo CD and
+// Flux render charts, and with Helm 4 (HELM), with the default values and with values that take
+// the templates' other branches: both render the same objects, both lint it clean, and both
+// refuse a value the schema refuses.
+func TestChartRendersTheSameUnderHelm3(t *testing.T) {
+	chart := filepath.Join(moduleRoot(t), "dist", "chart")
+	for _, set := range [][]string{
+		nil,
+		{"certificates.mode=self-signed", "replicaCount=3", "hostNetwork=true", "crds.keep=false", "networkPolicy.enabled=true"},
+		{
+			"serviceMonitor.enabled=true", "prometheusRule.enabled=true", "grafanaDashboard.enabled=true",
+			"networkPolicy.enabled=true", "networkPolicy.webhookFrom[0].ipBlock.cidr=10.0.0.0/28",
+			"global.imageRegistry=mirror.example.com", "image.digest=sha256:" + strings.Repeat("b", 64),
+			"webhook.annotations.example\\.com/owner=platform", "webhook.namespaceSelector.matchLabels.admission=on",
+			"webhook.clientCA.configMap=kube-apiserver-ca", "serviceAccount.annotations.iam\\.example\\.com/role=operator",
+			"commonLabels.team=platform", "podAnnotations.example\\.com/scrape=no", "extraArgs[0]=--max-concurrent-reconciles=7",
+		},
+	} {
+		args := []string{"template", "webhook-operator", chart, "--namespace", fixtures.Namespace}
+		for _, v := range set {
+			args = append(args, "--set", v)
+		}
+		rendered := map[string]manifests{}
+		for _, helm := range []string{"HELM", "HELM3"} {
+			out, err := runHelmOf(t, helm, args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rendered[helm] = parseManifests(t, helm+" template", out)
+		}
+		four, three := objectsByKey(t, rendered["HELM"]), objectsByKey(t, rendered["HELM3"])
+		if diff := cmp.Diff(four, three); diff != "" {
+			t.Errorf("with %q, Helm 4 and Helm 3 render different objects (-Helm 4 +Helm 3):\n%s", set, diff)
+		}
+		if len(four) < 10 {
+			t.Errorf("with %q, only %d objects rendered", set, len(four))
+		}
+	}
+	for _, helm := range []string{"HELM", "HELM3"} {
+		if out, err := runHelmOf(t, helm, "lint", "--strict", chart); err != nil {
+			t.Errorf("%s lint: %v\n%s", helm, err, out)
+		}
+		_, err := runHelmOf(t, helm, "template", "webhook-operator", chart, "--set", "replicaCount=-1")
+		if err == nil || !strings.Contains(err.Error(), "replicaCount") {
+			t.Errorf("%s renders replicaCount=-1, or refuses it without naming it: %v", helm, err)
+		}
+	}
+}
+
+// objectsByKey maps each rendered object's kind, namespace and name to the object.
+func objectsByKey(t *testing.T, m manifests) map[string]map[string]any {
+	t.Helper()
+	objects := make(map[string]map[string]any, len(m))
+	for _, o := range m {
+		if _, dup := objects[o.key()]; dup {
+			t.Errorf("%s is rendered twice", o.key())
+		}
+		objects[o.key()] = o.Object
+	}
+	return objects
+}
+
 // TestPinnedVersionsAgree holds the versions the Makefile names to the modules that build them,
 // and the chart's versions to the operator's.
 func TestPinnedVersionsAgree(t *testing.T) {
 	root := moduleRoot(t)
 	for variable, module := range map[string]struct{ dir, path string }{
 		"HELM_VERSION":        {"test/tools/helm", "helm.sh/helm/v4"},
+		"HELM3_VERSION":       {"test/tools/helm3", "helm.sh/helm/v3"},
 		"KUBE_VERSION":        {"test/tools/kube", "k8s.io/kubernetes"},
 		"PROMETHEUS_VERSION":  {"test/tools/prometheus", "github.com/prometheus/prometheus"},
 		"KUBE_OLDEST_VERSION": {"test/tools/kube-oldest", "k8s.io/kubernetes"},
