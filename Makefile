@@ -144,9 +144,10 @@ test-oldest-kube: manifests $(addprefix $(KUBE_OLDEST_ASSETS)/,etcd kube-apiserv
 	KUBEBUILDER_ASSETS="$(KUBE_OLDEST_ASSETS)" go test $(GO_TEST_FLAGS) ./test/integration/ -ginkgo.label-filter=admission
 
 .PHONY: docs
-docs: ## Regenerate the rule table of docs/rules.md from kubectl webhook-operator rules -o json, and the argocd-cm patch of docs/operations.md from config/argocd/health.lua.
+docs: ## Regenerate the rule table of docs/rules.md from kubectl webhook-operator rules -o json, the argocd-cm patch of docs/operations.md from config/argocd/health.lua, and docs/chart-values.md from the chart's values.yaml.
 	UPDATE_DOCS=1 go test ./cmd/kubectl-webhook_operator/ -run '^TestRulesPageIsInSync$$' -count=1
 	UPDATE_DOCS=1 go test ./test/gitops/ -run '^TestArgoCDPatchIsInSync$$' -count=1
+	UPDATE_DOCS=1 go test ./test/deploy/ -run '^TestChartValuesPageIsInSync$$' -count=1
 
 .PHONY: fuzz
 fuzz: ## Fuzz the admission webhooks' HTTP handlers, FUZZTIME (default 5m) per target; a failing input lands in webhooks/testdata/fuzz.
