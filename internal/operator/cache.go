@@ -99,7 +99,7 @@ func isChild(obj metav1.Object) bool {
 func keepChildren(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		kept := &keptDeployment{ObjectMeta: identity(o)}
+		kept := &keptDeployment{keptMeta: keptIdentity(o)}
 		if isChild(o) {
 			kept.held, kept.replicas, kept.status = held(o), o.Spec.Replicas, o.Status
 			for i := range kept.status.Conditions {
@@ -111,7 +111,7 @@ func keepChildren(obj any) (any, error) {
 		}
 		return kept, nil
 	case *corev1.Service:
-		kept := &keptService{ObjectMeta: identity(o)}
+		kept := &keptService{keptMeta: keptIdentity(o)}
 		if isChild(o) {
 			kept.held, kept.serviceType, kept.clusterIP = held(o), o.Spec.Type, o.Spec.ClusterIP
 			if len(o.Spec.Ports) <= maxKeptPorts {

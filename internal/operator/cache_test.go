@@ -202,7 +202,7 @@ func TestTheCacheTransformsAreIdempotent(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(once, twice, cmp.AllowUnexported(keptDeployment{}, keptService{})); diff != "" {
+			if diff := cmp.Diff(once, twice, cmp.AllowUnexported(keptDeployment{}, keptService{}, keptMeta{})); diff != "" {
 				t.Errorf("transformed again (-once +twice):\n%s", diff)
 			}
 		})
@@ -279,9 +279,9 @@ func TestTheCacheKeepsOfAPodItsNameLabelsAndPhase(t *testing.T) {
 // say, changes nothing in the cache.
 func TestAKeptChildIsCopiedWhole(t *testing.T) {
 	owner := []metav1.OwnerReference{{APIVersion: "auth.seedlabs.dev/v1alpha1", Kind: "Welcome", Name: "shop", UID: "u1", Controller: ptr.To(true)}}
-	d := &keptDeployment{ObjectMeta: metav1.ObjectMeta{Name: "shop", OwnerReferences: owner}, held: "h", replicas: ptr.To[int32](2),
+	d := &keptDeployment{keptMeta: keptIdentity(&metav1.ObjectMeta{Name: "shop", OwnerReferences: owner}), held: "h", replicas: ptr.To[int32](2),
 		status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable}}}}
-	s := &keptService{ObjectMeta: metav1.ObjectMeta{Name: "shop", OwnerReferences: owner}, held: "h", ports: []corev1.ServicePort{{Port: 80}}}
+	s := &keptService{keptMeta: keptIdentity(&metav1.ObjectMeta{Name: "shop", OwnerReferences: owner}), held: "h", ports: []corev1.ServicePort{{Port: 80}}}
 	before := []any{d.DeepCopyObject(), s.DeepCopyObject()}
 
 	for _, copied := range []*appsv1.Deployment{d.deployment(), d.DeepCopyObject().(*keptDeployment).deployment()} {
@@ -293,7 +293,7 @@ func TestAKeptChildIsCopiedWhole(t *testing.T) {
 		copied.Spec.Ports[0].Port = 81
 		copied.OwnerReferences[0].Name = "cart"
 	}
-	if diff := cmp.Diff(before, []any{d, s}, cmp.AllowUnexported(keptDeployment{}, keptService{})); diff != "" {
+	if diff := cmp.Diff(before, []any{d, s}, cmp.AllowUnexported(keptDeployment{}, keptService{}, keptMeta{})); diff != "" {
 		t.Errorf("the kept children changed with their copies (-before +after):\n%s", diff)
 	}
 }

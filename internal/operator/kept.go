@@ -25,7 +25,7 @@ import (
 // however little it holds, about a third of what a custom resource costs the cache otherwise.
 // keptReader gives a reconcile a Deployment of it; the controllers' watches see it as it is.
 type keptDeployment struct {
-	metav1.ObjectMeta
+	keptMeta
 	held     string
 	replicas *int32
 	status   appsv1.DeploymentStatus
@@ -35,7 +35,7 @@ type keptDeployment struct {
 // keptDeployment is of a Deployment: of a custom resource's own Service, its type, address and
 // ports (the node ports the API server allocated), or that it has more ports than it keeps.
 type keptService struct {
-	metav1.ObjectMeta
+	keptMeta
 	held        string
 	serviceType corev1.ServiceType
 	clusterIP   string
@@ -52,14 +52,11 @@ func (*keptDeployment) GetObjectKind() schema.ObjectKind { return schema.EmptyOb
 func (*keptService) GetObjectKind() schema.ObjectKind    { return schema.EmptyObjectKind }
 
 func (k *keptDeployment) DeepCopyObject() runtime.Object {
-	c := &keptDeployment{held: k.held, replicas: copyPtr(k.replicas), status: *k.status.DeepCopy()}
-	k.DeepCopyInto(&c.ObjectMeta)
-	return c
+	return &keptDeployment{keptMeta: k.deepCopy(), held: k.held, replicas: copyPtr(k.replicas), status: *k.status.DeepCopy()}
 }
 
 func (k *keptService) DeepCopyObject() runtime.Object {
-	c := &keptService{held: k.held, serviceType: k.serviceType, clusterIP: k.clusterIP, morePorts: k.morePorts}
-	k.DeepCopyInto(&c.ObjectMeta)
+	c := &keptService{keptMeta: k.deepCopy(), held: k.held, serviceType: k.serviceType, clusterIP: k.clusterIP, morePorts: k.morePorts}
 	if k.ports != nil {
 		c.ports = make([]corev1.ServicePort, len(k.ports))
 		for i := range k.ports {
@@ -99,7 +96,7 @@ func (k *keptDeployment) deployment() *appsv1.Deployment {
 		Spec:     appsv1.DeploymentSpec{Replicas: copyPtr(k.replicas)},
 		Status:   *k.status.DeepCopy(),
 	}
-	k.DeepCopyInto(&d.ObjectMeta)
+	d.ObjectMeta = k.objectMeta()
 	d.Annotations = annotations(k.held, false)
 	return d
 }
@@ -109,7 +106,7 @@ func (k *keptService) service() *corev1.Service {
 	c := k.DeepCopyObject().(*keptService)
 	s := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: corev1.SchemeGroupVersion.String(), Kind: "Service"},
-		ObjectMeta: c.ObjectMeta,
+		ObjectMeta: c.objectMeta(),
 		Spec:       corev1.ServiceSpec{Type: c.serviceType, ClusterIP: c.clusterIP, Ports: c.ports},
 	}
 	s.Annotations = annotations(c.held, c.morePorts)
