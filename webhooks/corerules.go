@@ -356,18 +356,14 @@ func validateImagePullSecrets(secrets []corev1.LocalObjectReference, path *field
 // (to 1, 10, 1, 3, "/" and HTTP), so they pass here. Besides those rules:
 //   - httpGet.protocol and grpc.mode are refused: the oldest Kubernetes the operator supports has
 //     neither, and would refuse the Deployment's apply.
-//   - A host other than the pod's own (unset, 127.0.0.1 or ::1) is refused: the baseline Pod
-//     Security Standard, which restricted includes, refuses it, as it would probe another
-//     machine from the node.
+//   - A host is refused: a probe checks the pod's own IP. The baseline Pod Security Standard,
+//     which restricted includes, refuses any host from Kubernetes 1.34 on (pod-security-admission's
+//     hostProbesAndHostLifecycle), as a probe could reach another machine from the node.
 func validateProbes(spec *appv1.DeployObjectSpec, path *field.Path) field.ErrorList {
 	errs := validateProbe(spec.ReadinessProbe, path.Child("readinessProbe"), false)
 	errs = append(errs, validateProbe(spec.LivenessProbe, path.Child("livenessProbe"), true)...)
 	return append(errs, validateProbe(spec.StartupProbe, path.Child("startupProbe"), true)...)
 }
-
-// localProbeHosts are the hosts a probe may name besides none, as the baseline Pod Security
-// Standard allows them.
-var localProbeHosts = []string{"", "127.0.0.1", "::1"}
 
 // validateProbe holds one probe to validateProbes' rules. A liveness or startup probe (oneSuccess)
 // must succeed once to count, and only a readiness probe may not set a grace period of its own.
@@ -452,13 +448,13 @@ func validateHTTPGetProbe(h *corev1.HTTPGetAction, path *field.Path) field.Error
 	return errs
 }
 
-// validateProbeHost refuses a probe's host other than the pod's own.
+// validateProbeHost refuses a probe's host.
 func validateProbeHost(host string, path *field.Path) field.ErrorList {
-	if slices.Contains(localProbeHosts, host) {
+	if host == "" {
 		return nil
 	}
 	return field.ErrorList{field.Invalid(path, host,
-		"must be unset (the pod's IP), 127.0.0.1 or ::1: the restricted Pod Security Standard refuses a probe of another host")}
+		"must be unset, so that the probe checks the pod's own IP: the Pod Security Standards (baseline and restricted) refuse a probe's host")}
 }
 
 // validatePortNumOrName holds a probe's port to the Pod API's rules: a number 1-65535, or the name

@@ -142,7 +142,7 @@ var rules = []Rule{
 	{ID: DeployObjectEnvSize, Kind: "DeployObject", Field: "spec.env", Summary: "at most 100 variables, each value at most 32 KiB, names and values at most 256 KiB in all", Default: enforce, Actions: anyAction},
 	{ID: DeployObjectResources, Kind: "DeployObject", Field: "spec.resources", Summary: "the Pod API's rules for resources", Default: enforce, Actions: contract},
 	{ID: DeployObjectPullSecrets, Kind: "DeployObject", Field: "spec.imagePullSecrets", Summary: "each names a Secret (a DNS-1123 subdomain), once", Default: enforce, Actions: contract},
-	{ID: DeployObjectProbes, Kind: "DeployObject", Field: "spec.readinessProbe, spec.livenessProbe, spec.startupProbe", Summary: "the Pod API's rules for probes; no host but the pod's own (restricted Pod Security); no httpGet.protocol or grpc.mode, which older Kubernetes lacks", Default: enforce, Actions: contract},
+	{ID: DeployObjectProbes, Kind: "DeployObject", Field: "spec.readinessProbe, spec.livenessProbe, spec.startupProbe", Summary: "the Pod API's rules for probes; no host (Pod Security refuses one); no httpGet.protocol or grpc.mode, which older Kubernetes lacks", Default: enforce, Actions: contract},
 }
 
 // rulesByID finds each of rules by its ID.
