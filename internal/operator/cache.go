@@ -175,7 +175,7 @@ func held(obj any) string {
 // custom resource (kubectl apply's last-applied-configuration among them, as large as the object),
 // and a tenant can make both as large as the API allows.
 //
-// Of a custom resource it also keeps one copy of the strings many share: its namespace, its
+// Of a custom resource it also shares the strings many carry (intern): its namespace, its
 // apiVersion and kind, and its conditions' types, statuses, reasons and messages, which the
 // controllers write from a few templates ("1 of 1 replica available") and kstatus reads.
 func withoutWhatIsNotRead(obj any) (any, error) {
@@ -202,8 +202,10 @@ func withoutWhatIsNotRead(obj any) (any, error) {
 	return obj, nil
 }
 
-// intern is s as unique holds it: one copy for every cached object that carries it, released when
-// none does.
+// intern is s as unique holds it, a copy that every string intern makes equal to s shares until
+// the next garbage collection: unique drops its copy once no Handle holds it, and the cache keeps
+// strings, not Handles. So the objects a list decodes keep a copy per collection during the list,
+// not one each.
 func intern(s string) string {
 	return unique.Make(s).Value()
 }
