@@ -3,7 +3,6 @@ package webhooks
 import (
 	"fmt"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
@@ -46,18 +45,15 @@ func deployObjectBounds(d *appv1.DeployObject) field.ErrorList {
 	errs = append(errs, maxItems(spec.Child("command"), len(d.Spec.Command), appv1.MaxCommandItems)...)
 	errs = append(errs, maxItems(spec.Child("args"), len(d.Spec.Args), appv1.MaxCommandItems)...)
 	errs = append(errs, maxItems(spec.Child("imagePullSecrets"), len(d.Spec.ImagePullSecrets), appv1.MaxImagePullSecretsItems)...)
-	for _, p := range []struct {
-		name  string
-		probe *corev1.Probe
-	}{{"readinessProbe", d.Spec.ReadinessProbe}, {"livenessProbe", d.Spec.LivenessProbe}, {"startupProbe", d.Spec.StartupProbe}} {
+	for _, p := range probesOf(&d.Spec) {
 		if p.probe == nil {
 			continue
 		}
 		if p.probe.Exec != nil {
-			errs = append(errs, maxItems(spec.Child(p.name, "exec", "command"), len(p.probe.Exec.Command), appv1.MaxCommandItems)...)
+			errs = append(errs, maxItems(spec.Child(p.field, "exec", "command"), len(p.probe.Exec.Command), appv1.MaxCommandItems)...)
 		}
 		if p.probe.HTTPGet != nil {
-			errs = append(errs, maxItems(spec.Child(p.name, "httpGet", "httpHeaders"), len(p.probe.HTTPGet.HTTPHeaders), appv1.MaxProbeHeadersItems)...)
+			errs = append(errs, maxItems(spec.Child(p.field, "httpGet", "httpHeaders"), len(p.probe.HTTPGet.HTTPHeaders), appv1.MaxProbeHeadersItems)...)
 		}
 	}
 	return errs

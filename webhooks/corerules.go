@@ -327,9 +327,9 @@ func validatePort(port int32, path *field.Path) field.ErrorList {
 }
 
 // validateImagePullSecrets holds the pull secrets to what the Deployment's apply needs: the Pod
-// API keys spec.imagePullSecrets by name (a list map), so server-side apply refuses an entry
-// without a name or a name given twice, which kube-apiserver itself only warns of. A name must
-// also be one a Secret can have: kubelet would look for no other.
+// API keys spec.imagePullSecrets by name (a list map), so server-side apply refuses a name given
+// twice, which kube-apiserver itself only warns of. An empty name, which the apply takes, and a
+// name no Secret can have are refused too: kubelet would find no Secret by them.
 func validateImagePullSecrets(secrets []corev1.LocalObjectReference, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	seen := make(map[string]bool, len(secrets))
@@ -360,9 +360,22 @@ func validateImagePullSecrets(secrets []corev1.LocalObjectReference, path *field
 //     which restricted includes, refuses any host from Kubernetes 1.34 on (pod-security-admission's
 //     hostProbesAndHostLifecycle), as a probe could reach another machine from the node.
 func validateProbes(spec *appv1.DeployObjectSpec, path *field.Path) field.ErrorList {
-	errs := validateProbe(spec.ReadinessProbe, path.Child("readinessProbe"), false)
-	errs = append(errs, validateProbe(spec.LivenessProbe, path.Child("livenessProbe"), true)...)
-	return append(errs, validateProbe(spec.StartupProbe, path.Child("startupProbe"), true)...)
+	var errs field.ErrorList
+	for _, p := range probesOf(spec) {
+		errs = append(errs, validateProbe(p.probe, path.Child(p.field), p.field != "readinessProbe")...)
+	}
+	return errs
+}
+
+// namedProbe is one of a DeployObject's probes and the field of spec that holds it.
+type namedProbe struct {
+	field string
+	probe *corev1.Probe
+}
+
+// probesOf are the probes of spec, each under its field, set or not.
+func probesOf(spec *appv1.DeployObjectSpec) []namedProbe {
+	return []namedProbe{{"readinessProbe", spec.ReadinessProbe}, {"livenessProbe", spec.LivenessProbe}, {"startupProbe", spec.StartupProbe}}
 }
 
 // validateProbe holds one probe to validateProbes' rules. A liveness or startup probe (oneSuccess)
@@ -457,8 +470,8 @@ func validateProbeHost(host string, path *field.Path) field.ErrorList {
 		"must be unset, so that the probe checks the pod's own IP: the Pod Security Standards (baseline and restricted) refuse a probe's host")}
 }
 
-// validatePortNumOrName holds a probe's port to the Pod API's rules: a number 1-65535, or the name
-// of a port (an IANA service name).
+// validatePortNumOrName holds a port given by number or name (a probe's port, a Service's
+// targetPort) to the Pod API's rules: a number 1-65535, or an IANA service name.
 func validatePortNumOrName(port intstr.IntOrString, path *field.Path) field.ErrorList {
 	if port.Type == intstr.String {
 		var errs field.ErrorList

@@ -117,11 +117,8 @@ func validateServicePorts(ports []corev1.ServicePort, path *field.Path) field.Er
 			names[p.Name] = true
 		}
 		errs = append(errs, validatePort(p.Port, pp.Child("port"))...)
-		switch p.TargetPort.Type {
-		case intstr.String:
-			for _, msg := range validation.IsValidPortName(p.TargetPort.StrVal) {
-				errs = append(errs, field.Invalid(pp.Child("targetPort"), p.TargetPort.StrVal, msg))
-			}
+		errs = append(errs, validatePortNumOrName(p.TargetPort, pp.Child("targetPort"))...)
+		if p.TargetPort.Type == intstr.String {
 			// A named target is one container port, and a container port has one protocol.
 			if first, seen := namedTargets[p.TargetPort.StrVal]; !seen {
 				namedTargets[p.TargetPort.StrVal] = i
@@ -130,8 +127,6 @@ func validateServicePorts(ports []corev1.ServicePort, path *field.Path) field.Er
 					"must name a container port of its own: %s already targets it over %s, and a container port has one protocol",
 					path.Index(first), ports[first].Protocol)))
 			}
-		default:
-			errs = append(errs, validatePort(p.TargetPort.IntVal, pp.Child("targetPort"))...)
 		}
 		errs = append(errs, tagged(validateAppProtocol(p.AppProtocol, pp.Child("appProtocol")), DeployObjectAppProtocol)...)
 		if !slices.Contains(serviceProtocols, p.Protocol) {
