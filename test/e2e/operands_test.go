@@ -66,7 +66,7 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		Expect(httpGet(ctx, nodePortURL)).To(Equal("Hello Ada"))
 
 		By("answering from both replicas through the Service, as each one's access log shows")
-		pods := readyPodsOf(ctx, Default, w, 2)
+		pods := servingPodsOf(ctx, w, 2)
 		// kube-proxy takes up to a second to add a replica that just turned ready.
 		sent := 0
 		Eventually(func(g Gomega) {
@@ -100,7 +100,7 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		}
 		Expect(k8s.Create(ctx, m)).To(Succeed())
 		waitAvailable(ctx, "Memcached", m)
-		pods := readyPodsOf(ctx, Default, m, 3)
+		pods := servingPodsOf(ctx, m, 3)
 		stored := get(ctx, Default, client.ObjectKeyFromObject(m), &cachev1alpha1.Memcached{}).(*cachev1alpha1.Memcached)
 		Expect(stored.Status.Nodes).To(ConsistOf(podNames(pods)), "status.nodes lists the running memcached pods")
 
@@ -138,7 +138,7 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		}
 		Expect(k8s.Create(ctx, d)).To(Succeed())
 		waitAvailable(ctx, "DeployObject", d)
-		readyPodsOf(ctx, Default, d, 2)
+		servingPodsOf(ctx, d, 2)
 		svc := service(ctx, d.Name)
 		url := func(port int) string {
 			return "http://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(port)) + "/"
@@ -197,7 +197,7 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		}
 		Expect(k8s.Create(ctx, d)).To(Succeed())
 		waitAvailable(ctx, "DeployObject", d)
-		before := readyPodsOf(ctx, Default, d, 1)
+		before := servingPodsOf(ctx, d, 1)
 		svc := service(ctx, d.Name)
 		url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "8080") + "/"
 		Expect(echoGet(ctx, Default, url).Args).To(Equal([]string{"--from-the-spec", "8080"}), "kubelet expands $(LISTEN) from spec.env")
@@ -222,7 +222,7 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		By("probing the served port again: the rollout completes")
 		Expect(k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"readinessProbe":{"httpGet":{"port":8080}}}}`)))).To(Succeed())
 		waitAvailable(ctx, "DeployObject", d)
-		readyPodsOf(ctx, Default, d, 1)
+		servingPodsOf(ctx, d, 1)
 	}, SpecTimeout(4*time.Minute))
 })
 
@@ -246,6 +246,18 @@ func service(ctx context.Context, name string) *corev1.Service {
 	svc := &corev1.Service{}
 	ExpectWithOffset(1, k8s.Get(ctx, types.NamespacedName{Namespace: operandsNamespace, Name: name}, svc)).To(Succeed())
 	return svc
+}
+
+// servingPodsOf waits until readyPodsOf holds. A Deployment counts a pod available as soon as the
+// pod is Ready; kube-controller-manager's EndpointSlice controller adds it to the Service on its
+// next sync after that, which an object reporting Ready can precede. 30 s bounds that sync on a
+// loaded machine; when idle it takes milliseconds.
+func servingPodsOf(ctx context.Context, owner client.Object, want int) []corev1.Pod {
+	var pods []corev1.Pod
+	EventuallyWithOffset(1, func(g Gomega) {
+		pods = readyPodsOf(ctx, g, owner, want)
+	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	return pods
 }
 
 // readyPodsOf checks that the Deployment owner controls runs exactly want pods, not being
