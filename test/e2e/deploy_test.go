@@ -274,7 +274,12 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 				WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "the editor creates %s", filepath.Base(path))
 			created = append(created, obj)
 
-			Expect(viewer.Get(ctx, client.ObjectKeyFromObject(obj), s.kind.newObject())).To(Succeed(), "the viewer reads %s", filepath.Base(path))
+			// kube-apiserver's authorizer reads the viewer's binding from its own informer, which
+			// the editor's binding being seen does not wait for.
+			Eventually(func(ctx context.Context) error {
+				return viewer.Get(ctx, client.ObjectKeyFromObject(obj), s.kind.newObject())
+			}).
+				WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "the viewer reads %s", filepath.Base(path))
 			other := obj.DeepCopyObject().(client.Object)
 			other.SetName(obj.GetName() + "-viewer")
 			Expect(apierrors.IsForbidden(viewer.Create(ctx, other))).To(BeTrue(), "the viewer creates %s", filepath.Base(path))

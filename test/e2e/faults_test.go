@@ -437,6 +437,12 @@ func deployWithNamespace(ctx SpecContext, ns string, mutualTLS bool) {
 	}, NodeTimeout(5*time.Minute))
 	waitManagerReady(ctx, 2*time.Minute)
 	Expect(k8s.Create(ctx, restrictedNamespace(ns))).To(Succeed())
+	// cert-manager's cainjector writes the caBundles in its own time; the specs' loads count any
+	// failed admission.
+	Eventually(func(g Gomega) {
+		g.Expect(caBundles(ctx)).To(HaveEach(Equal(servingSecretData(ctx).Data["ca.crt"])))
+		expectAdmissionServed(ctx, g, ns)
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 }
 
 func restrictedNamespace(name string) *corev1.Namespace {

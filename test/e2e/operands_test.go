@@ -62,11 +62,11 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		Expect(svc.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
 		clusterURL := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port))) + "/hello/"
 		nodePortURL := "http://" + net.JoinHostPort(cluster.NodeIP, strconv.Itoa(int(svc.Spec.Ports[0].NodePort))) + "/hello/"
-		Expect(httpGet(ctx, clusterURL)).To(Equal("Hello Ada"))
-		Expect(httpGet(ctx, nodePortURL)).To(Equal("Hello Ada"))
+		pods := servingPodsOf(ctx, w, 2)
+		Eventually(httpGet).WithContext(ctx).WithArguments(clusterURL).WithTimeout(serviceSync).Should(Equal("Hello Ada"))
+		Eventually(httpGet).WithContext(ctx).WithArguments(nodePortURL).WithTimeout(serviceSync).Should(Equal("Hello Ada"))
 
 		By("answering from both replicas through the Service, as each one's access log shows")
-		pods := servingPodsOf(ctx, w, 2)
 		// kube-proxy takes up to a second to add a replica that just turned ready.
 		sent := 0
 		Eventually(func(g Gomega) {
@@ -89,8 +89,8 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 			for range 10 {
 				g.Expect(httpGet(ctx, clusterURL)).To(Equal("Hello Grace"))
 			}
+			g.Expect(httpGet(ctx, nodePortURL)).To(Equal("Hello Grace"))
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
-		Expect(httpGet(ctx, nodePortURL)).To(Equal("Hello Grace"))
 	}, SpecTimeout(4*time.Minute))
 
 	It("stores and reads a key through a Memcached's Service, runs exactly size memcached pods, and follows kubectl scale", func(ctx SpecContext) {
@@ -106,7 +106,8 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 
 		svc := service(ctx, m.Name)
 		address := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
-		Expect(memcachedSetGet(ctx, address, "e2e", "stored through the Service")).To(Equal("stored through the Service"))
+		Eventually(memcachedSetGet).WithContext(ctx).WithArguments(address, "e2e", "stored through the Service").WithTimeout(serviceSync).
+			Should(Equal("stored through the Service"))
 
 		By("scaling to one with kubectl scale")
 		_, stderr, err := kubectl(ctx, "scale", "-n", operandsNamespace, "memcached/"+m.Name, "--replicas=1")
@@ -120,7 +121,7 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 			g.Expect(k8s.List(ctx, all, client.InNamespace(operandsNamespace), client.MatchingLabels(resources.MemcachedSelector(m.Name)))).To(Succeed())
 			g.Expect(all.Items).To(HaveLen(1), "pods left, terminating ones included")
 		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
-		Expect(memcachedSetGet(ctx, address, "e2e", "one left")).To(Equal("one left"))
+		Eventually(memcachedSetGet).WithContext(ctx).WithArguments(address, "e2e", "one left").WithTimeout(serviceSync).Should(Equal("one left"))
 	}, SpecTimeout(4*time.Minute))
 
 	It("passes a DeployObject's env to its process on both ports, rolls an image change out with no failed request, and serves a changed port", func(ctx SpecContext) {
@@ -143,12 +144,14 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		url := func(port int) string {
 			return "http://" + net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(port)) + "/"
 		}
-		for _, port := range []int{8080, 9090} {
-			reply := echoGet(ctx, Default, url(port))
-			Expect(reply.Port).To(Equal(port))
-			Expect(reply.Version).To(Equal("v1"))
-			Expect(reply.Env).To(HaveKeyWithValue("GREETING", "hello from the spec"))
-		}
+		Eventually(func(g Gomega) {
+			for _, port := range []int{8080, 9090} {
+				reply := echoGet(ctx, g, url(port))
+				g.Expect(reply.Port).To(Equal(port))
+				g.Expect(reply.Version).To(Equal("v1"))
+				g.Expect(reply.Env).To(HaveKeyWithValue("GREETING", "hello from the spec"))
+			}
+		}).WithContext(ctx).WithTimeout(serviceSync).Should(Succeed())
 
 		By("changing the image under a steady stream of requests at the Service")
 		load := startHTTPLoad(ctx, url(8080))
@@ -200,7 +203,9 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		before := servingPodsOf(ctx, d, 1)
 		svc := service(ctx, d.Name)
 		url := "http://" + net.JoinHostPort(svc.Spec.ClusterIP, "8080") + "/"
-		Expect(echoGet(ctx, Default, url).Args).To(Equal([]string{"--from-the-spec", "8080"}), "kubelet expands $(LISTEN) from spec.env")
+		Eventually(func(g Gomega) {
+			g.Expect(echoGet(ctx, g, url).Args).To(Equal([]string{"--from-the-spec", "8080"}), "kubelet expands $(LISTEN) from spec.env")
+		}).WithContext(ctx).WithTimeout(serviceSync).Should(Succeed())
 
 		By("probing a port nothing listens on: the new pod runs and is never ready, the old one serves")
 		Expect(k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"readinessProbe":{"httpGet":{"port":8081}}}}`)))).To(Succeed())
@@ -248,15 +253,20 @@ func service(ctx context.Context, name string) *corev1.Service {
 	return svc
 }
 
-// servingPodsOf waits until readyPodsOf holds. A Deployment counts a pod available as soon as the
-// pod is Ready; kube-controller-manager's EndpointSlice controller adds it to the Service on its
-// next sync after that, which an object reporting Ready can precede. 30 s bounds that sync on a
-// loaded machine; when idle it takes milliseconds.
+// serviceSync bounds how long a Service takes to follow its pods, on a loaded machine: a Deployment
+// counts a pod available as soon as the pod is Ready, kube-controller-manager's EndpointSlice
+// controller adds it to the Service's EndpointSlice on its next sync after that, and kube-proxy
+// programs the slice within its minimum sync period (1 s) after that. When idle, all of it takes
+// about a second; an object reporting Ready can precede it.
+const serviceSync = 30 * time.Second
+
+// servingPodsOf waits until readyPodsOf holds. A request at the Service may still need kube-proxy's
+// sync (serviceSync).
 func servingPodsOf(ctx context.Context, owner client.Object, want int) []corev1.Pod {
 	var pods []corev1.Pod
 	EventuallyWithOffset(1, func(g Gomega) {
 		pods = readyPodsOf(ctx, g, owner, want)
-	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+	}).WithContext(ctx).WithTimeout(serviceSync).Should(Succeed())
 	return pods
 }
 

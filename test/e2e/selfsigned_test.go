@@ -63,15 +63,15 @@ var _ = Describe("The operator installed without cert-manager (make deploy DEPLO
 			g.Expect(s.Data).To(HaveKey("tls.crt"))
 			g.Expect(caBundles(ctx)).To(HaveEach(Equal(s.Data["ca.crt"])))
 
-			deployment := managerDeployment(ctx, g)
-			managers = managerPods(ctx, g)
-			g.Expect(managers).To(HaveLen(int(*deployment.Spec.Replicas)))
+			// Every replica Ready and a ready endpoint of the webhook Service, which the load
+			// below reaches through kube-apiserver.
+			managers = expectManagerReady(ctx, g)
 			for i := range managers {
-				g.Expect(podReady(&managers[i])).To(BeTrue(), "pod %s", managers[i].Name)
 				served, err := servedCertificate(managers[i].Status.PodIP, s.Data["ca.crt"])
 				g.Expect(err).NotTo(HaveOccurred(), "pod %s", managers[i].Name)
 				g.Expect(served.Raw).To(Equal(parseCertificate(s.Data["tls.crt"]).Raw), "pod %s", managers[i].Name)
 			}
+			expectAdmissionServed(ctx, g, namespace)
 		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
 		AddReportEntry("self-signed: deploy to every replica ready", time.Since(start).Round(time.Millisecond).String())
 	}, SpecTimeout(4*time.Minute))
