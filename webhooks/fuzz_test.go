@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	admissionv1 "k8s.io/api/admission/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -25,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
@@ -280,7 +283,8 @@ func FuzzAdmissionReviewBody(f *testing.F) {
 		f.Add(uint8(0), []byte(body))
 	}
 	f.Fuzz(func(t *testing.T, path uint8, body []byte) {
-		reply, code := postReview(t, handlers[paths[int(path)%len(paths)]], body)
+		h := handlers[paths[int(path)%len(paths)]]
+		reply, code := postReview(t, h, body)
 		res := reply.Response
 		if code != http.StatusOK || res.Result == nil {
 			t.Fatalf("HTTP %d, reply %s, to %q: want HTTP 200 and a status", code, asJSON(reply), body)
@@ -298,6 +302,7 @@ func FuzzAdmissionReviewBody(f *testing.F) {
 				t.Fatalf("the patch %s does not decode: %v", res.Patch, err)
 			}
 		}
+		answersAsControllerRuntime(t, h, body, res)
 	})
 }
 
@@ -368,7 +373,69 @@ func reviewSubresource(t *testing.T, h http.Handler, k testKind, namespace, subr
 	if reply.Response.UID != req.Request.UID {
 		t.Fatalf("the reply %s does not carry the request's uid %s", asJSON(reply), req.Request.UID)
 	}
+	answersAsControllerRuntime(t, h, body, reply.Response)
 	return reply.Response
+}
+
+// controllerRuntimeServed holds, by validating webhook, the webhook it stands in for
+// (controllerRuntimeValidating).
+var controllerRuntimeServed sync.Map
+
+// controllerRuntimeValidating is the validation rule of the validating webhook h served by
+// controller-runtime's admission.WithValidator, the webhook validator stands in for; nil when h
+// is no validating webhook.
+func controllerRuntimeValidating(h http.Handler) http.Handler {
+	if served, ok := controllerRuntimeServed.Load(h); ok {
+		return served.(http.Handler)
+	}
+	wh, ok := h.(*admission.Webhook)
+	if !ok {
+		return nil
+	}
+	var served http.Handler
+	switch v := wh.Handler.(type) {
+	case validator[authv1alpha1.Welcome, *authv1alpha1.Welcome]:
+		served = admission.WithValidator[*authv1alpha1.Welcome](testScheme, v.rule)
+	case validator[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]:
+		served = admission.WithValidator[*cachev1alpha1.Memcached](testScheme, v.rule)
+	case validator[appv1.DeployObject, *appv1.DeployObject]:
+		served = admission.WithValidator[*appv1.DeployObject](testScheme, v.rule)
+	case validator[policyv1alpha1.AdmissionPolicy, *policyv1alpha1.AdmissionPolicy]:
+		served = admission.WithValidator[*policyv1alpha1.AdmissionPolicy](testScheme, v.rule)
+	case memcachedScaleValidator:
+		rule := v.validator.(validator[autoscalingv1.Scale, *autoscalingv1.Scale]).rule
+		served = &admission.Webhook{Handler: memcachedScaleValidator{validator: admission.WithValidator[*autoscalingv1.Scale](testScheme, rule).Handler}}
+	default:
+		return nil
+	}
+	controllerRuntimeServed.Store(h, served)
+	return served
+}
+
+// answersAsControllerRuntime posts body, which h answered with got, to the webhook h stands in for
+// when it is a validating webhook, and requires the same answer: admitted or refused alike, with the
+// same warnings and status; of a request refused as malformed (HTTP 400), the same code, as the
+// two decoders say what is wrong in their own words.
+func answersAsControllerRuntime(t *testing.T, h http.Handler, body []byte, got *admissionv1.AdmissionResponse) {
+	t.Helper()
+	served := controllerRuntimeValidating(h)
+	if served == nil {
+		return
+	}
+	want, _ := postReview(t, served, body)
+	w := want.Response
+	if got.Allowed != w.Allowed || !slices.Equal(got.Warnings, w.Warnings) || len(got.Patch) > 0 || (got.Result == nil) != (w.Result == nil) {
+		t.Fatalf("to %q, the webhook answers %s and controller-runtime's %s", body, asJSON(got), asJSON(w))
+	}
+	if got.Result == nil {
+		return
+	}
+	if got.Result.Code == http.StatusBadRequest && w.Result.Code == http.StatusBadRequest {
+		return
+	}
+	if !equality.Semantic.DeepEqual(got.Result, w.Result) {
+		t.Fatalf("to %q, the webhook answers %s and controller-runtime's %s", body, asJSON(got), asJSON(w))
+	}
 }
 
 // controllerRuntimeDefaulting is the defaulting rule of k served by controller-runtime's

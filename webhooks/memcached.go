@@ -104,7 +104,7 @@ type memcachedScaleValidator struct {
 }
 
 func newMemcachedScaleValidator(scheme *runtime.Scheme, j judge) memcachedScaleValidator {
-	return memcachedScaleValidator{validator: admission.WithValidator[*autoscalingv1.Scale](scheme, validatorFunc[autoscalingv1.Scale, *autoscalingv1.Scale]{
+	return memcachedScaleValidator{validator: validator[autoscalingv1.Scale, *autoscalingv1.Scale]{kind: kindOf[autoscalingv1.Scale, *autoscalingv1.Scale](scheme), rule: validatorFunc[autoscalingv1.Scale, *autoscalingv1.Scale]{
 		gvk: cachev1alpha1.GroupVersion.WithKind(memcachedGK.Kind), judge: j,
 		validate: func(_ *Policy, old, scale *autoscalingv1.Scale) (field.ErrorList, []Warning) {
 			var oldSize *int32
@@ -114,7 +114,7 @@ func newMemcachedScaleValidator(scheme *runtime.Scheme, j judge) memcachedScaleV
 			errs, warnings := validateSizeChange(oldSize, &scale.Spec.Replicas, field.NewPath("spec", "size"))
 			return errs, warnings
 		},
-	}).Handler}
+	}}}
 }
 
 // Handle implements admission.Handler.
