@@ -2,7 +2,10 @@ package operator
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
+	"sync"
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -177,7 +181,8 @@ func held(obj any) string {
 //
 // Of a custom resource it also shares the strings many carry (intern): its namespace, its
 // apiVersion and kind, and its conditions' types, statuses, reasons and messages, which the
-// controllers write from a few templates ("1 of 1 replica available") and kstatus reads.
+// controllers write from a few templates ("1 of 1 replica available") and kstatus reads; and of a
+// DeployObject the resource lists (sharedResources).
 func withoutWhatIsNotRead(obj any) (any, error) {
 	o, ok := obj.(metav1.Object)
 	if !ok {
@@ -198,8 +203,64 @@ func withoutWhatIsNotRead(obj any) (any, error) {
 				cond.Reason, cond.Message = intern(cond.Reason), intern(cond.Message)
 			}
 		}
+		if d, ok := obj.(*appv1.DeployObject); ok {
+			d.Spec.Resources.Limits = sharedResources.share(d.Spec.Resources.Limits)
+			d.Spec.Resources.Requests = sharedResources.share(d.Spec.Resources.Requests)
+		}
 	}
 	return obj, nil
+}
+
+// sharedResources are the resource lists the cached DeployObjects share.
+var sharedResources = resourceLists{lists: map[string]corev1.ResourceList{}}
+
+// resourceLists keeps one copy of each of the first maxSharedLists resource lists it is given
+// (of up to maxSharedKey bytes as JSON), for every equal list after them to share. A Go map costs
+// its smallest table however few entries it holds: a resource list of one to eight entries about
+// 640 bytes, two per DeployObject, most of a cached DeployObject, though most clusters' resources
+// come from a few sizes. Sharing one map between cached objects is safe as the cache's objects are
+// read-only: a reader gets a deep copy. Lists past the bounds are kept as they are; the bounds
+// hold the table under about a MiB whatever tenants write.
+type resourceLists struct {
+	mu    sync.Mutex
+	lists map[string]corev1.ResourceList
+}
+
+const (
+	maxSharedLists = 1024
+	maxSharedKey   = 256
+)
+
+// share is the copy of l the table keeps, or l. Equal is equal as the API server would write
+// them: by name, and each quantity as it marshals ("500m" and "0.5" are two lists).
+func (t *resourceLists) share(l corev1.ResourceList) corev1.ResourceList {
+	if len(l) == 0 {
+		return l
+	}
+	var key strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(l)) {
+		q := l[name]
+		value, err := q.MarshalJSON()
+		if err != nil {
+			return l
+		}
+		key.WriteString(string(name))
+		key.WriteByte('=')
+		key.Write(value)
+		key.WriteByte(',')
+		if key.Len() > maxSharedKey {
+			return l
+		}
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if shared, ok := t.lists[key.String()]; ok {
+		return shared
+	}
+	if len(t.lists) < maxSharedLists {
+		t.lists[key.String()] = l
+	}
+	return l
 }
 
 // intern is s as unique holds it, a copy that every string intern makes equal to s shares until

@@ -3,6 +3,7 @@ package operator
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
@@ -10,10 +11,12 @@ import (
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/resources"
@@ -334,5 +337,84 @@ func TestCustomResourcesShareTheirCommonStrings(t *testing.T) {
 		if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
 			t.Errorf("the two Welcomes hold two copies of their %s %q", what, pair[0])
 		}
+	}
+}
+
+// TestDeployObjectsShareTheirResourceLists decodes DeployObjects as the cache's informer does and
+// requires that, once transformed, those whose resource lists marshal alike share one map of
+// each, that the others do not, and that every value stays as decoded.
+func TestDeployObjectsShareTheirResourceLists(t *testing.T) {
+	const object = `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject","metadata":{"name":"%s","namespace":"team-a"},` +
+		`"spec":{"image":"registry.example/app:v1","resources":{"requests":{"cpu":%q,"memory":%q},"limits":{"memory":"64Mi"}}}}`
+	decode := func(name, cpu, memory string) *appv1.DeployObject {
+		t.Helper()
+		d := &appv1.DeployObject{}
+		if err := json.Unmarshal(fmt.Appendf(nil, object, name, cpu, memory), d); err != nil {
+			t.Fatal(err)
+		}
+		want := d.DeepCopy()
+		got, err := withoutWhatIsNotRead(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Fatalf("withoutWhatIsNotRead() changed a value (-want +got):\n%s", diff)
+		}
+		return got.(*appv1.DeployObject)
+	}
+	same := func(a, b corev1.ResourceList) bool {
+		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	}
+
+	a, b := decode("a", "50m", "32Mi"), decode("b", "50m", "32Mi")
+	if !same(a.Spec.Resources.Requests, b.Spec.Resources.Requests) || !same(a.Spec.Resources.Limits, b.Spec.Resources.Limits) {
+		t.Error("two DeployObjects with equal resources hold a map of each their own")
+	}
+	again, err := withoutWhatIsNotRead(a)
+	if err != nil || !same(again.(*appv1.DeployObject).Spec.Resources.Requests, b.Spec.Resources.Requests) {
+		t.Errorf("transforming a kept DeployObject again: %v, or it no longer shares its requests", err)
+	}
+	// Equal is as the quantities marshal: "0.05" decodes to the 50m that "50m" does, and marshals
+	// as "50m"; 32Mi and 33554432 are one amount, which marshal as they are spelled.
+	if d := decode("d", "0.05", "32Mi"); !same(a.Spec.Resources.Requests, d.Spec.Resources.Requests) {
+		t.Error("requests that marshal alike are not shared")
+	}
+	for _, c := range []*appv1.DeployObject{decode("c", "100m", "32Mi"), decode("bytes", "50m", "33554432")} {
+		if same(a.Spec.Resources.Requests, c.Spec.Resources.Requests) {
+			t.Errorf("requests %v share the map of other requests", c.Spec.Resources.Requests)
+		}
+		if !same(a.Spec.Resources.Limits, c.Spec.Resources.Limits) {
+			t.Error("equal limits beside other requests are not shared")
+		}
+	}
+}
+
+// TestTheSharedResourceListsAreBounded fills the table past its bounds: past maxSharedLists lists,
+// and with a list longer than maxSharedKey, each is kept as it is and nothing more is shared.
+func TestTheSharedResourceListsAreBounded(t *testing.T) {
+	table := resourceLists{lists: map[string]corev1.ResourceList{}}
+	list := func(i int) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(i+1), resource.DecimalSI)}
+	}
+	for i := range maxSharedLists + 10 {
+		l := list(i)
+		if got := table.share(l); reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(l).UnsafePointer() {
+			t.Fatalf("share(%v), the first of its kind, is not the list given", l)
+		}
+	}
+	if len(table.lists) != maxSharedLists {
+		t.Errorf("the table holds %d lists, want its bound %d", len(table.lists), maxSharedLists)
+	}
+	if l := list(1); reflect.ValueOf(table.share(l)).UnsafePointer() == reflect.ValueOf(l).UnsafePointer() {
+		t.Error("a list within the bound is not shared")
+	}
+	if l := list(maxSharedLists + 5); reflect.ValueOf(table.share(l)).UnsafePointer() != reflect.ValueOf(l).UnsafePointer() {
+		t.Error("a list past the bound is shared")
+	}
+	long := corev1.ResourceList{corev1.ResourceName("example.com/" + strings.Repeat("x", maxSharedKey)): resource.MustParse("1")}
+	small := resourceLists{lists: map[string]corev1.ResourceList{}}
+	small.share(long)
+	if len(small.lists) != 0 {
+		t.Error("a list longer than maxSharedKey is kept in the table")
 	}
 }
