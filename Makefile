@@ -93,7 +93,7 @@ manifests: $(CONTROLLER_GEN) $(KUSTOMIZE) ## Generate CRDs, RBAC and webhook con
 	cp config/rbac/role.yaml config/rbac/leader_election_role.yaml config/rbac/metrics_auth_role.yaml \
 		config/rbac/metrics_reader_role.yaml config/rbac/*_editor_role.yaml config/rbac/*_viewer_role.yaml $(CHART_DIR)/files/rbac/
 	cp config/webhook/manifests.yaml $(CHART_DIR)/files/webhooks.yaml
-	cp config/prometheus/monitor.yaml config/prometheus/rules.yaml $(CHART_DIR)/files/prometheus/
+	cp config/prometheus/monitor.yaml config/prometheus/metrics_scraper.yaml config/prometheus/rules.yaml $(CHART_DIR)/files/prometheus/
 	cp config/grafana/webhook-operator.json $(CHART_DIR)/files/grafana/
 	cp config/network-policy/allow-*.yaml $(CHART_DIR)/files/network-policy/
 

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"os"
@@ -14,8 +15,12 @@ import (
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
+
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
 // alertsRule is the name config/prometheus gives the PrometheusRule of the alerts.
@@ -354,4 +359,91 @@ func TestAlertsSelectTheInstall(t *testing.T) {
 			t.Errorf("WebhookOperatorWebhookLatencyNearTimeout fires above %gs; the webhooks' timeout is %ds, so want %gs", got, timeouts[0], want)
 		}
 	})
+}
+
+// TestTheServiceMonitorPresentsATokenOfItsOwn holds the ServiceMonitor of config/prometheus and of
+// the chart to a token Prometheus reads from a Secret, never a file of its own pod
+// (bearerTokenFile: deprecated, and refused where a ServiceMonitor may not read files): the token
+// of a ServiceAccount of their own, in the monitor's namespace, bound to metrics-reader, which may
+// get /metrics and nothing else, and to no other role.
+func TestTheServiceMonitorPresentsATokenOfItsOwn(t *testing.T) {
+	for name, build := range map[string]func(*testing.T) manifests{
+		"config/default with config/prometheus": buildWithOptionalOverlays,
+		"the chart": func(t *testing.T) manifests {
+			return helmTemplate(t, fixtures.Namespace, "serviceMonitor.enabled=true")
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			m := build(t)
+			monitor := m.get(t, "ServiceMonitor", namePrefix+"controller-manager-metrics-monitor")
+			endpoints, _, err := unstructuredSlice(monitor, "spec", "endpoints")
+			if err != nil || len(endpoints) == 0 {
+				t.Fatalf("%s has no endpoints: %v", monitor.key(), err)
+			}
+			for i, e := range endpoints {
+				endpoint, _ := e.(map[string]any)
+				for _, deprecated := range []string{"bearerTokenFile", "bearerTokenSecret"} {
+					if _, ok := endpoint[deprecated]; ok {
+						t.Errorf("%s endpoint %d sets %s", monitor.key(), i, deprecated)
+					}
+				}
+				authorization := decodeAs[monitorAuthorization](t, endpoint["authorization"])
+				if authorization.Type != "Bearer" || authorization.Credentials.Key != "token" {
+					t.Fatalf("%s endpoint %d: authorization %+v, want the Bearer token under the key token", monitor.key(), i, authorization)
+				}
+				secret := get[corev1.Secret](t, m, "Secret", authorization.Credentials.Name)
+				account := secret.Annotations[corev1.ServiceAccountNameKey]
+				if secret.Type != corev1.SecretTypeServiceAccountToken || secret.Namespace != monitor.GetNamespace() || account == "" {
+					t.Fatalf("%s is a %s in %q for the ServiceAccount %q: want a token Secret of a ServiceAccount, in %s's namespace",
+						monitor.key(), secret.Type, secret.Namespace, account, monitor.key())
+				}
+				if sa := get[corev1.ServiceAccount](t, m, "ServiceAccount", account); sa.Namespace != secret.Namespace {
+					t.Fatalf("the ServiceAccount %s is in %q, not in its token's namespace", account, sa.Namespace)
+				}
+				if deployment := getManager(t, m); deployment.Spec.Template.Spec.ServiceAccountName == account {
+					t.Fatalf("Prometheus would present the manager's own token (%s)", account)
+				}
+				var roles []rbacv1.RoleRef
+				for _, b := range append(m.ofKind("ClusterRoleBinding"), m.ofKind("RoleBinding")...) {
+					binding := decode[rbacv1.RoleBinding](t, b) // a ClusterRoleBinding decodes alike
+					for _, s := range binding.Subjects {
+						if s.Kind == rbacv1.ServiceAccountKind && s.Name == account && s.Namespace == secret.Namespace {
+							roles = append(roles, binding.RoleRef)
+						}
+					}
+				}
+				if len(roles) != 1 || roles[0].Kind != "ClusterRole" {
+					t.Fatalf("the ServiceAccount %s is bound to %+v, want metrics-reader alone", account, roles)
+				}
+				role := get[rbacv1.ClusterRole](t, m, "ClusterRole", roles[0].Name)
+				want := []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}}
+				if !equality.Semantic.DeepEqual(role.Rules, want) {
+					t.Fatalf("the ServiceAccount %s is bound to %s, whose rules are %+v: want %+v", account, role.Name, role.Rules, want)
+				}
+			}
+		})
+	}
+}
+
+// monitorAuthorization is a ServiceMonitor endpoint's authorization, as prometheus-operator reads it.
+type monitorAuthorization struct {
+	Type        string `json:"type"`
+	Credentials struct {
+		Name string `json:"name"`
+		Key  string `json:"key"`
+	} `json:"credentials"`
+}
+
+// decodeAs decodes v, a part of an unstructured object, into T, refusing fields T does not have.
+func decodeAs[T any](t *testing.T, v any) T {
+	t.Helper()
+	var out T
+	data, err := json.Marshal(v)
+	if err == nil {
+		err = yaml.UnmarshalStrict(data, &out)
+	}
+	if err != nil {
+		t.Fatalf("%s does not decode into %T: %v", data, out, err)
+	}
+	return out
 }

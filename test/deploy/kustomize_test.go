@@ -104,9 +104,12 @@ var defaultInventory = []string{
 
 // optionalInventory is what enabling config/prometheus and config/network-policy adds.
 var optionalInventory = []string{
+	"ClusterRoleBinding webhook-operator-metrics-scraper-rolebinding",
 	"NetworkPolicy webhook-operator-system/webhook-operator-allow-metrics-traffic",
 	"NetworkPolicy webhook-operator-system/webhook-operator-allow-webhook-traffic",
 	"PrometheusRule webhook-operator-system/webhook-operator-controller-manager-alerts",
+	"Secret webhook-operator-system/webhook-operator-metrics-scraper-token",
+	"ServiceAccount webhook-operator-system/webhook-operator-metrics-scraper",
 	"ServiceMonitor webhook-operator-system/webhook-operator-controller-manager-metrics-monitor",
 }
 
@@ -261,8 +264,9 @@ func TestOptionalOverlaysBuildAlone(t *testing.T) {
 	root := moduleRoot(t)
 	for dir, want := range map[string][]string{
 		"network-policy": {"NetworkPolicy system/allow-metrics-traffic", "NetworkPolicy system/allow-webhook-traffic"},
-		"prometheus":     {"PrometheusRule system/controller-manager-alerts", "ServiceMonitor system/controller-manager-metrics-monitor"},
-		"grafana":        {"ConfigMap webhook-operator-system/webhook-operator-grafana-dashboard"},
+		"prometheus": {"ClusterRoleBinding metrics-scraper-rolebinding", "PrometheusRule system/controller-manager-alerts",
+			"Secret system/metrics-scraper-token", "ServiceAccount system/metrics-scraper", "ServiceMonitor system/controller-manager-metrics-monitor"},
+		"grafana": {"ConfigMap webhook-operator-system/webhook-operator-grafana-dashboard"},
 	} {
 		t.Run(dir, func(t *testing.T) {
 			checkInventory(t, kustomizeBuild(t, filepath.Join(root, "config", dir)), want)
@@ -290,11 +294,12 @@ func TestConfigDefaultWithOptionalOverlays(t *testing.T) {
 			"port":   "https",
 			"scheme": "https",
 			"path":   "/metrics",
-			// The manager authenticates the scraper's token and authorizes it for /metrics.
-			"bearerTokenFile":          "/var/run/secrets/kubernetes.io/serviceaccount/token",
-			"tlsConfig.serverName":     serviceDNSNames(metricsService, fixtures.Namespace)[0],
-			"tlsConfig.ca.secret.name": nestedString(t, m.get(t, "Certificate", metricsCertificate), "spec", "secretName"),
-			"tlsConfig.ca.secret.key":  "ca.crt",
+			// The manager authenticates the scraper's token and authorizes it for /metrics
+			// (TestTheServiceMonitorPresentsATokenOfItsOwn).
+			"authorization.credentials.name": namePrefix + "metrics-scraper-token",
+			"tlsConfig.serverName":           serviceDNSNames(metricsService, fixtures.Namespace)[0],
+			"tlsConfig.ca.secret.name":       nestedString(t, m.get(t, "Certificate", metricsCertificate), "spec", "secretName"),
+			"tlsConfig.ca.secret.key":        "ca.crt",
 		} {
 			if got, _, _ := unstructuredString(endpoint, strings.Split(field, ".")...); got != want {
 				t.Errorf("%s: endpoint %s=%q, want %q", monitor.key(), field, got, want)
