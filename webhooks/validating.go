@@ -27,8 +27,8 @@ func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, j judge, val
 // validator serves a validation rule as controller-runtime's admission.WithValidator does, with one
 // difference: it decodes each object once (decodeObject), where controller-runtime's decoder first
 // reads the object's apiVersion and kind to choose its type, one more pass over all of it. For the
-// largest objects kube-apiserver sends (3 MiB) that pass took a fifth of the handler's time
-// (docs/performance.md). Its answers are controller-runtime's, which the fuzz targets of the kinds
+// largest objects kube-apiserver sends (3 MiB) that pass took an eighth to a quarter of the
+// handler's time (docs/performance.md). Its answers are controller-runtime's, which the fuzz targets of the kinds
 // hold it to (checkAdmission).
 type validator[T any, PT object[T]] struct {
 	// kind is the kind of the objects decoded.

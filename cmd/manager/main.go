@@ -3,18 +3,22 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"runtime/debug"
+	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/internal/version"
 )
 
@@ -24,10 +28,15 @@ func main() {
 	zapOpts := zap.Options{Development: false}
 	zapOpts.BindFlags(flag.CommandLine)
 	showVersion := flag.Bool("version", false, "Print the version and commit the manager was built from, and exit.")
+	checkIn := flag.String("check-admission-in", "", "Check through the API server that the webhooks default and refuse a DeployObject "+
+		"of --welcome-image in this namespace (server-side dry runs, nothing stored), print what they did, and exit: the chart's helm test.")
 	flag.Parse()
 	if *showVersion {
 		fmt.Println(version.String("manager"))
 		return
+	}
+	if *checkIn != "" {
+		os.Exit(checkAdmission(*checkIn, opts.WelcomeImage))
 	}
 	logger := zap.New(zap.UseFlagOptions(&zapOpts))
 	ctrl.SetLogger(logger)
@@ -57,4 +66,23 @@ func main() {
 // trusted client certificate) through package log, which slog's default logger takes over.
 func logStandardLibraryTo(logger logr.Logger) {
 	slog.SetDefault(slog.New(logr.ToSlogHandler(logger.WithName("stdlib"))))
+}
+
+// checkAdmission runs operator.CheckAdmission in namespace and returns the exit code: 0 when
+// both webhooks served it.
+func checkAdmission(namespace, image string) int {
+	c, err := client.New(ctrl.GetConfigOrDie(), client.Options{Scheme: scheme.New()})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	saw, err := operator.CheckAdmission(ctx, c, namespace, image)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "admission check failed:", err)
+		return 1
+	}
+	fmt.Println("admission check passed:", saw)
+	return 0
 }

@@ -17,6 +17,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -45,10 +46,11 @@ func helmTemplate(t *testing.T, namespace string, set ...string) manifests {
 	return parseManifests(t, "helm template", out)
 }
 
-// runHelmTemplate runs $HELM template; the error holds what helm printed.
+// runHelmTemplate runs $HELM template, leaving out the helm test hooks (helmTestHooks); the error
+// holds what helm printed.
 func runHelmTemplate(t *testing.T, namespace string, set ...string) ([]byte, error) {
 	t.Helper()
-	args := []string{"template", "webhook-operator", filepath.Join(moduleRoot(t), "dist", "chart"), "--namespace", namespace}
+	args := []string{"template", "webhook-operator", filepath.Join(moduleRoot(t), "dist", "chart"), "--namespace", namespace, "--skip-tests"}
 	for _, s := range set {
 		args = append(args, "--set", s)
 	}
@@ -941,5 +943,76 @@ func TestPinnedVersionsAgree(t *testing.T) {
 	version := makeVariable(t, "VERSION")
 	if chart.AppVersion != version || "v"+chart.Version != version {
 		t.Errorf("dist/chart/Chart.yaml has version %s and appVersion %s; make's VERSION is %s", chart.Version, chart.AppVersion, version)
+	}
+}
+
+// helmTestHooks renders the chart's helm test hooks alone.
+func helmTestHooks(t *testing.T, set ...string) manifests {
+	t.Helper()
+	args := []string{"template", "webhook-operator", filepath.Join(moduleRoot(t), "dist", "chart"), "--namespace", fixtures.Namespace,
+		"--show-only", "templates/tests/admission-check.yaml"}
+	for _, s := range set {
+		args = append(args, "--set", s)
+	}
+	out, err := runHelm(t, args...)
+	if err != nil {
+		if strings.Contains(err.Error(), "could not find template") {
+			return nil // rendered empty
+		}
+		t.Fatal(err)
+	}
+	return parseManifests(t, "helm template --show-only", out)
+}
+
+// TestChartHelmTestChecksAdmission holds the chart's helm test to what it promises: a restricted
+// pod of the manager's image that runs the admission check (--check-admission-in, tested against
+// kube-apiserver in test/integration) in tests.namespace, with the welcome image the manager
+// gets, as a ServiceAccount of its own that may create DeployObjects there and nothing else; every
+// object a test hook, and none with tests.enabled=false.
+func TestChartHelmTestChecksAdmission(t *testing.T) {
+	for _, tc := range []struct {
+		set       []string
+		namespace string
+	}{{nil, "default"}, {[]string{"tests.namespace=team-a", "global.imageRegistry=mirror.example.com"}, "team-a"}} {
+		hooks := helmTestHooks(t, tc.set...)
+		mgr := getManager(t, helmTemplate(t, fixtures.Namespace, tc.set...))
+		for _, o := range hooks {
+			if hook := o.GetAnnotations()["helm.sh/hook"]; hook != "test" {
+				t.Errorf("%s: helm.sh/hook %q, want test", o.key(), hook)
+			}
+		}
+		pod := get[corev1.Pod](t, hooks, "Pod", namePrefix+"admission-check")
+		checkRestricted(t, &pod.Spec)
+		for _, svc := range helmTemplate(t, fixtures.Namespace).ofKind("Service") {
+			if selects(decode[corev1.Service](t, svc).Spec.Selector, pod.Labels) {
+				t.Errorf("%s selects the test pod", svc.key())
+			}
+		}
+		if pod.Namespace != fixtures.Namespace || pod.Spec.RestartPolicy != corev1.RestartPolicyNever || len(pod.Spec.Containers) != 1 {
+			t.Fatalf("the test pod: namespace %q, restartPolicy %q, %d containers", pod.Namespace, pod.Spec.RestartPolicy, len(pod.Spec.Containers))
+		}
+		c := pod.Spec.Containers[0]
+		wantEnv := slices.DeleteFunc(slices.Clone(mgr.manager.Env), func(e corev1.EnvVar) bool { return e.Name != "WELCOME_IMAGE" })
+		if c.Image != mgr.manager.Image || !slices.Equal(c.Command, []string{"/manager"}) ||
+			!slices.Equal(c.Args, []string{"--check-admission-in=" + tc.namespace}) || !equality.Semantic.DeepEqual(c.Env, wantEnv) {
+			t.Errorf("%v: the test runs %s %v %v with %v; want the manager's image %s, --check-admission-in=%s and its %v",
+				tc.set, c.Image, c.Command, c.Args, c.Env, mgr.manager.Image, tc.namespace, wantEnv)
+		}
+		account := get[corev1.ServiceAccount](t, hooks, "ServiceAccount", pod.Spec.ServiceAccountName)
+		binding := get[rbacv1.RoleBinding](t, hooks, "RoleBinding", namePrefix+"admission-check")
+		role := get[rbacv1.Role](t, hooks, "Role", binding.RoleRef.Name)
+		wantRules := []rbacv1.PolicyRule{{APIGroups: []string{"app.seedlabs.dev"}, Resources: []string{"deployobjects"}, Verbs: []string{"create"}}}
+		if binding.Namespace != tc.namespace || role.Namespace != tc.namespace || binding.RoleRef.Kind != "Role" ||
+			!slices.Equal(binding.Subjects, []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: account.Name, Namespace: account.Namespace}}) ||
+			!equality.Semantic.DeepEqual(role.Rules, wantRules) {
+			t.Errorf("%v: the test pod's account %s/%s is bound by %+v to %+v; want create of deployobjects in %s alone",
+				tc.set, account.Namespace, account.Name, binding, role, tc.namespace)
+		}
+		if len(hooks) != 4 {
+			t.Errorf("%v: %d test hooks, want the pod, its ServiceAccount, Role and RoleBinding", tc.set, len(hooks))
+		}
+	}
+	if hooks := helmTestHooks(t, "tests.enabled=false"); len(hooks) != 0 {
+		t.Errorf("tests.enabled=false renders %d test hooks", len(hooks))
 	}
 }

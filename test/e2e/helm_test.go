@@ -249,6 +249,15 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 		Expect(managerContainer(&corev1.Pod{Spec: managerDeployment(ctx, Default).Spec.Template.Spec}).Args).
 			To(ContainElement("--webhook-client-ca=/etc/webhook-operator/client-ca/ca.crt"), "webhook.clientCA.configMap sets the flag")
 
+		By("helm test: the chart's own check of both webhooks, in namespace default")
+		out, err := helm(ctx, "test", release, "--namespace", fixtures.Namespace, "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), "helm test:\n%s", out)
+		Expect(out).To(And(ContainSubstring("webhook-operator-admission-check"), MatchRegexp(`Phase:\s+Succeeded`)), "helm test:\n%s", out)
+		AddReportEntry("helm test", out)
+		Eventually(func() error {
+			return k8s.Get(ctx, types.NamespacedName{Namespace: fixtures.Namespace, Name: "webhook-operator-admission-check"}, &corev1.Pod{})
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound), "the test pod, which passed, is left")
+
 		Expect(k8s.Create(ctx, &authv1alpha1.Welcome{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "helm-welcome"},
 			Spec:       authv1alpha1.WelcomeSpec{Name: "Helm"},

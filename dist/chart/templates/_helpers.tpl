@@ -73,6 +73,14 @@ from global.imageRegistry when it is set.
 {{- end }}
 
 {{/*
+The image a Welcome runs unless it sets spec.image: operands.welcomeImage, or the release's
+welcome-web, from global.imageRegistry when it is set.
+*/}}
+{{- define "webhook-operator.welcomeImage" -}}
+{{- include "webhook-operator.fromRegistry" (dict "root" . "ref" (.Values.operands.welcomeImage | default (printf "ghcr.io/seedlabs/welcome-web:%s" .Chart.AppVersion))) -}}
+{{- end }}
+
+{{/*
 An image reference (ref) pulled from global.imageRegistry, a mirror that keeps the repositories'
 paths, when it is set: its registry host, if it names one, gives way to the mirror, and a Docker
 Hub official image gains its library/ (ghcr.io/seedlabs/welcome-web:v1 becomes
