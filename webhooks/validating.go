@@ -29,7 +29,7 @@ func validatingWebhook[T any, PT object[T]](scheme *runtime.Scheme, j judge, val
 // reads the object's apiVersion and kind to choose its type, one more pass over all of it. For the
 // largest objects kube-apiserver sends (3 MiB) that pass took an eighth to a quarter of the
 // handler's time (docs/performance.md). Its answers are controller-runtime's, which the fuzz targets of the kinds
-// hold it to (checkAdmission).
+// hold it to (checkAdmission), but for objects kube-apiserver never sends (decodeObject).
 type validator[T any, PT object[T]] struct {
 	// kind is the kind of the objects decoded.
 	kind schema.GroupVersionKind
@@ -84,6 +84,12 @@ func (v validator[T, PT]) Handle(ctx context.Context, req admission.Request) adm
 // decoded instead of reading them first to choose one. An object naming another kind is an error,
 // as it is to the Decoder; so is an empty one. The apiVersion and kind raw leaves out are the type's,
 // as the Decoder defaults them (apimachinery's json serializer, gvkWithDefaults).
+//
+// One difference remains, for objects kube-apiserver never sends: the Decoder reads the apiVersion
+// and kind with encoding/json, which matches a key whatever its case ("Kind", or with the Kelvin
+// sign), and the object with sigs.k8s.io/json, which does not. decodeObject reads both as
+// sigs.k8s.io/json does, and as kube-apiserver does: such a key is an unknown field, not the kind.
+// The fuzz targets hold the webhooks to controller-runtime's answers on every other object.
 func decodeObject(raw []byte, kind schema.GroupVersionKind, obj runtime.Object) error {
 	if len(raw) == 0 {
 		return errors.New("there is no content to decode")

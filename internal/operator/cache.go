@@ -231,8 +231,9 @@ const (
 	maxSharedKey   = 256
 )
 
-// share is the copy of l the table keeps, or l. Equal is equal as the API server would write
-// them: by name, and each quantity as it marshals ("500m" and "0.5" are two lists).
+// share is the copy of l the table keeps, or l. Equal is equal as the operator applies them: by
+// name, and each quantity as it marshals ("32Mi" and "33554432" are two lists; "0.5" and "500m",
+// which decode alike, one).
 func (t *resourceLists) share(l corev1.ResourceList) corev1.ResourceList {
 	if len(l) == 0 {
 		return l
