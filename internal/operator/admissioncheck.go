@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
@@ -29,7 +31,16 @@ func CheckAdmission(ctx context.Context, c client.Client, namespace, image strin
 		}
 	}
 	valid := object()
-	if err := c.Create(ctx, valid, client.DryRunAll); err != nil {
+	// The check's RoleBinding was made a moment before it, and kube-apiserver's authorizer reads
+	// bindings from its own informer: a refusal for RBAC is tried again, for up to 30 s.
+	var err error
+	if waited := wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err = c.Create(ctx, valid, client.DryRunAll)
+		return !apierrors.IsForbidden(err), nil
+	}); err == nil {
+		err = waited
+	}
+	if err != nil {
 		return "", fmt.Errorf("a valid DeployObject of %s in namespace %s is refused: %w", image, namespace, err)
 	}
 	if got := valid.Spec.Ports[0].TargetPort; got != intstr.FromInt32(8080) {
@@ -38,7 +49,7 @@ func CheckAdmission(ctx context.Context, c client.Client, namespace, image strin
 	}
 	invalid := object()
 	invalid.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "Not_A_Secret_Name"}}
-	err := c.Create(ctx, invalid, client.DryRunAll)
+	err = c.Create(ctx, invalid, client.DryRunAll)
 	const rule = "deployobject.image-pull-secrets.valid"
 	switch {
 	case err == nil:

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"unique"
@@ -245,7 +246,9 @@ func (t *resourceLists) share(l corev1.ResourceList) corev1.ResourceList {
 		if err != nil {
 			return l
 		}
-		key.WriteString(string(name))
+		// Quoted, so that no name can read as another list's names and values: the schema
+		// leaves resource names free, and the cache holds objects no webhook judged.
+		key.WriteString(strconv.Quote(string(name)))
 		key.WriteByte('=')
 		key.Write(value)
 		key.WriteByte(',')

@@ -390,7 +390,8 @@ func TestDeployObjectsShareTheirResourceLists(t *testing.T) {
 }
 
 // TestTheSharedResourceListsAreBounded fills the table past its bounds: past maxSharedLists lists,
-// and with a list longer than maxSharedKey, each is kept as it is and nothing more is shared.
+// and with a list longer than maxSharedKey, each is kept as it is and nothing more is shared; and
+// a list whose one name spells another list's names and values is not taken for it.
 func TestTheSharedResourceListsAreBounded(t *testing.T) {
 	table := resourceLists{lists: map[string]corev1.ResourceList{}}
 	list := func(i int) corev1.ResourceList {
@@ -410,6 +411,15 @@ func TestTheSharedResourceListsAreBounded(t *testing.T) {
 	}
 	if l := list(maxSharedLists + 5); reflect.ValueOf(table.share(l)).UnsafePointer() != reflect.ValueOf(l).UnsafePointer() {
 		t.Error("a list past the bound is shared")
+	}
+	// A name no webhook refused (in a namespace they leave out) that holds another list's
+	// names and values.
+	crafted := corev1.ResourceList{corev1.ResourceName(`cpu="100m",memory`): resource.MustParse("128Mi")}
+	real := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
+	fresh := resourceLists{lists: map[string]corev1.ResourceList{}}
+	fresh.share(crafted)
+	if got := fresh.share(real); reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(real).UnsafePointer() {
+		t.Errorf("the list %v is given as %v, a list shared before it", real, got)
 	}
 	long := corev1.ResourceList{corev1.ResourceName("example.com/" + strings.Repeat("x", maxSharedKey)): resource.MustParse("1")}
 	small := resourceLists{lists: map[string]corev1.ResourceList{}}

@@ -440,7 +440,9 @@ func deployWithNamespace(ctx SpecContext, ns string, mutualTLS bool) {
 	// cert-manager's cainjector writes the caBundles in its own time; the specs' loads count any
 	// failed admission.
 	Eventually(func(g Gomega) {
-		g.Expect(caBundles(ctx)).To(HaveEach(Equal(servingSecretData(ctx).Data["ca.crt"])))
+		serving := &corev1.Secret{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: fixtures.Namespace, Name: fixtures.ServingSecret}, serving)).To(Succeed())
+		g.Expect(caBundles(ctx)).To(HaveEach(Equal(serving.Data["ca.crt"])))
 		expectAdmissionServed(ctx, g, ns)
 	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 }
