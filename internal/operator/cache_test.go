@@ -301,6 +301,24 @@ func TestAKeptChildIsCopiedWhole(t *testing.T) {
 	}
 }
 
+// keptAsDecoded decodes raw into obj, each string its own copy, as the cache's informer does, and
+// returns what withoutWhatIsNotRead keeps of it, failing the test if that changed a value.
+func keptAsDecoded[T runtime.Object](t *testing.T, raw []byte, obj T) T {
+	t.Helper()
+	if err := json.Unmarshal(raw, obj); err != nil {
+		t.Fatal(err)
+	}
+	want := obj.DeepCopyObject()
+	got, err := withoutWhatIsNotRead(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Fatalf("withoutWhatIsNotRead() changed a value (-want +got):\n%s", diff)
+	}
+	return got.(T)
+}
+
 // TestCustomResourcesShareTheirCommonStrings decodes two Welcomes as the cache's informer does,
 // each string its own copy, and requires that once transformed they share one copy of their
 // namespace, apiVersion, kind and conditions, and keep every value.
@@ -310,19 +328,7 @@ func TestCustomResourcesShareTheirCommonStrings(t *testing.T) {
 		`"message":"1 of 1 replica available","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
 	var kept []*authv1alpha1.Welcome
 	for _, name := range []string{"a", "b"} {
-		w := &authv1alpha1.Welcome{}
-		if err := json.Unmarshal(fmt.Appendf(nil, object, name), w); err != nil {
-			t.Fatal(err)
-		}
-		want := w.DeepCopy()
-		got, err := withoutWhatIsNotRead(w)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("withoutWhatIsNotRead() changed a value (-want +got):\n%s", diff)
-		}
-		kept = append(kept, got.(*authv1alpha1.Welcome))
+		kept = append(kept, keptAsDecoded(t, fmt.Appendf(nil, object, name), &authv1alpha1.Welcome{}))
 	}
 	a, b := kept[0], kept[1]
 	for what, pair := range map[string][2]string{
@@ -348,19 +354,7 @@ func TestDeployObjectsShareTheirResourceLists(t *testing.T) {
 		`"spec":{"image":"registry.example/app:v1","resources":{"requests":{"cpu":%q,"memory":%q},"limits":{"memory":"64Mi"}}}}`
 	decode := func(name, cpu, memory string) *appv1.DeployObject {
 		t.Helper()
-		d := &appv1.DeployObject{}
-		if err := json.Unmarshal(fmt.Appendf(nil, object, name, cpu, memory), d); err != nil {
-			t.Fatal(err)
-		}
-		want := d.DeepCopy()
-		got, err := withoutWhatIsNotRead(d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if diff := cmp.Diff(want, got); diff != "" {
-			t.Fatalf("withoutWhatIsNotRead() changed a value (-want +got):\n%s", diff)
-		}
-		return got.(*appv1.DeployObject)
+		return keptAsDecoded(t, fmt.Appendf(nil, object, name, cpu, memory), &appv1.DeployObject{})
 	}
 	same := func(a, b corev1.ResourceList) bool {
 		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
