@@ -182,8 +182,8 @@ func held(obj any) string {
 //
 // Of a custom resource it also shares the strings many carry (intern): its namespace, its
 // apiVersion and kind, and its conditions' types, statuses, reasons and messages, which the
-// controllers write from a few templates ("1 of 1 replica available") and kstatus reads; and of a
-// DeployObject the resource lists (sharedResources).
+// controllers write from a few templates ("1 of 1 replica available") and kstatus reads. A
+// DeployObject it keeps as a keptDeployObject, its resource lists in a slice.
 func withoutWhatIsNotRead(obj any) (any, error) {
 	o, ok := obj.(metav1.Object)
 	if !ok {
@@ -205,66 +205,74 @@ func withoutWhatIsNotRead(obj any) (any, error) {
 			}
 		}
 		if d, ok := obj.(*appv1.DeployObject); ok {
-			d.Spec.Resources.Limits = sharedResources.share(d.Spec.Resources.Limits)
-			d.Spec.Resources.Requests = sharedResources.share(d.Spec.Resources.Requests)
+			return keepDeployObject(d), nil
 		}
 	}
 	return obj, nil
 }
 
-// sharedResources are the resource lists the cached DeployObjects share.
-var sharedResources = resourceLists{lists: map[string]corev1.ResourceList{}}
+// sharedResources are the resource lists the kept DeployObjects share.
+var sharedResources = resourceTable{kept: map[string][]keptResource{}}
 
-// resourceLists keeps one copy of each of the first maxSharedLists resource lists it is given
-// (of up to maxSharedKey bytes as JSON), for every equal list after them to share. A Go map costs
-// its smallest table however few entries it holds: a resource list of one to eight entries about
-// 640 bytes, two per DeployObject, most of a cached DeployObject, though most clusters' resources
-// come from a few sizes. Sharing one map between cached objects is safe as the cache's objects are
-// read-only: a reader gets a deep copy. Lists past the bounds are kept as they are; the bounds
-// hold the table under about a MiB whatever tenants write.
-type resourceLists struct {
-	mu    sync.Mutex
-	lists map[string]corev1.ResourceList
+// resourceTable keeps one copy of each of the first maxSharedResources pairs of resource lists it
+// is given (of up to maxSharedKey bytes as JSON), as keptResources, for every equal pair after
+// them to share: most clusters' resources come from a few sizes. Sharing is safe as the cache's
+// objects are read-only: a reader gets a copy. Pairs past the bounds are kept each their own; the
+// bounds hold the table under about a MiB whatever tenants write.
+type resourceTable struct {
+	mu   sync.Mutex
+	kept map[string][]keptResource
 }
 
 const (
-	maxSharedLists = 1024
-	maxSharedKey   = 256
+	maxSharedResources = 1024
+	maxSharedKey       = 256
 )
 
-// share is the copy of l the table keeps, or l. Equal is equal as the operator applies them: by
-// name, and each quantity as it marshals ("32Mi" and "33554432" are two lists; "0.5" and "500m",
-// which decode alike, one).
-func (t *resourceLists) share(l corev1.ResourceList) corev1.ResourceList {
-	if len(l) == 0 {
-		return l
-	}
+// share is limits and requests as keptResources: the table's copy, or their own. Equal is equal as
+// the operator applies them: by name, and each quantity as it marshals ("32Mi" and "33554432" are
+// two; "0.5" and "500m", which decode alike, one).
+func (t *resourceTable) share(limits, requests corev1.ResourceList) []keptResource {
+	kept := make([]keptResource, 0, len(limits)+len(requests))
 	var key strings.Builder
-	for _, name := range slices.Sorted(maps.Keys(l)) {
-		q := l[name]
-		value, err := q.MarshalJSON()
-		if err != nil {
-			return l
+	shareable := true
+	for _, l := range []struct {
+		limit bool
+		list  corev1.ResourceList
+	}{{true, limits}, {false, requests}} {
+		key.WriteString(strconv.FormatBool(l.limit))
+		for _, name := range slices.Sorted(maps.Keys(l.list)) {
+			q := l.list[name]
+			kept = append(kept, keptResource{limit: l.limit, name: name, quantity: q})
+			if !shareable {
+				continue
+			}
+			value, err := q.MarshalJSON()
+			if err != nil {
+				shareable = false
+				continue
+			}
+			// Quoted, so that no name can read as another list's names and values: the schema
+			// leaves resource names free, and the cache holds objects no webhook judged.
+			key.WriteString(strconv.Quote(string(name)))
+			key.WriteByte('=')
+			key.Write(value)
+			key.WriteByte(',')
+			shareable = key.Len() <= maxSharedKey
 		}
-		// Quoted, so that no name can read as another list's names and values: the schema
-		// leaves resource names free, and the cache holds objects no webhook judged.
-		key.WriteString(strconv.Quote(string(name)))
-		key.WriteByte('=')
-		key.Write(value)
-		key.WriteByte(',')
-		if key.Len() > maxSharedKey {
-			return l
-		}
+	}
+	if !shareable {
+		return kept
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if shared, ok := t.lists[key.String()]; ok {
+	if shared, ok := t.kept[key.String()]; ok {
 		return shared
 	}
-	if len(t.lists) < maxSharedLists {
-		t.lists[key.String()] = l
+	if len(t.kept) < maxSharedResources {
+		t.kept[key.String()] = kept
 	}
-	return l
+	return kept
 }
 
 // intern is s as unique holds it, a copy that every string intern makes equal to s shares until

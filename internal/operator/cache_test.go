@@ -3,7 +3,6 @@ package operator
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"unsafe"
@@ -302,8 +301,9 @@ func TestAKeptChildIsCopiedWhole(t *testing.T) {
 }
 
 // keptAsDecoded decodes raw into obj, each string its own copy, as the cache's informer does, and
-// returns what withoutWhatIsNotRead keeps of it, failing the test if that changed a value.
-func keptAsDecoded[T runtime.Object](t *testing.T, raw []byte, obj T) T {
+// returns what withoutWhatIsNotRead keeps of it, a K, failing the test if a reader of the cache
+// would read another value than decoded: a reader reads a copy (DeepCopyObject).
+func keptAsDecoded[K runtime.Object](t *testing.T, raw []byte, obj runtime.Object) K {
 	t.Helper()
 	if err := json.Unmarshal(raw, obj); err != nil {
 		t.Fatal(err)
@@ -313,10 +313,14 @@ func keptAsDecoded[T runtime.Object](t *testing.T, raw []byte, obj T) T {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	kept, ok := got.(K)
+	if !ok {
+		t.Fatalf("withoutWhatIsNotRead() kept a %T, want a %T", got, kept)
+	}
+	if diff := cmp.Diff(want, kept.DeepCopyObject()); diff != "" {
 		t.Fatalf("withoutWhatIsNotRead() changed a value (-want +got):\n%s", diff)
 	}
-	return got.(T)
+	return kept
 }
 
 // TestCustomResourcesShareTheirCommonStrings decodes two Welcomes as the cache's informer does,
@@ -328,7 +332,7 @@ func TestCustomResourcesShareTheirCommonStrings(t *testing.T) {
 		`"message":"1 of 1 replica available","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
 	var kept []*authv1alpha1.Welcome
 	for _, name := range []string{"a", "b"} {
-		kept = append(kept, keptAsDecoded(t, fmt.Appendf(nil, object, name), &authv1alpha1.Welcome{}))
+		kept = append(kept, keptAsDecoded[*authv1alpha1.Welcome](t, fmt.Appendf(nil, object, name), &authv1alpha1.Welcome{}))
 	}
 	a, b := kept[0], kept[1]
 	for what, pair := range map[string][2]string{
@@ -346,79 +350,89 @@ func TestCustomResourcesShareTheirCommonStrings(t *testing.T) {
 	}
 }
 
-// TestDeployObjectsShareTheirResourceLists decodes DeployObjects as the cache's informer does and
-// requires that, once transformed, those whose resource lists marshal alike share one map of
-// each, that the others do not, and that every value stays as decoded.
-func TestDeployObjectsShareTheirResourceLists(t *testing.T) {
+// TestTheCacheKeepsADeployObjectsResourcesApart decodes DeployObjects as the cache's informer does
+// and requires that, once transformed, they hold their resource lists apart, as one slice, which
+// those whose lists marshal alike share and the others do not; and that a reader of the cache
+// reads every value as decoded, an empty list as empty and a missing one as missing.
+func TestTheCacheKeepsADeployObjectsResourcesApart(t *testing.T) {
 	const object = `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject","metadata":{"name":"%s","namespace":"team-a"},` +
 		`"spec":{"image":"registry.example/app:v1","resources":{"requests":{"cpu":%q,"memory":%q},"limits":{"memory":"64Mi"}}}}`
-	decode := func(name, cpu, memory string) *appv1.DeployObject {
+	decode := func(name, cpu, memory string) *keptDeployObject {
 		t.Helper()
-		return keptAsDecoded(t, fmt.Appendf(nil, object, name, cpu, memory), &appv1.DeployObject{})
+		return keptAsDecoded[*keptDeployObject](t, fmt.Appendf(nil, object, name, cpu, memory), &appv1.DeployObject{})
 	}
-	same := func(a, b corev1.ResourceList) bool {
-		return reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+	same := func(a, b *keptDeployObject) bool {
+		return len(a.resources) > 0 && &a.resources[0] == &b.resources[0]
 	}
 
 	a, b := decode("a", "50m", "32Mi"), decode("b", "50m", "32Mi")
-	if !same(a.Spec.Resources.Requests, b.Spec.Resources.Requests) || !same(a.Spec.Resources.Limits, b.Spec.Resources.Limits) {
-		t.Error("two DeployObjects with equal resources hold a map of each their own")
+	if a.Spec.Resources.Limits != nil || a.Spec.Resources.Requests != nil || len(a.resources) != 3 {
+		t.Errorf("the kept DeployObject holds limits %v, requests %v and apart %d resources; want no map and 3 apart",
+			a.Spec.Resources.Limits, a.Spec.Resources.Requests, len(a.resources))
+	}
+	if !same(a, b) {
+		t.Error("two DeployObjects with equal resources hold their own")
 	}
 	again, err := withoutWhatIsNotRead(a)
-	if err != nil || !same(again.(*appv1.DeployObject).Spec.Resources.Requests, b.Spec.Resources.Requests) {
-		t.Errorf("transforming a kept DeployObject again: %v, or it no longer shares its requests", err)
+	if err != nil || again != any(a) {
+		t.Errorf("transforming a kept DeployObject again gives %v, %v; want it as it was", again, err)
 	}
 	// Equal is as the quantities marshal: "0.05" decodes to the 50m that "50m" does, and marshals
 	// as "50m"; 32Mi and 33554432 are one amount, which marshal as they are spelled.
-	if d := decode("d", "0.05", "32Mi"); !same(a.Spec.Resources.Requests, d.Spec.Resources.Requests) {
-		t.Error("requests that marshal alike are not shared")
+	if d := decode("d", "0.05", "32Mi"); !same(a, d) {
+		t.Error("resources that marshal alike are not shared")
 	}
-	for _, c := range []*appv1.DeployObject{decode("c", "100m", "32Mi"), decode("bytes", "50m", "33554432")} {
-		if same(a.Spec.Resources.Requests, c.Spec.Resources.Requests) {
-			t.Errorf("requests %v share the map of other requests", c.Spec.Resources.Requests)
+	for _, c := range []*keptDeployObject{decode("c", "100m", "32Mi"), decode("bytes", "50m", "33554432")} {
+		if same(a, c) {
+			t.Errorf("requests %v share the resources of other requests", c.DeepCopyObject().(*appv1.DeployObject).Spec.Resources.Requests)
 		}
-		if !same(a.Spec.Resources.Limits, c.Spec.Resources.Limits) {
-			t.Error("equal limits beside other requests are not shared")
-		}
+	}
+
+	for _, resources := range []string{`{"limits":{}}`, `{"requests":{"cpu":"1"},"limits":{}}`, `{}`} {
+		raw := `{"apiVersion":"app.seedlabs.dev/v1","kind":"DeployObject","metadata":{"name":"e"},"spec":{"image":"a:v1","resources":` + resources + `}}`
+		keptAsDecoded[*keptDeployObject](t, []byte(raw), &appv1.DeployObject{})
 	}
 }
 
-// TestTheSharedResourceListsAreBounded fills the table past its bounds: past maxSharedLists lists,
-// and with a list longer than maxSharedKey, each is kept as it is and nothing more is shared; and
-// a list whose one name spells another list's names and values is not taken for it.
-func TestTheSharedResourceListsAreBounded(t *testing.T) {
-	table := resourceLists{lists: map[string]corev1.ResourceList{}}
+// TestTheSharedResourcesAreBounded fills the table past its bounds: past maxSharedResources, and
+// with lists longer than maxSharedKey, each is kept its own and nothing more is shared; and a list
+// whose one name spells another list's names and values is not taken for it, nor limits for
+// requests.
+func TestTheSharedResourcesAreBounded(t *testing.T) {
+	table := resourceTable{kept: map[string][]keptResource{}}
 	list := func(i int) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(i+1), resource.DecimalSI)}
 	}
-	for i := range maxSharedLists + 10 {
-		l := list(i)
-		if got := table.share(l); reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(l).UnsafePointer() {
-			t.Fatalf("share(%v), the first of its kind, is not the list given", l)
-		}
+	same := func(a, b []keptResource) bool { return &a[0] == &b[0] }
+	for i := range maxSharedResources + 10 {
+		table.share(list(i), nil)
 	}
-	if len(table.lists) != maxSharedLists {
-		t.Errorf("the table holds %d lists, want its bound %d", len(table.lists), maxSharedLists)
+	if len(table.kept) != maxSharedResources {
+		t.Errorf("the table holds %d, want its bound %d", len(table.kept), maxSharedResources)
 	}
-	if l := list(1); reflect.ValueOf(table.share(l)).UnsafePointer() == reflect.ValueOf(l).UnsafePointer() {
-		t.Error("a list within the bound is not shared")
+	if !same(table.share(list(1), nil), table.share(list(1), nil)) {
+		t.Error("resources within the bound are not shared")
 	}
-	if l := list(maxSharedLists + 5); reflect.ValueOf(table.share(l)).UnsafePointer() != reflect.ValueOf(l).UnsafePointer() {
-		t.Error("a list past the bound is shared")
+	if same(table.share(list(maxSharedResources+5), nil), table.share(list(maxSharedResources+5), nil)) {
+		t.Error("resources past the bound are shared")
 	}
 	// A name no webhook refused (in a namespace they leave out) that holds another list's
 	// names and values.
 	crafted := corev1.ResourceList{corev1.ResourceName(`cpu="100m",memory`): resource.MustParse("128Mi")}
 	real := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")}
-	fresh := resourceLists{lists: map[string]corev1.ResourceList{}}
-	fresh.share(crafted)
-	if got := fresh.share(real); reflect.ValueOf(got).UnsafePointer() != reflect.ValueOf(real).UnsafePointer() {
-		t.Errorf("the list %v is given as %v, a list shared before it", real, got)
+	fresh := resourceTable{kept: map[string][]keptResource{}}
+	fresh.share(crafted, nil)
+	fresh.share(real, nil)
+	if len(fresh.kept) != 2 {
+		t.Errorf("the lists %v and %v are kept as %d", crafted, real, len(fresh.kept))
+	}
+	fresh.share(nil, real)
+	if len(fresh.kept) != 3 {
+		t.Error("requests are taken for equal limits")
 	}
 	long := corev1.ResourceList{corev1.ResourceName("example.com/" + strings.Repeat("x", maxSharedKey)): resource.MustParse("1")}
-	small := resourceLists{lists: map[string]corev1.ResourceList{}}
-	small.share(long)
-	if len(small.lists) != 0 {
-		t.Error("a list longer than maxSharedKey is kept in the table")
+	small := resourceTable{kept: map[string][]keptResource{}}
+	if kept := small.share(long, nil); len(small.kept) != 0 || len(kept) != 1 {
+		t.Errorf("a list longer than maxSharedKey is kept as %v, and %d in the table", kept, len(small.kept))
 	}
 }

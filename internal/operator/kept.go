@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 )
 
@@ -111,6 +113,62 @@ func (k *keptService) service() *corev1.Service {
 	}
 	s.Annotations = annotations(c.held, c.morePorts)
 	return s
+}
+
+// keptDeployObject is what the manager's cache keeps of a DeployObject: the object, its resource
+// lists (limits and requests, when they hold anything) kept apart as one slice, which equal lists
+// share (sharedResources). A Go map costs its smallest table however few entries it holds: a
+// resource list of one to eight entries about 640 bytes, most of a cached DeployObject.
+//
+// Its DeepCopyObject, with which the cache copies an object out for every Get and List, gives the
+// DeployObject back whole: a reader of the cache reads a DeployObject, as from any cache, and
+// only the controllers' watches see a keptDeployObject.
+type keptDeployObject struct {
+	appv1.DeployObject
+	resources []keptResource
+}
+
+// keptResource is an entry of a kept DeployObject's limits or requests.
+type keptResource struct {
+	limit    bool
+	name     corev1.ResourceName
+	quantity resource.Quantity
+}
+
+var _ client.Object = &keptDeployObject{}
+
+// keepDeployObject is d as the cache keeps it.
+func keepDeployObject(d *appv1.DeployObject) *keptDeployObject {
+	r := &d.Spec.Resources
+	if len(r.Limits) == 0 && len(r.Requests) == 0 {
+		return &keptDeployObject{DeployObject: *d}
+	}
+	kept := &keptDeployObject{resources: sharedResources.share(r.Limits, r.Requests)}
+	// An empty list stays as it was decoded, nil or not, which costs no table.
+	if len(r.Limits) != 0 {
+		r.Limits = nil
+	}
+	if len(r.Requests) != 0 {
+		r.Requests = nil
+	}
+	kept.DeployObject = *d
+	return kept
+}
+
+// DeepCopyObject is the DeployObject k keeps, a copy that shares nothing with it.
+func (k *keptDeployObject) DeepCopyObject() runtime.Object {
+	d := k.DeepCopy() // the DeployObject's, without the resources kept apart
+	for _, r := range k.resources {
+		list := &d.Spec.Resources.Requests
+		if r.limit {
+			list = &d.Spec.Resources.Limits
+		}
+		if *list == nil {
+			*list = corev1.ResourceList{}
+		}
+		(*list)[r.name] = r.quantity.DeepCopy()
+	}
+	return d
 }
 
 // keptReader is the cache reader of the manager's client: it reads a Deployment or Service as

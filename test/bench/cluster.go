@@ -280,6 +280,8 @@ type managerFlags struct {
 	// env is added to the bench's own environment.
 	env     []string
 	logPath string
+	// cgroup, when set, is the memory cgroup the process runs in.
+	cgroup *memoryCgroup
 }
 
 // startManager execs the manager and waits until its webhook server completes a TLS handshake
@@ -315,6 +317,12 @@ func (c *cluster) startManager(f managerFlags) (*managerProcess, error) {
 	cmd := exec.Command(f.binary, args...)
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+c.kubeconfig), f.env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if f.cgroup != nil {
+		if err := f.cgroup.run(cmd); err != nil {
+			_ = logFile.Close()
+			return nil, err
+		}
+	}
 	started := time.Now()
 	if err := cmd.Start(); err != nil {
 		_ = logFile.Close()

@@ -49,7 +49,9 @@ type template struct {
 	// desired are the children's apply.AnnotationDesired, a hash of the configuration applied,
 	// which differs for each copy.
 	desired []string
-	values  map[string][]byte
+	// quantities are the template's distinctQuantities, which differ for each copy.
+	quantities []string
+	values     map[string][]byte
 }
 
 func newCloner(c *cluster) (*cloner, error) {
@@ -76,7 +78,7 @@ func (cl *cloner) addTemplate(ctx context.Context, c *cluster, obj client.Object
 	if err := c.client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 		return fmt.Errorf("the template: %w", err)
 	}
-	t := &template{name: obj.GetName(), uids: []string{string(obj.GetUID())}, values: map[string][]byte{}}
+	t := &template{name: obj.GetName(), uids: []string{string(obj.GetUID())}, quantities: distinctQuantities(obj), values: map[string][]byte{}}
 	suffix := "/" + obj.GetNamespace() + "/" + obj.GetName()
 	keys, err := cl.etcd.Get(ctx, "/", clientv3.WithPrefix(), clientv3.WithKeysOnly())
 	if err != nil {
@@ -133,6 +135,12 @@ func (cl *cloner) store(ctx context.Context, obj client.Object, serial int) erro
 	}
 	for i, hash := range t.desired {
 		replacements = append(replacements, hash, desired[i])
+	}
+	for i, q := range distinctQuantities(obj) {
+		if len(q) != len(t.quantities[i]) {
+			return fmt.Errorf("%s: a copy of %s needs quantities of %d characters, not %q", obj.GetName(), t.name, len(t.quantities[i]), q)
+		}
+		replacements = append(replacements, t.quantities[i], q)
 	}
 	replace := func(b []byte) []byte {
 		for i := 0; i < len(replacements); i += 2 {

@@ -12,7 +12,10 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
@@ -59,6 +62,10 @@ type leaderStart struct {
 	ready, reconciled time.Duration
 	// peakRSS is VmHWM at the end; heap the live heap after a forced collection.
 	peakRSS, heap uint64
+	// charge is what the memory cgroup with managerMemoryLimit the leader ran in recorded, when
+	// the bench could make one (cgroupErr otherwise).
+	charge    *memoryCharge
+	cgroupErr error
 	// applied are the applies the leader made, of the Deployments and Services the store applied
 	// as the operator would have: none, when what the cache keeps tells it so.
 	applied float64
@@ -183,12 +190,30 @@ func runMemory(ctx context.Context, c *cluster, mf managerFlags, smp *samples, s
 }
 
 // memoryObject is the memory section's ith custom resource, named with a fixed width, so that the
-// cloner can write it as a copy of the first of its kind.
+// cloner can write it as a copy of the first of its kind. Each DeployObject asks for resources no
+// other asks for (distinctQuantities), the operator's worst case: the cache shares equal resource
+// lists, and shares none of these.
 func memoryObject(smp *samples, i int) client.Object {
 	obj := smp.object(memoryNamespace, i)
 	kind := obj.GetName()[:strings.LastIndex(obj.GetName(), "-")]
 	obj.SetName(fmt.Sprintf("%s-%07d", kind, i/3))
+	if d, ok := obj.(*appv1.DeployObject); ok {
+		// Odd numbers of bytes, which no suffix divides: each stored as its digits, all as long.
+		d.Spec.Resources.Requests[corev1.ResourceMemory] = *resource.NewQuantity(int64(32<<20+2*i+1), resource.BinarySI)
+		d.Spec.Resources.Limits[corev1.ResourceMemory] = *resource.NewQuantity(int64(64<<20+2*i+1), resource.BinarySI)
+	}
 	return obj
+}
+
+// distinctQuantities are the values that make obj's resources its own, as stored: of the same
+// length for every memoryObject, so that the cloner can replace a template's with a copy's.
+func distinctQuantities(obj client.Object) []string {
+	d, ok := obj.(*appv1.DeployObject)
+	if !ok {
+		return nil
+	}
+	requests, limits := d.Spec.Resources.Requests[corev1.ResourceMemory], d.Spec.Resources.Limits[corev1.ResourceMemory]
+	return []string{requests.String(), limits.String()}
 }
 
 // newCopies returns a cloner whose templates are the memory section's first object of each kind,
@@ -273,13 +298,16 @@ func padMetadata(obj client.Object, size int) {
 // it stops it. heapProfile, when set, receives its heap profile.
 func startLeader(ctx context.Context, c *cluster, f managerFlags, objects int, heapProfile string) (*leaderStart, error) {
 	f.env = append(f.env, fmt.Sprintf("%s=%d", operator.EnvMemoryLimit, managerMemoryLimit))
+	l := &leaderStart{}
+	if f.cgroup, l.cgroupErr = newMemoryCgroup(fmt.Sprintf("webhook-operator-bench-%d-%d", os.Getpid(), time.Now().UnixNano()), managerMemoryLimit); l.cgroupErr == nil {
+		defer func() { _ = f.cgroup.remove() }()
+	}
 	started := time.Now()
 	m, err := c.startManager(f)
 	if err != nil {
-		return nil, err
+		return nil, withOOMKills(err, f.cgroup)
 	}
 	defer func() { _ = m.stop() }()
-	l := &leaderStart{}
 	deadline := started.Add(30 * time.Minute)
 	for l.ready == 0 {
 		if _, err := get(ctx, m.probe, "/readyz"); err == nil {
@@ -287,7 +315,7 @@ func startLeader(ctx context.Context, c *cluster, f managerFlags, objects int, h
 			break
 		}
 		if err := m.wait(ctx, deadline, 50*time.Millisecond); err != nil {
-			return nil, fmt.Errorf("waiting for /readyz: %w", err)
+			return nil, withOOMKills(fmt.Errorf("waiting for /readyz: %w", err), f.cgroup)
 		}
 	}
 	if err := c.waitForLeader(ctx); err != nil {
@@ -309,7 +337,7 @@ func startLeader(ctx context.Context, c *cluster, f managerFlags, objects int, h
 			break
 		}
 		if err := m.wait(ctx, deadline, 500*time.Millisecond); err != nil {
-			return nil, fmt.Errorf("reconciled %.0f of %d objects: %w", reconciled, objects, err)
+			return nil, withOOMKills(fmt.Errorf("reconciled %.0f of %d objects: %w", reconciled, objects, err), f.cgroup)
 		}
 	}
 	if l.heap, err = m.liveHeap(ctx); err != nil {
@@ -317,6 +345,13 @@ func startLeader(ctx context.Context, c *cluster, f managerFlags, objects int, h
 	}
 	if l.peakRSS, err = m.status("VmHWM:"); err != nil {
 		return nil, err
+	}
+	if f.cgroup != nil {
+		charge, err := f.cgroup.charge()
+		if err != nil {
+			return nil, err
+		}
+		l.charge = &charge
 	}
 	applied, err := scrape(ctx, m, "webhook_operator_applies_total")
 	if err != nil {
@@ -337,6 +372,17 @@ func startLeader(ctx context.Context, c *cluster, f managerFlags, objects int, h
 		}
 	}
 	return l, nil
+}
+
+// withOOMKills is err, saying how often the kernel killed the process in g for want of memory.
+func withOOMKills(err error, g *memoryCgroup) error {
+	if g == nil {
+		return err
+	}
+	if c, cerr := g.charge(); cerr == nil && c.oomKills > 0 {
+		return fmt.Errorf("%w: the kernel killed it %d time(s) at its memory limit, %d MiB", err, c.oomKills, managerMemoryLimit>>20)
+	}
+	return err
 }
 
 // runCertificateSwap writes a new serving pair into the webhook server's certificate directory, as
