@@ -52,8 +52,8 @@ KUBEBUILDER_ASSETS ?= $(LOCALBIN)/k8s/$(patsubst v%,%,$(KUBE_VERSION))-$(GOOS)-$
 KUBE_VERSION_PKGS  = k8s.io/component-base/version k8s.io/client-go/pkg/version
 KUBE_LDFLAGS       = -s -w $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(KUBE_MINOR) -X $(p).gitTreeState=clean)
 
-## The oldest Kubernetes minor the operator supports (docs/kubernetes-versions.md): make test runs the
-## envtest suite's admission specs against its kube-apiserver too. KUBE_OLDEST_VERSION must match the
+## The oldest Kubernetes minor the operator supports (docs/kubernetes-versions.md): make
+## test-oldest-kube runs the envtest suite's admission specs against its kube-apiserver. KUBE_OLDEST_VERSION must match the
 ## k8s.io/kubernetes version in test/tools/kube-oldest/go.mod; etcd is KUBE_VERSION's.
 KUBE_OLDEST_VERSION ?= v1.35.4
 KUBE_OLDEST_ASSETS  ?= $(LOCALBIN)/k8s/$(patsubst v%,%,$(KUBE_OLDEST_VERSION))-$(GOOS)-$(GOARCH)
@@ -550,7 +550,7 @@ $(KUSTOMIZE):
 .PHONY: tools
 tools: $(CONTROLLER_GEN) $(KUSTOMIZE) $(GOLANGCI_LINT) $(HELM) $(HELM3) $(PROMTOOL) ## Install the pinned tools into bin/.
 
-# Only promtool's rule commands are used (make test checks and unit-tests config/prometheus's
+# Only promtool's rule commands are used (make test-deploy checks and unit-tests config/prometheus's
 # alerts): remove_all_sd leaves out the cloud service discoveries, a quarter of the build time.
 # --version reports the Prometheus release, 3.Y.Z.
 $(PROMTOOL): test/tools/prometheus/go.mod

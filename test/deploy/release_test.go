@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +25,6 @@ import (
 	"github.com/distribution/reference"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
@@ -43,8 +41,14 @@ var pluginPlatforms = []string{"darwin/amd64", "darwin/arm64", "linux/amd64", "l
 // runMake runs make in the repository with args, as a user's shell would (no outer make's flags).
 func runMake(t *testing.T, args ...string) (string, error) {
 	t.Helper()
+	return runMakeWith(t, nil, args...)
+}
+
+// runMakeWith runs make as runMake does, with env added to the environment.
+func runMakeWith(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
 	cmd := exec.CommandContext(t.Context(), "make", append([]string{"--no-print-directory", "-C", moduleRoot(t)}, args...)...)
-	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=", "KUSTOMIZE="+os.Getenv("KUSTOMIZE"), "HELM="+os.Getenv("HELM"))
+	cmd.Env = append(append(os.Environ(), "MAKEFLAGS=", "MAKELEVEL=", "KUSTOMIZE="+os.Getenv("KUSTOMIZE"), "HELM="+os.Getenv("HELM")), env...)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }
@@ -53,14 +57,13 @@ func runMake(t *testing.T, args ...string) (string, error) {
 // it built, the chart, the plugin for each platform stamped with the version, the krew manifest
 // and the checksums.
 //
-// The release names a registry of the test's own, an OCI registry served in the test process, and
-// make publish pushes it there.
+// The release names a registry of the test's own, an OCI registry served in the test process over
+// TLS with basic auth (testRegistry), and make publish pushes it there.
 func TestRelease(t *testing.T) {
 	toolPath(t, "KUSTOMIZE")
 	toolPath(t, "HELM")
-	reg := httptest.NewServer(registry.New())
-	t.Cleanup(reg.Close)
-	registryPath := strings.TrimPrefix(reg.URL, "http://") + "/seedlabs"
+	reg := newTestRegistry(t)
+	registryPath := reg.host + "/seedlabs"
 	dir := filepath.Join(t.TempDir(), "release")
 	if out, err := runMake(t, "release", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath); err != nil {
 		t.Fatalf("make release: %v\n%s", err, out)
@@ -195,19 +198,35 @@ func TestRelease(t *testing.T) {
 		}
 	})
 
+	t.Run("make publish without the registry's credentials is refused, and pushes nothing", func(t *testing.T) {
+		env := []string{"DOCKER_CONFIG=" + t.TempDir(), "HELM_REGISTRY_CONFIG=" + filepath.Join(t.TempDir(), "config.json"),
+			"SSL_CERT_FILE=" + filepath.Join(reg.clientConfig, "ca.pem")}
+		out, err := runMakeWith(t, env, "publish", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath)
+		if err == nil || !strings.Contains(out, "UNAUTHORIZED") {
+			t.Errorf("make publish without credentials: %v, want the registry's UNAUTHORIZED\n%s", err, out)
+		}
+		r, err := name.ParseReference(managerImage)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := remote.Index(r, reg.remoteOptions(t)...); err == nil {
+			t.Errorf("%s is in the registry after a refused publish", managerImage)
+		}
+	})
+
 	t.Run("make publish pushes the images by the digests the release names, and the chart", func(t *testing.T) {
 		chart := filepath.Join(dir, "webhook-operator-"+strings.TrimPrefix(releaseVersion, "v")+".tgz")
-		if out, err := runMake(t, "publish", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath, "PLAIN_HTTP=true"); err != nil {
+		if out, err := runMakeWith(t, reg.clientEnv(), "publish", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath); err != nil {
 			t.Fatalf("make publish: %v\n%s", err, out)
 		}
 		for _, pinned := range []string{managerImage, welcomeImage} {
 			repository, digest, _ := strings.Cut(pinned, "@")
 			for _, ref := range []string{pinned, repository + ":" + releaseVersion} {
-				r, err := name.ParseReference(ref, name.Insecure)
+				r, err := name.ParseReference(ref)
 				if err != nil {
 					t.Fatal(err)
 				}
-				idx, err := remote.Index(r, remote.WithContext(t.Context()))
+				idx, err := remote.Index(r, reg.remoteOptions(t)...)
 				if err != nil {
 					t.Errorf("pulling %s: %v", ref, err)
 					continue
@@ -218,8 +237,12 @@ func TestRelease(t *testing.T) {
 			}
 		}
 		pulled := t.TempDir()
+		for _, kv := range reg.clientEnv() {
+			k, v, _ := strings.Cut(kv, "=")
+			t.Setenv(k, v)
+		}
 		if _, err := runHelm(t, "pull", "oci://"+registryPath+"/charts/webhook-operator", "--version", strings.TrimPrefix(releaseVersion, "v"),
-			"--plain-http", "--destination", pulled); err != nil {
+			"--destination", pulled); err != nil {
 			t.Fatal(err)
 		}
 		if got, want := fileSHA256(t, filepath.Join(pulled, filepath.Base(chart))), fileSHA256(t, chart); got != want {
