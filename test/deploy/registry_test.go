@@ -5,6 +5,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -35,7 +37,7 @@ const (
 
 func newTestRegistry(t *testing.T) *testRegistry {
 	t.Helper()
-	reg := registry.New()
+	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)))
 	server := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, password, ok := r.BasicAuth()
 		if !ok || subtle.ConstantTimeCompare([]byte(user+":"+password), []byte(registryUser+":"+registryPassword)) != 1 {

@@ -202,8 +202,8 @@ func TestRelease(t *testing.T) {
 		env := []string{"DOCKER_CONFIG=" + t.TempDir(), "HELM_REGISTRY_CONFIG=" + filepath.Join(t.TempDir(), "config.json"),
 			"SSL_CERT_FILE=" + filepath.Join(reg.clientConfig, "ca.pem")}
 		out, err := runMakeWith(t, env, "publish", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath)
-		if err == nil || !strings.Contains(out, "UNAUTHORIZED") {
-			t.Errorf("make publish without credentials: %v, want the registry's UNAUTHORIZED\n%s", err, out)
+		if err == nil || !strings.Contains(out, "401 Unauthorized") {
+			t.Errorf("make publish without credentials: %v, want the registry's 401 Unauthorized\n%s", err, out)
 		}
 		r, err := name.ParseReference(managerImage)
 		if err != nil {
