@@ -38,7 +38,8 @@ import (
 // controller. It keeps them as keptDeployment and keptService, which the manager's client reads
 // (newClient). A Pod is kept as the Memcached controller reads it: its name, labels and phase. Of
 // the custom resources and namespaces it drops what no one reads: labels and annotations (but a
-// namespace's labels, which the policy's overrides select), and managedFields of everything.
+// namespace's labels, which the policy's overrides select), and managedFields of everything; a
+// DeployObject it keeps as a keptDeployObject, its resource lists in a slice instead of two maps.
 func cacheOptions() cache.Options {
 	ours := labels.SelectorFromSet(labels.Set{resources.LabelManagedBy: resources.ManagedBy})
 	return cache.Options{
