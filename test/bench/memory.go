@@ -47,6 +47,18 @@ type memoryResult struct {
 	copies int
 }
 
+// cgroupErr is why a leader ran without a memory cgroup, the first such reason, or nil.
+func (r *memoryResult) cgroupErr() error {
+	for _, step := range r.steps {
+		for _, l := range []*leaderStart{step.ours, step.baseline} {
+			if l != nil && l.cgroupErr != nil {
+				return l.cgroupErr
+			}
+		}
+	}
+	return nil
+}
+
 // memoryStep is what was stored when the leaders were measured.
 type memoryStep struct {
 	what string

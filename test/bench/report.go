@@ -182,9 +182,13 @@ func (r *report) memoryTable(p func(string, ...any)) {
 	p("by a plain client under its field manager; at each step a new leader (manager process) starts with config/manager's")
 	p("memory limit, %d MiB (so the Go runtime's soft limit is 90%% of it), and is measured once it has reconciled every object:", managerMemoryLimit>>20)
 	p("its live heap (HeapAlloc after a forced GC), its peak RSS (VmHWM), and the applies it made. Ready is exec to /readyz.")
-	p("Each leader runs in a memory cgroup with that limit, as kubelet would run its container: the kernel charges it what the")
-	p("process uses and the page cache it touches (its binary's pages among them), reclaims page cache when the charge reaches")
-	p("the limit (counted as reclaims), and kills the process when nothing is left to reclaim; a killed leader fails the bench.")
+	if err := m.cgroupErr(); err != nil {
+		p("The leaders ran without a memory cgroup: %v.", err)
+	} else {
+		p("Each leader runs in a memory cgroup with that limit, as kubelet would run its container: the kernel charges it what the")
+		p("process uses and the page cache it touches (its binary's pages among them), reclaims page cache when the charge reaches")
+		p("the limit (counted as reclaims), and kills the process when nothing is left to reclaim; a killed leader fails the bench.")
+	}
 	if m.copies > 0 {
 		p("Past the first %d, %d custom resources were written straight into etcd, as copies of the first of their kind with", m.settings.throughAPI, m.copies)
 		p("their own names and UIDs (the Services without a cluster IP or node port, which the operator does not hold).")
@@ -192,7 +196,6 @@ func (r *report) memoryTable(p func(string, ...any)) {
 	p("")
 	p("| stored | manager | ready | reconciled | live heap | peak RSS | peak charge, reclaims | applies at start |")
 	p("|---|---|---|---|---|---|---|---|")
-	var noCgroup error
 	row := func(what, manager string, l *leaderStart) {
 		if l == nil {
 			return
@@ -200,8 +203,6 @@ func (r *report) memoryTable(p func(string, ...any)) {
 		charge := "no cgroup"
 		if l.charge != nil {
 			charge = fmt.Sprintf("%s, %d", mib(l.charge.peak), l.charge.reclaims)
-		} else {
-			noCgroup = l.cgroupErr
 		}
 		p("| %s | %s | %s | %s | %s | %s | %s | %.0f |", what, manager, l.ready.Round(100*time.Millisecond), l.reconciled.Round(100*time.Millisecond),
 			mib(l.heap), mib(l.peakRSS), charge, l.applied)
@@ -211,10 +212,6 @@ func (r *report) memoryTable(p func(string, ...any)) {
 		row(step.what, "baseline", step.baseline)
 	}
 	p("")
-	if noCgroup != nil {
-		p("The leaders ran without a memory cgroup: %v.", noCgroup)
-		p("")
-	}
 	// The slope of the live heap per custom resource, between the steps of plain custom resources.
 	var plain []memoryStep
 	for _, step := range m.steps {
