@@ -239,18 +239,24 @@ MEMCACHED_IMG ?=
 comma := ,
 operand_env = {name: WELCOME_IMAGE, value: "$(WELCOME_IMG)"}$(if $(MEMCACHED_IMG),$(comma) {name: MEMCACHED_IMAGE$(comma) value: "$(MEMCACHED_IMG)"})
 
+# IMG_PULL_SECRET, when set, names the kubernetes.io/dockerconfigjson Secret of the operator's
+# namespace the manager's pods pull IMG with, for a registry that asks for credentials. Create the
+# namespace and the Secret first (docs/install.md).
+IMG_PULL_SECRET ?=
+pull_secrets = $(if $(IMG_PULL_SECRET),imagePullSecrets: [{name: $(IMG_PULL_SECRET)}]$(comma) )
+
 # DEPLOY_CONFIG is the install deploy, undeploy and build-installer build: default (with
 # cert-manager) or self-signed (without it; the manager keeps its own certificate).
 DEPLOY_CONFIG ?= default
 
-# kustomize_default builds config/$(DEPLOY_CONFIG) with the manager image set to $(IMG) and the
-# operand images to $(WELCOME_IMG) and $(MEMCACHED_IMG), in a copy of config/ so the tracked
-# kustomization is never edited.
+# kustomize_default builds config/$(DEPLOY_CONFIG) with the manager image set to $(IMG), pulled
+# with $(IMG_PULL_SECRET), and the operand images to $(WELCOME_IMG) and $(MEMCACHED_IMG), in a
+# copy of config/ so the tracked kustomization is never edited.
 define kustomize_default
 	tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cp -r config "$$tmp/" && \
 	(cd "$$tmp/config/manager" && $(KUSTOMIZE) edit set image controller=$(IMG) && \
 	 printf '%s\n' 'apiVersion: apps/v1' 'kind: Deployment' 'metadata: {name: controller-manager, namespace: system}' \
-		'spec: {template: {spec: {containers: [{name: manager, env: [$(operand_env)]}]}}}' > operand_images_patch.yaml && \
+		'spec: {template: {spec: {$(pull_secrets)containers: [{name: manager, env: [$(operand_env)]}]}}}' > operand_images_patch.yaml && \
 	 $(KUSTOMIZE) edit add patch --path operand_images_patch.yaml) && \
 	$(KUSTOMIZE) build "$$tmp/config/$(DEPLOY_CONFIG)"
 endef
@@ -264,7 +270,7 @@ uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs (and every custom resource)
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
 .PHONY: deploy
-deploy: manifests $(KUSTOMIZE) ## Deploy the operator (needs cert-manager unless DEPLOY_CONFIG=self-signed); IMG, WELCOME_IMG and MEMCACHED_IMG select the images.
+deploy: manifests $(KUSTOMIZE) ## Deploy the operator (needs cert-manager unless DEPLOY_CONFIG=self-signed); IMG, WELCOME_IMG and MEMCACHED_IMG select the images, IMG_PULL_SECRET a pull secret.
 	$(kustomize_default) | $(KUBECTL) apply --server-side -f -
 
 # undeploy deletes the custom resources first, while the manager still runs: it takes off the

@@ -229,13 +229,14 @@ func ReadLayout(dir string) (v1.ImageIndex, string, error) {
 // Push writes idx to a registry as ref, a tag, and returns the digest it is stored by, which is
 // idx's: what an install that names the image by digest pulls. The credentials are those docker and
 // crane keep (~/.docker/config.json, or DOCKER_CONFIG). plainHTTP speaks HTTP to the registry, as
-// to one on localhost for tests; without it the registry must serve HTTPS.
-func Push(ctx context.Context, idx v1.ImageIndex, ref string, plainHTTP bool) (name.Digest, error) {
-	var opts []name.Option
+// to one on localhost for tests; without it the registry must serve HTTPS. opts, when given,
+// replace docker's credentials: a test's transport and user.
+func Push(ctx context.Context, idx v1.ImageIndex, ref string, plainHTTP bool, opts ...remote.Option) (name.Digest, error) {
+	nameOpts := []name.Option{name.StrictValidation}
 	if plainHTTP {
-		opts = append(opts, name.Insecure)
+		nameOpts = append(nameOpts, name.Insecure)
 	}
-	tag, err := name.NewTag(ref, append(opts, name.StrictValidation)...)
+	tag, err := name.NewTag(ref, nameOpts...)
 	if err != nil {
 		return name.Digest{}, fmt.Errorf("%q is not an image reference with a tag: %w", ref, err)
 	}
@@ -243,7 +244,11 @@ func Push(ctx context.Context, idx v1.ImageIndex, ref string, plainHTTP bool) (n
 	if err != nil {
 		return name.Digest{}, err
 	}
-	if err := remote.WriteIndex(tag, idx, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+	if len(opts) == 0 {
+		opts = []remote.Option{remote.WithAuthFromKeychain(authn.DefaultKeychain)}
+	}
+	opts = append([]remote.Option{remote.WithContext(ctx)}, opts...)
+	if err := remote.WriteIndex(tag, idx, opts...); err != nil {
 		return name.Digest{}, fmt.Errorf("pushing %s: %w", tag, err)
 	}
 	return tag.Context().Digest(digest.String()), nil

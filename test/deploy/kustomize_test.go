@@ -896,3 +896,27 @@ func checkHighAvailability(t *testing.T, m manifests) {
 		}
 	}
 }
+
+// TestMakeDeployPullsTheManagerWithIMGPullSecret: make deploy IMG_PULL_SECRET=… has the manager's
+// pods pull its image with that Secret, and changes nothing else; without it they name none.
+func TestMakeDeployPullsTheManagerWithIMGPullSecret(t *testing.T) {
+	toolPath(t, "KUSTOMIZE")
+	build := func(variables ...string) managerDeployment {
+		out, err := runMake(t, append([]string{"-s", "installer"}, variables...)...)
+		if err != nil {
+			t.Fatalf("make installer %s: %v\n%s", strings.Join(variables, " "), err, out)
+		}
+		return getManager(t, parseManifests(t, "make installer", []byte(out)))
+	}
+	without, with := build(), build("IMG_PULL_SECRET=registry-credentials")
+	if without.pod.ImagePullSecrets != nil {
+		t.Errorf("without IMG_PULL_SECRET the manager pulls with %v", without.pod.ImagePullSecrets)
+	}
+	if want := []corev1.LocalObjectReference{{Name: "registry-credentials"}}; !slices.Equal(with.pod.ImagePullSecrets, want) {
+		t.Errorf("with IMG_PULL_SECRET=registry-credentials the manager pulls with %v, want %v", with.pod.ImagePullSecrets, want)
+	}
+	with.pod.ImagePullSecrets = nil
+	if diff := cmp.Diff(without.Deployment, with.Deployment); diff != "" {
+		t.Errorf("IMG_PULL_SECRET changed more than the pull secrets (-without +with):\n%s", diff)
+	}
+}

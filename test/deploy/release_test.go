@@ -58,12 +58,12 @@ func runMakeWith(t *testing.T, env []string, args ...string) (string, error) {
 // and the checksums.
 //
 // The release names a registry of the test's own, an OCI registry served in the test process over
-// TLS with basic auth (testRegistry), and make publish pushes it there.
+// TLS with basic auth (test/testregistry), and make publish pushes it there.
 func TestRelease(t *testing.T) {
 	toolPath(t, "KUSTOMIZE")
 	toolPath(t, "HELM")
 	reg := newTestRegistry(t)
-	registryPath := reg.host + "/seedlabs"
+	registryPath := reg.Host + "/seedlabs"
 	dir := filepath.Join(t.TempDir(), "release")
 	if out, err := runMake(t, "release", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath); err != nil {
 		t.Fatalf("make release: %v\n%s", err, out)
@@ -200,7 +200,7 @@ func TestRelease(t *testing.T) {
 
 	t.Run("make publish without the registry's credentials is refused, and pushes nothing", func(t *testing.T) {
 		env := []string{"DOCKER_CONFIG=" + t.TempDir(), "HELM_REGISTRY_CONFIG=" + filepath.Join(t.TempDir(), "config.json"),
-			"SSL_CERT_FILE=" + filepath.Join(reg.clientConfig, "ca.pem")}
+			"SSL_CERT_FILE=" + reg.CAFile()}
 		out, err := runMakeWith(t, env, "publish", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath)
 		if err == nil || !strings.Contains(out, "401 Unauthorized") {
 			t.Errorf("make publish without credentials: %v, want the registry's 401 Unauthorized\n%s", err, out)
@@ -209,14 +209,14 @@ func TestRelease(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := remote.Index(r, reg.remoteOptions(t)...); err == nil {
+		if _, err := remote.Index(r, reg.RemoteOptions(t.Context())...); err == nil {
 			t.Errorf("%s is in the registry after a refused publish", managerImage)
 		}
 	})
 
 	t.Run("make publish pushes the images by the digests the release names, and the chart", func(t *testing.T) {
 		chart := filepath.Join(dir, "webhook-operator-"+strings.TrimPrefix(releaseVersion, "v")+".tgz")
-		if out, err := runMakeWith(t, reg.clientEnv(), "publish", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath); err != nil {
+		if out, err := runMakeWith(t, reg.ClientEnv(), "publish", "VERSION="+releaseVersion, "RELEASE_DIR="+dir, "REGISTRY="+registryPath); err != nil {
 			t.Fatalf("make publish: %v\n%s", err, out)
 		}
 		for _, pinned := range []string{managerImage, welcomeImage} {
@@ -226,7 +226,7 @@ func TestRelease(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				idx, err := remote.Index(r, reg.remoteOptions(t)...)
+				idx, err := remote.Index(r, reg.RemoteOptions(t.Context())...)
 				if err != nil {
 					t.Errorf("pulling %s: %v", ref, err)
 					continue
@@ -237,7 +237,7 @@ func TestRelease(t *testing.T) {
 			}
 		}
 		pulled := t.TempDir()
-		for _, kv := range reg.clientEnv() {
+		for _, kv := range reg.ClientEnv() {
 			k, v, _ := strings.Cut(kv, "=")
 			t.Setenv(k, v)
 		}

@@ -74,17 +74,23 @@ func splitImage(image string) (repository, tag string) {
 	return image[:i], image[i+1:]
 }
 
-// helmInstall creates the operator's namespace as docs/install.md says (restricted), installs
-// chart with values and waits for it to be ready; the spec's end uninstalls it if it is still
-// there and deletes what uninstall leaves.
+// helmInstall creates the operator's namespace (createReleaseNamespace), installs chart with the
+// suite's images and values and waits for it to be ready.
 func helmInstall(ctx context.Context, chart string, values ...string) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fixtures.Namespace, Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
-	}}}
-	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	createReleaseNamespace(ctx)
 	if slices.Contains(values, clientCAValue) {
 		createClientCAConfigMap(ctx)
 	}
+	helmInstallArgs(ctx, "helm install "+strings.Join(values, " "), append([]string{chart}, chartValues(values...)...)...)
+}
+
+// createReleaseNamespace creates the operator's namespace as docs/install.md says (restricted);
+// the spec's end uninstalls the release if it is still there and deletes what uninstall leaves.
+func createReleaseNamespace(ctx context.Context) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fixtures.Namespace, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
+	}}}
+	ExpectWithOffset(1, k8s.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) {
 		out, err := helm(ctx, "uninstall", release, "--namespace", fixtures.Namespace, "--ignore-not-found", "--wait", "--timeout", "2m")
 		Expect(err).NotTo(HaveOccurred(), "helm uninstall:\n%s", out)
@@ -93,13 +99,15 @@ func helmInstall(ctx context.Context, chart string, values ...string) {
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}) }).
 			WithContext(ctx).WithTimeout(2 * time.Minute).Should(Satisfy(apierrors.IsNotFound))
 	}, NodeTimeout(5*time.Minute))
+}
 
+// helmInstallArgs runs helm install of the release into its namespace with args (the chart and
+// flags), waiting for it to be ready, and reports how long that took as what.
+func helmInstallArgs(ctx context.Context, what string, args ...string) {
 	start := time.Now()
-	args := append([]string{"install", release, chart, "--namespace", fixtures.Namespace,
-		"--wait", "--timeout", "3m"}, chartValues(values...)...)
-	out, err := helm(ctx, args...)
-	Expect(err).NotTo(HaveOccurred(), "helm install:\n%s", out)
-	AddReportEntry("helm install "+strings.Join(values, " "), time.Since(start).Round(time.Millisecond).String())
+	out, err := helm(ctx, append([]string{"install", release, "--namespace", fixtures.Namespace, "--wait", "--timeout", "3m"}, args...)...)
+	ExpectWithOffset(2, err).NotTo(HaveOccurred(), "helm install:\n%s", out)
+	AddReportEntry(what, time.Since(start).Round(time.Millisecond).String())
 }
 
 // deleteKeptCRDs deletes the CRDs helm uninstall keeps, and with them every custom resource,
@@ -300,43 +308,5 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 		expectOnlyLeftovers(ctx, objects, []string{fixtures.NamePrefix + "ca", "metrics-server-cert", "webhook-server-cert"}, "ConfigMap "+clientCAConfigMap)
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "helm-welcome"}, &authv1alpha1.Welcome{})).To(Succeed(),
 			"the Welcome is kept with its CRD")
-	}, SpecTimeout(3*time.Minute))
-})
-
-var _ = Describe("The operator installed with Helm in self-signed mode (helm install, uninstall)", Ordered, func() {
-	var rec *podRecorder
-
-	BeforeAll(func(ctx SpecContext) {
-		rec = recordManagers("managers-helm-self-signed")
-		helmInstall(ctx, thisChart(), "certificates.mode=self-signed")
-	}, NodeTimeout(5*time.Minute))
-
-	AfterEach(func() {
-		Expect(rec.exits()).To(BeEmpty(), "manager containers exited on their own")
-	})
-
-	It("installs: every replica ready and serving the manager's own certificate, its CA injected, admission served", func(ctx SpecContext) {
-		Eventually(func(g Gomega) {
-			s := &corev1.Secret{}
-			g.Expect(k8s.Get(ctx, selfSignedSecret, s)).To(Succeed())
-			g.Expect(s.Data).To(HaveKey("ca.crt"))
-			bundles, err := caBundles(ctx)
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(bundles).To(HaveEach(Equal(s.Data["ca.crt"])))
-			for _, pod := range expectManagerReady(ctx, g) {
-				served, err := servedCertificate(pod.Status.PodIP, s.Data["ca.crt"])
-				g.Expect(err).NotTo(HaveOccurred(), "pod %s", pod.Name)
-				g.Expect(served.Raw).To(Equal(parseCertificate(s.Data["tls.crt"]).Raw), "pod %s", pod.Name)
-			}
-			expectAdmissionServed(ctx, g, "default")
-		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
-	}, SpecTimeout(4*time.Minute))
-
-	It("uninstalls: nothing of the release is left but the CRDs", func(ctx SpecContext) {
-		objects := releaseObjects(ctx)
-		Expect(objects).NotTo(ContainElement(HaveField("Object", HaveKeyWithValue("kind", "Certificate"))))
-		out, err := helm(ctx, "uninstall", release, "--namespace", fixtures.Namespace, "--wait", "--timeout", "2m")
-		Expect(err).NotTo(HaveOccurred(), "helm uninstall:\n%s", out)
-		expectOnlyLeftovers(ctx, objects, nil)
 	}, SpecTimeout(3*time.Minute))
 })

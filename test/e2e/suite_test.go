@@ -206,18 +206,21 @@ func makeTarget(ctx context.Context, target string, variables ...string) (string
 // makeIn runs `make <target> [variables]` in the tree dir as a user would: with the cluster's
 // kubeconfig, the pinned kustomize, the built kubectl and the operand images the suite built.
 func makeIn(ctx context.Context, dir, target string, variables ...string) (string, error) {
-	args := append([]string{"--no-print-directory", "-C", dir, target,
-		"WELCOME_IMG=" + cfg.welcome, "MEMCACHED_IMG=" + cfg.memcached,
-		"KUSTOMIZE=" + cfg.kustomize, "KUBECTL=" + filepath.Join(cfg.assets, "kubectl")}, variables...)
-	cmd := exec.CommandContext(ctx, "make", args...)
+	return runMake(ctx, dir, nil, append([]string{target, "WELCOME_IMG=" + cfg.welcome, "MEMCACHED_IMG=" + cfg.memcached,
+		"KUSTOMIZE=" + cfg.kustomize, "KUBECTL=" + filepath.Join(cfg.assets, "kubectl")}, variables...)...)
+}
+
+// runMake runs make with args in the tree dir as a user would: with the cluster's kubeconfig and
+// env.
+func runMake(ctx context.Context, dir string, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "make", append([]string{"--no-print-directory", "-C", dir}, args...)...)
 	// A user's shell has no make variables of an outer make.
-	var env []string
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "MAKEFLAGS=") && !strings.HasPrefix(e, "MAKELEVEL=") && !strings.HasPrefix(e, "MFLAGS=") {
-			env = append(env, e)
+			cmd.Env = append(cmd.Env, e)
 		}
 	}
-	cmd.Env = append(env, "KUBECONFIG="+kube.Kubeconfig)
+	cmd.Env = append(append(cmd.Env, "KUBECONFIG="+kube.Kubeconfig), env...)
 	// On timeout, stop make and the kubectl and kustomize it runs, not make alone.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }

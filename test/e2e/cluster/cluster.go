@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/seedlabs/webhook-operator/certs"
+	"github.com/seedlabs/webhook-operator/test/testregistry"
 )
 
 // Binaries are the programs the cluster runs, all built from source by the Makefile but runc.
@@ -54,8 +56,8 @@ type Binaries struct {
 // Options say what the node runs.
 type Options struct {
 	// Images are OCI image layouts to import into the node's containerd: the pod sandbox image
-	// (PauseImage), cert-manager's (CertManagerImage) and whatever the test's pods run. Nothing
-	// is ever pulled from a registry.
+	// (PauseImage), cert-manager's (CertManagerImage) and whatever the test's pods run. Anything
+	// else is pulled from Registry.
 	Images []string
 	// CertManagerImage is the image of cert-manager's controllers, among Images.
 	CertManagerImage string
@@ -74,6 +76,9 @@ type Cluster struct {
 	// WebhookClientCA signs the client certificate kube-apiserver presents to every admission
 	// webhook: a webhook server given its certificate (--webhook-client-ca) serves kube-apiserver.
 	WebhookClientCA *certs.CA
+	// Registry is an OCI registry at RegistryIP with TLS and basic auth, which the node's
+	// containerd trusts and has no credentials for: a pod pulls from it with its pull secrets.
+	Registry *testregistry.Registry
 
 	node      *node
 	processes []*Process
@@ -217,6 +222,10 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 		return nil, err
 	}
 
+	if c.Registry, err = testregistry.Start(net.JoinHostPort(RegistryIP, strconv.Itoa(RegistryPort)), net.ParseIP(RegistryIP),
+		filepath.Join(dir, "registry", "blobs"), filepath.Join(dir, "registry", "client")); err != nil {
+		return nil, err
+	}
 	if err := c.startNode(ctx, bin, dir, certs, tokens, opts.Images); err != nil {
 		return nil, err
 	}
@@ -254,6 +263,10 @@ func (c *Cluster) Stop() error {
 		}
 	}
 	c.processes = nil
+	if c.Registry != nil {
+		c.Registry.Close()
+		c.Registry = nil
+	}
 	return errors.Join(errs...)
 }
 

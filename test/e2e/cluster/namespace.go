@@ -35,6 +35,11 @@ const (
 	APIServerPort = 6443
 	// NodeIP is the node's address: kubelet's, and the one NodePorts answer on.
 	NodeIP = "10.250.0.2"
+	// RegistryIP is the address the suite's OCI registry serves at (RegistryPort): not a loopback
+	// one, for which containerd would skip verifying its certificate.
+	RegistryIP = "10.250.0.3"
+	// RegistryPort is the registry's port.
+	RegistryPort = 5000
 	// NodeName is the one node.
 	NodeName = "e2e-node"
 	// PodCIDR is the node's pod range, handed out by the CNI bridge's host-local IPAM.
@@ -251,7 +256,7 @@ func setUpNamespaces() error {
 	if err := netlink.LinkSetUp(lo); err != nil {
 		return fmt.Errorf("bringing the loopback device up: %w", err)
 	}
-	for _, ip := range []string{APIServerIP, NodeIP} {
+	for _, ip := range []string{APIServerIP, NodeIP, RegistryIP} {
 		addr, err := netlink.ParseAddr(ip + "/32")
 		if err != nil {
 			return err

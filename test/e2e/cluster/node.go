@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/seedlabs/webhook-operator/internal/image"
+	"github.com/seedlabs/webhook-operator/test/testregistry"
 )
 
 // PauseImage is the pod sandbox image, containerd 2.4's default, which the node's containerd
@@ -74,7 +75,7 @@ func (c *Cluster) startNode(ctx context.Context, bin Binaries, dir string, certs
 	env := []string{"PATH=" + strings.Join([]string{bin.NodeTools, filepath.Dir(bin.Runc), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}, ":")}
 
 	files := map[string]string{
-		"containerd.toml": fmt.Sprintf(containerdConfig, nodeStateDir, n.socket, bin.Runc, bin.NodeTools),
+		"containerd.toml": fmt.Sprintf(containerdConfig, nodeStateDir, n.socket, bin.Runc, bin.NodeTools, filepath.Join(configDir, "certs.d")),
 		"crictl.yaml":     fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%[1]s\ntimeout: 30\n", n.socket),
 		"kubelet.yaml":    fmt.Sprintf(kubeletConfig, CgroupRoot(), n.socket, NodeIP, certs.caCert, filepath.Join(configDir, "resolv.conf"), PodCIDR, filepath.Join(nodeStateDir, "kubelet", "manifests"), podLogsDir),
 		"kube-proxy.yaml": fmt.Sprintf(kubeProxyConfig, filepath.Join(configDir, "kube-proxy.kubeconfig"), NodeName, ClusterCIDR),
@@ -85,6 +86,9 @@ func (c *Cluster) startNode(ctx context.Context, bin Binaries, dir string, certs
 		if err := os.WriteFile(filepath.Join(configDir, name), []byte(data), 0o644); err != nil {
 			return err
 		}
+	}
+	if err := writeRegistryHosts(filepath.Join(configDir, "certs.d"), c.Registry); err != nil {
+		return err
 	}
 	// containerd reads its CNI configuration from a directory of its own.
 	if err := os.Symlink(filepath.Join(configDir, "cni.conflist"), filepath.Join(nodeStateDir, "cni", "net.d", "10-e2e.conflist")); err != nil {
@@ -154,7 +158,8 @@ func podGateway() string {
 }
 
 // containerdConfig is containerd's configuration: its state, root and socket under
-// nodeStateDir, runc with the cgroupfs driver, and the CNI plugins. restrict_oom_score_adj keeps
+// nodeStateDir, runc with the cgroupfs driver, the CNI plugins, and the registries' hosts
+// configuration in one directory of the suite's own (writeRegistryHosts), not the host's /etc. restrict_oom_score_adj keeps
 // containerd from lowering a sandbox's oom_score_adj, which needs CAP_SYS_RESOURCE, which this
 // kind of machine withholds even from root.
 const containerdConfig = `version = 3
@@ -180,6 +185,8 @@ state = "%[1]s/containerd/state"
   snapshotter = "overlayfs"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "` + PauseImage + `"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "%[5]s"
 `
 
 // kubeletConfig is kubelet's configuration. cgroup v1 is deprecated in kubelet, which refuses it
@@ -301,6 +308,23 @@ func (n *node) crictl(ctx context.Context, args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("crictl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// writeRegistryHosts writes containerd's hosts configuration of reg into dir: its address and the
+// CA that signed its certificate. Nothing gives containerd reg's credentials: a pod pulls with
+// its pull secrets or not at all, as on any node of a cluster that shares no credentials.
+//
+// dir is one directory, as containerd 2.4's transfer service reads config_path whole, never as a
+// list (containerd#12808).
+func writeRegistryHosts(dir string, reg *testregistry.Registry) error {
+	host := filepath.Join(dir, strings.ReplaceAll(reg.Host, ":", "_")+"_")
+	if err := os.MkdirAll(host, 0o755); err != nil {
+		return err
+	}
+	hosts := fmt.Sprintf("server = %q\nca = \"ca.pem\"\n", "https://"+reg.Host)
+	return errors.Join(
+		os.WriteFile(filepath.Join(host, "ca.pem"), reg.CAPEM, 0o644),
+		os.WriteFile(filepath.Join(host, "hosts.toml"), []byte(hosts), 0o644))
 }
 
 // importImage imports an OCI image layout into containerd's CRI namespace, under the name the

@@ -1,0 +1,221 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/image"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
+	"github.com/seedlabs/webhook-operator/test/testregistry"
+)
+
+// pullSecret is the kubernetes.io/dockerconfigjson Secret, in each namespace that pulls from the
+// suite's registry, holding its user's password.
+const pullSecret = "registry-credentials"
+
+// createPullSecret creates pullSecret in namespace.
+func createPullSecret(ctx context.Context, namespace string) {
+	ExpectWithOffset(1, k8s.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: pullSecret},
+		Type:       corev1.SecretTypeDockerConfigJson,
+		Data:       map[string][]byte{corev1.DockerConfigJsonKey: kube.Registry.DockerConfigJSON()},
+	})).To(Succeed())
+}
+
+// createNamespace creates a namespace that enforces the restricted pod security standard, which
+// the spec's end deletes.
+func createNamespace(ctx context.Context, name string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
+	}}}
+	ExpectWithOffset(1, k8s.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed()) })
+	return name
+}
+
+// pushLayout pushes the OCI layout of the suite's image ref to the suite's registry as to.
+func pushLayout(ctx context.Context, ref, to string) {
+	idx, _, err := image.ReadLayout(layoutOf(ref))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	_, err = image.Push(ctx, idx, to, false, kube.Registry.RemoteOptions(ctx)...)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+}
+
+var _ = Describe("The operator published to a registry with TLS and basic auth, and installed from it with Helm in self-signed mode (make release, make publish, helm install oci://, uninstall)", Ordered, func() {
+	// releaseVersion is the version the spec releases and publishes.
+	const releaseVersion = "v0.1.0-e2e"
+	var (
+		rec *podRecorder
+		reg *testregistry.Registry
+		// registryPath is where the release's images and chart go, as REGISTRY names it.
+		registryPath string
+		// reads are the registry's manifest reads by repository before the install.
+		reads map[string]int
+	)
+	repositories := []string{"seedlabs/webhook-operator", "seedlabs/welcome-web", "seedlabs/memcached", "private/echo"}
+	read := func(repository string) int { return reg.ManifestReads(repository) - reads[repository] }
+
+	BeforeAll(func(ctx SpecContext) {
+		reg = kube.Registry
+		registryPath = reg.Host + "/seedlabs"
+		dir := filepath.Join(cfg.artifacts, "release")
+		By("make release and make publish, with the registry's credentials and CA as docker and Helm keep them")
+		start := time.Now()
+		out, err := runMake(ctx, cfg.root, nil, "release", "VERSION="+releaseVersion, "REGISTRY="+registryPath, "RELEASE_DIR="+dir,
+			"PLUGIN_PLATFORMS=linux/amd64", "KUSTOMIZE="+cfg.kustomize, "HELM="+cfg.helm)
+		Expect(err).NotTo(HaveOccurred(), "make release:\n%s", out)
+		out, err = runMake(ctx, cfg.root, reg.ClientEnv(), "publish", "VERSION="+releaseVersion, "REGISTRY="+registryPath, "RELEASE_DIR="+dir, "HELM="+cfg.helm)
+		Expect(err).NotTo(HaveOccurred(), "make publish:\n%s", out)
+		AddReportEntry("make release, make publish", time.Since(start).Round(time.Millisecond).String())
+		// The operator's default memcached is a public image, which nothing here can pull; a
+		// private image of the suite's own stands for a tenant's.
+		pushLayout(ctx, cfg.memcached, registryPath+"/memcached:debian")
+		pushLayout(ctx, cfg.echo+":v1", reg.Host+"/private/echo:v1")
+		reads = map[string]int{}
+		for _, r := range repositories {
+			reads[r] = reg.ManifestReads(r)
+		}
+
+		By("helm registry login, then helm install oci:// with the pull secret")
+		out, err = helm(ctx, "registry", "login", reg.Host, "--username", testregistry.User, "--password", testregistry.Password, "--ca-file", reg.CAFile())
+		Expect(err).NotTo(HaveOccurred(), "helm registry login:\n%s", out)
+		rec = recordManagers("managers-helm-registry")
+		createReleaseNamespace(ctx)
+		createPullSecret(ctx, fixtures.Namespace)
+		helmInstallArgs(ctx, "helm install oci:// (self-signed, every image from the registry)",
+			"oci://"+registryPath+"/charts/webhook-operator", "--version", strings.TrimPrefix(releaseVersion, "v"), "--ca-file", reg.CAFile(),
+			"--set", "certificates.mode=self-signed", "--set", "imagePullSecrets[0].name="+pullSecret,
+			"--set", "operands.memcachedImage="+registryPath+"/memcached:debian")
+	}, NodeTimeout(8*time.Minute))
+
+	AfterEach(func() {
+		Expect(rec.exits()).To(BeEmpty(), "manager containers exited on their own")
+	})
+
+	It("installs: every replica pulled from the registry and ready, serving the manager's own certificate, its CA injected, admission served", func(ctx SpecContext) {
+		Eventually(func(g Gomega) {
+			s := &corev1.Secret{}
+			g.Expect(k8s.Get(ctx, selfSignedSecret, s)).To(Succeed())
+			g.Expect(s.Data).To(HaveKey("ca.crt"))
+			bundles, err := caBundles(ctx)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(bundles).To(HaveEach(Equal(s.Data["ca.crt"])))
+			for _, pod := range expectManagerReady(ctx, g) {
+				served, err := servedCertificate(pod.Status.PodIP, s.Data["ca.crt"])
+				g.Expect(err).NotTo(HaveOccurred(), "pod %s", pod.Name)
+				g.Expect(served.Raw).To(Equal(parseCertificate(s.Data["tls.crt"]).Raw), "pod %s", pod.Name)
+			}
+			expectAdmissionServed(ctx, g, "default")
+		}).WithContext(ctx).WithTimeout(3 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		for _, pod := range managerPods(ctx, Default) {
+			Expect(pod.Spec.Containers[0].Image).To(HavePrefix(registryPath+"/webhook-operator@sha256:"), "pod %s", pod.Name)
+			Expect(pod.Spec.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: pullSecret}), "pod %s", pod.Name)
+		}
+		Expect(read("seedlabs/webhook-operator")).To(BeNumerically(">", 0), "containerd read no manifest of the manager's image from the registry")
+
+		By("helm test: the chart's check, its pod pulling the manager's image with the pull secret")
+		out, err := helm(ctx, "test", release, "--namespace", fixtures.Namespace, "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), "helm test:\n%s", out)
+		Expect(out).To(MatchRegexp(`Phase:\s+Succeeded`), "helm test:\n%s", out)
+	}, SpecTimeout(5*time.Minute))
+
+	It("runs a Welcome and a Memcached on images pulled from the registry with their namespace's pull secret", func(ctx SpecContext) {
+		namespace := createNamespace(ctx, "e2e-registry")
+		createPullSecret(ctx, namespace)
+		// Their pods run as the namespace's default ServiceAccount, which kube-controller-manager
+		// creates; given the pull secret, it pulls for every pod that names none.
+		Eventually(func(g Gomega) {
+			sa := &corev1.ServiceAccount{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "default"}, sa)).To(Succeed())
+			sa.ImagePullSecrets = []corev1.LocalObjectReference{{Name: pullSecret}}
+			g.Expect(k8s.Update(ctx, sa)).To(Succeed())
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+
+		welcome := &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "registry-welcome"}, Spec: authv1alpha1.WelcomeSpec{Name: "Registry"}}
+		memcached := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "registry-memcached"}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+		Expect(k8s.Create(ctx, welcome)).To(Succeed())
+		Expect(k8s.Create(ctx, memcached)).To(Succeed())
+		waitAvailable(ctx, "Welcome", welcome)
+		waitAvailable(ctx, "Memcached", memcached)
+		for _, owner := range []struct {
+			obj   client.Object
+			image string
+		}{{welcome, registryPath + "/welcome-web@sha256:"}, {memcached, registryPath + "/memcached:debian"}} {
+			for _, pod := range servingPodsOf(ctx, owner.obj, 1) {
+				Expect(pod.Spec.Containers[0].Image).To(HavePrefix(owner.image), "pod %s", pod.Name)
+			}
+		}
+		Expect(read("seedlabs/welcome-web")).To(BeNumerically(">", 0), "containerd read no manifest of welcome-web from the registry")
+		Expect(read("seedlabs/memcached")).To(BeNumerically(">", 0), "containerd read no manifest of memcached from the registry")
+	}, SpecTimeout(4*time.Minute))
+
+	It("runs a DeployObject's private image only with its imagePullSecrets: without them it is Stalled with the registry's refusal", func(ctx SpecContext) {
+		namespace := createNamespace(ctx, "e2e-registry-private")
+		createPullSecret(ctx, namespace)
+		d := &appv1.DeployObject{
+			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "private"},
+			Spec: appv1.DeployObjectSpec{
+				Image: reg.Host + "/private/echo:v1",
+				Ports: []corev1.ServicePort{{Name: "http", Port: 8080}},
+				Env:   []corev1.EnvVar{{Name: "LISTEN", Value: "8080"}},
+			},
+		}
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+
+		By("without imagePullSecrets: the pull is refused, and the DeployObject says why")
+		refused := regexp.MustCompile(`401 Unauthorized|no basic auth credentials|authorization failed`)
+		start := time.Now()
+		Eventually(func(g Gomega) {
+			pods := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, pods, client.InNamespace(namespace))).To(Succeed())
+			g.Expect(pods.Items).To(HaveLen(1))
+			g.Expect(pods.Items[0].Status.ContainerStatuses).To(ConsistOf(HaveField("State.Waiting", And(
+				HaveField("Reason", BeElementOf("ErrImagePull", "ImagePullBackOff")), HaveField("Message", MatchRegexp(refused.String()))))))
+			current := get(ctx, g, client.ObjectKeyFromObject(d), &appv1.DeployObject{}).(*appv1.DeployObject)
+			stalled := meta.FindStatusCondition(current.Status.Conditions, conditions.Stalled)
+			g.Expect(stalled).NotTo(BeNil())
+			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue), "Stalled: %s", stalled.Message)
+			g.Expect(stalled.Message).To(MatchRegexp(refused.String()))
+			ready := meta.FindStatusCondition(current.Status.Conditions, conditions.Ready)
+			g.Expect(ready).To(HaveField("Status", metav1.ConditionFalse))
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		AddReportEntry("DeployObject without imagePullSecrets: until Stalled", time.Since(start).Round(time.Millisecond).String())
+		Expect(read("private/echo")).To(BeZero(), "the registry served the private image without credentials")
+
+		By("with imagePullSecrets: the same image runs")
+		patch := fmt.Sprintf(`{"spec":{"imagePullSecrets":[{"name":%q}]}}`, pullSecret)
+		Expect(k8s.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
+		waitAvailable(ctx, "DeployObject", d)
+		servingPodsOf(ctx, d, 1)
+		current := get(ctx, Default, client.ObjectKeyFromObject(d), &appv1.DeployObject{}).(*appv1.DeployObject)
+		Expect(meta.IsStatusConditionFalse(current.Status.Conditions, conditions.Stalled)).To(BeTrue(), "Stalled after the pull: %v", current.Status.Conditions)
+		Expect(read("private/echo")).To(BeNumerically(">", 0), "containerd read no manifest of the private image from the registry")
+	}, SpecTimeout(5*time.Minute))
+
+	It("uninstalls: nothing of the release is left but the CRDs and the user's pull secret", func(ctx SpecContext) {
+		objects := releaseObjects(ctx)
+		Expect(objects).NotTo(ContainElement(HaveField("Object", HaveKeyWithValue("kind", "Certificate"))))
+		out, err := helm(ctx, "uninstall", release, "--namespace", fixtures.Namespace, "--wait", "--timeout", "2m")
+		Expect(err).NotTo(HaveOccurred(), "helm uninstall:\n%s", out)
+		expectOnlyLeftovers(ctx, objects, nil, "Secret "+pullSecret)
+	}, SpecTimeout(3*time.Minute))
+})
