@@ -27,7 +27,8 @@ const (
 	// Stalled is True when the current spec cannot progress without a change, to the spec or to
 	// the cluster: the spec breaks the rules (InvalidSpec), another object holds the name
 	// (NameConflict), the API server refuses the Deployment or Service (ApplyFailed, retried with
-	// backoff), or the Deployment reports that its rollout failed (RolloutFailed). On an
+	// backoff), a pod of the current template cannot start a container (ContainerCannotStart), or
+	// the Deployment reports that its rollout failed (RolloutFailed). On an
 	// AdmissionPolicy, True when part of the spec cannot be applied (PartlyApplied) or the policy
 	// is not the one the operator reads (NotRead).
 	Stalled = "Stalled"
@@ -58,6 +59,12 @@ const (
 	ReasonNameConflict = "NameConflict"
 	// ReasonRolloutFailed means the Deployment reports that its rollout cannot progress.
 	ReasonRolloutFailed = "RolloutFailed"
+	// ReasonContainerCannotStart means a pod of the Deployment's current template has a container
+	// its kubelet will not start until the spec or the cluster changes: its image cannot be pulled
+	// (a missing pull secret, an image that does not exist) or its configuration cannot be made (a
+	// missing ConfigMap or Secret). The message names the pod and container and quotes the
+	// kubelet; the condition clears once the container starts.
+	ReasonContainerCannotStart = "ContainerCannotStart"
 	// ReasonRulesBroken means the spec breaks rules of the admission policy.
 	ReasonRulesBroken = "RulesBroken"
 	// ReasonAsExpected means nothing is wrong.

@@ -20,7 +20,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -36,7 +38,8 @@ import (
 // what the operator's field manager holds of it (apply.AnnotationHeld), which tells whether an
 // apply could change anything; of any other object, the little ownership reads of it, its name and
 // controller. It keeps them as keptDeployment and keptService, which the manager's client reads
-// (newClient). A Pod is kept as the Memcached controller reads it: its name, labels and phase. Of
+// (newClient). A Pod is kept as the controllers read it: its name, labels, phase and controller,
+// and of a container that cannot start, only that one's name and why (keepPod). Of
 // the custom resources and namespaces it drops what no one reads: labels and annotations (but a
 // namespace's labels, which the policy's overrides select), and managedFields of everything; a
 // DeployObject it keeps as a keptDeployObject, its resource lists in a slice instead of two maps.
@@ -46,7 +49,7 @@ func cacheOptions() cache.Options {
 		ByObject: map[client.Object]cache.ByObject{
 			&appsv1.Deployment{}: {Label: ours, Transform: keepChildren},
 			&corev1.Service{}:    {Label: ours, Transform: keepChildren},
-			&corev1.Pod{}:        {Label: ours, Transform: keepPoolMember},
+			&corev1.Pod{}:        {Label: ours, Transform: keepPod},
 			&corev1.Namespace{}:  {Transform: keepNamespaceLabels},
 		},
 		// Not ByObject for the custom resources: the cache resolves every ByObject type when it is
@@ -137,8 +140,9 @@ func keepChildren(obj any) (any, error) {
 const maxKeptPorts = 100
 
 // vocabulary are strings that most kept objects carry: the custom resources' apiVersions and kinds
-// in their children's controller references, and what kube-controller-manager writes in a
-// Deployment's conditions, but for the messages that name a ReplicaSet.
+// in their children's controller references, a pod's in its ReplicaSet's, and what
+// kube-controller-manager writes in a Deployment's conditions, but for the messages that name a
+// ReplicaSet.
 var vocabulary = func() map[string]string {
 	words := []string{
 		string(appsv1.DeploymentAvailable), string(appsv1.DeploymentProgressing), string(appsv1.DeploymentReplicaFailure),
@@ -146,6 +150,7 @@ var vocabulary = func() map[string]string {
 		"MinimumReplicasAvailable", "MinimumReplicasUnavailable", "NewReplicaSetAvailable", "ReplicaSetUpdated",
 		"NewReplicaSetCreated", "FoundNewReplicaSet", "ProgressDeadlineExceeded", "DeploymentPaused", "DeploymentResumed",
 		"FailedCreate", "Deployment has minimum availability.", "Deployment does not have minimum availability.",
+		appsv1.SchemeGroupVersion.String(), "ReplicaSet",
 	}
 	for _, gvk := range parents {
 		words = append(words, gvk.GroupVersion().String(), gvk.Kind)
@@ -295,16 +300,37 @@ func keepNamespaceLabels(obj any) (any, error) {
 	return obj, nil
 }
 
-// keepPoolMember is the cache transform of Pods: what tells whether a pod is a member of a
-// Memcached's pool (its labels, its deletion and its phase), and nothing of its spec.
-func keepPoolMember(obj any) (any, error) {
-	if pod, ok := obj.(*corev1.Pod); ok {
-		return &corev1.Pod{ObjectMeta: skeleton(pod), Status: corev1.PodStatus{Phase: pod.Status.Phase}}, nil
+// keepPod is the cache transform of Pods: what tells whether a pod is a member of a
+// Memcached's pool (its labels, its deletion and its phase), its controller (the ReplicaSet, which
+// tells the pods of the Deployment's current template), and nothing of its spec. Of its
+// containers' statuses it keeps only that of a container that cannot start (status.CannotStart),
+// as one entry of containerStatuses (an init container's too): its name, and the reason and message
+// the kubelet waits with, the message cut to maxKeptWaitingMessage. A pod whose containers can all
+// start keeps none.
+func keepPod(obj any) (any, error) {
+	pod, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
 	}
-	return obj, nil
+	kept := &corev1.Pod{ObjectMeta: skeleton(pod), Status: corev1.PodStatus{Phase: pod.Status.Phase}}
+	if c := status.CannotStart(pod); c != nil {
+		kept.Status.ContainerStatuses = []corev1.ContainerStatus{{
+			Name: c.Name,
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{
+				Reason:  c.State.Waiting.Reason,
+				Message: message.Truncate(c.State.Waiting.Message, maxKeptWaitingMessage),
+			}},
+		}}
+	}
+	return kept, nil
 }
 
-// keptLabels are the labels by which the Memcached controller maps its pool's pods.
+// maxKeptWaitingMessage is the most bytes of a kubelet's message about a container that cannot
+// start that the cache keeps: a pull error quoting the image and the registry's answer fits in
+// it, and a status written by another hand costs no more.
+const maxKeptWaitingMessage = 1024
+
+// keptLabels are the labels by which the controllers map their pods.
 var keptLabels = []string{resources.LabelName, resources.LabelInstance, resources.LabelManagedBy}
 
 // skeleton is obj's identity and the labels of keptLabels it carries.

@@ -250,29 +250,101 @@ func TestTheCacheKeepsOfCustomResourcesAndNamespacesWhatIsRead(t *testing.T) {
 	}
 }
 
-func TestTheCacheKeepsOfAPodItsNameLabelsAndPhase(t *testing.T) {
+func TestTheCacheKeepsOfAPodItsNameLabelsPhaseAndControllerAndOfAContainerThatCannotStartWhy(t *testing.T) {
 	deleted := metav1.Now()
-	got, err := keepPoolMember(&corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "cache-1", Namespace: "ns", DeletionTimestamp: &deleted,
-			Labels:      map[string]string{resources.LabelName: "memcached", resources.LabelInstance: "cache", "pod-template-hash": "abc"},
-			Annotations: map[string]string{"padding": "x"},
-		},
-		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"},
-	})
-	if err != nil {
-		t.Fatal(err)
+	replicaSet := metav1.OwnerReference{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: "cache-7c9", UID: "rs1", Controller: ptr.To(true)}
+	meta := metav1.ObjectMeta{
+		Name: "cache-7c9-aa", Namespace: "ns", UID: "p1", ResourceVersion: "9",
+		Labels:          map[string]string{resources.LabelName: "memcached", resources.LabelInstance: "cache", "pod-template-hash": "7c9"},
+		Annotations:     map[string]string{"padding": "x"},
+		OwnerReferences: []metav1.OwnerReference{replicaSet, {APIVersion: "v1", Kind: "ConfigMap", Name: "other", UID: "c1"}},
 	}
-	want := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "cache-1", Namespace: "ns", DeletionTimestamp: &deleted,
-			Labels: map[string]string{resources.LabelName: "memcached", resources.LabelInstance: "cache"},
-		},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	keptMeta := metav1.ObjectMeta{
+		Name: "cache-7c9-aa", Namespace: "ns", UID: "p1", ResourceVersion: "9",
+		Labels:          map[string]string{resources.LabelName: "memcached", resources.LabelInstance: "cache"},
+		OwnerReferences: []metav1.OwnerReference{replicaSet},
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("keepPoolMember() (-want +got):\n%s", diff)
+	running := corev1.ContainerStatus{Name: "exporter", Ready: true, Image: "exporter:1", ImageID: "sha256:abc",
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: deleted}}}
+	waiting := func(name, reason, message string) corev1.ContainerStatus {
+		return corev1.ContainerStatus{Name: name, Image: "registry.example.test/memcached:1",
+			State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: message}}}
+	}
+	const backOff = `Back-off pulling image "registry.example.test/memcached:1": ErrImagePull: no basic auth credentials`
+	long := strings.Repeat("x", 5000)
+	tests := []struct {
+		name   string
+		meta   func(*metav1.ObjectMeta)
+		status corev1.PodStatus
+		want   corev1.PodStatus
+	}{
+		{
+			name: "running: no container status",
+			status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1",
+				Conditions:        []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+				ContainerStatuses: []corev1.ContainerStatus{running}},
+			want: corev1.PodStatus{Phase: corev1.PodRunning},
+		},
+		{
+			name: "starting: waiting to be created is no failure",
+			status: corev1.PodStatus{Phase: corev1.PodPending,
+				ContainerStatuses: []corev1.ContainerStatus{waiting("memcached", "ContainerCreating", "")}},
+			want: corev1.PodStatus{Phase: corev1.PodPending},
+		},
+		{
+			name: "crash looping: the Deployment's deadline says it",
+			status: corev1.PodStatus{Phase: corev1.PodRunning,
+				ContainerStatuses: []corev1.ContainerStatus{waiting("memcached", "CrashLoopBackOff", "back-off 5m0s restarting failed container")}},
+			want: corev1.PodStatus{Phase: corev1.PodRunning},
+		},
+		{
+			name: "an image that cannot be pulled: that container's name and why, and nothing of the others",
+			status: corev1.PodStatus{Phase: corev1.PodPending, Message: "padding",
+				ContainerStatuses: []corev1.ContainerStatus{running, waiting("memcached", "ImagePullBackOff", backOff)}},
+			want: corev1.PodStatus{Phase: corev1.PodPending,
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "memcached", State: corev1.ContainerState{
+					Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: backOff}}}}},
+		},
+		{
+			name: "an init container first, its message cut",
+			status: corev1.PodStatus{Phase: corev1.PodPending,
+				InitContainerStatuses: []corev1.ContainerStatus{waiting("setup", "CreateContainerConfigError", long)},
+				ContainerStatuses:     []corev1.ContainerStatus{waiting("memcached", "ErrImagePull", backOff)}},
+			want: corev1.PodStatus{Phase: corev1.PodPending,
+				ContainerStatuses: []corev1.ContainerStatus{{Name: "setup", State: corev1.ContainerState{
+					Waiting: &corev1.ContainerStateWaiting{Reason: "CreateContainerConfigError", Message: strings.Repeat("x", 995) + "… and 4005 more bytes"}}}}},
+		},
+		{
+			name: "terminating: its containers no longer start",
+			meta: func(m *metav1.ObjectMeta) { m.DeletionTimestamp = &deleted },
+			status: corev1.PodStatus{Phase: corev1.PodPending,
+				ContainerStatuses: []corev1.ContainerStatus{waiting("memcached", "ImagePullBackOff", backOff)}},
+			want: corev1.PodStatus{Phase: corev1.PodPending},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in, want := &corev1.Pod{ObjectMeta: *meta.DeepCopy(), Status: tt.status,
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "memcached"}}}}, &corev1.Pod{ObjectMeta: *keptMeta.DeepCopy(), Status: tt.want}
+			if tt.meta != nil {
+				tt.meta(&in.ObjectMeta)
+				tt.meta(&want.ObjectMeta)
+			}
+			got, err := keepPod(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("keepPod() (-want +got):\n%s", diff)
+			}
+			twice, err := keepPod(got.(*corev1.Pod).DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(got, twice); diff != "" {
+				t.Errorf("transformed again (-once +twice):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -28,6 +28,12 @@ const (
 	welcomeUID = 65532
 )
 
+// WelcomeSelector is the label selector of a Welcome's pods: the Deployment's and the Service's
+// selector.
+func WelcomeSelector(name string) map[string]string {
+	return selectorLabels(WelcomeApp, name)
+}
+
 // WelcomeImage is the image a Welcome's web server runs: spec.image, or defaultImage when it is
 // empty.
 func WelcomeImage(w *authv1alpha1.Welcome, defaultImage string) string {
@@ -66,7 +72,7 @@ func WelcomeDeployment(w *authv1alpha1.Welcome, image string) *appsv1ac.Deployme
 		WithLabels(objectLabels(WelcomeApp, w.Name)).
 		WithSpec(appsv1ac.DeploymentSpec().
 			WithReplicas(*w.Spec.Replicas).
-			WithSelector(metaLabelSelector(selectorLabels(WelcomeApp, w.Name))).
+			WithSelector(metaLabelSelector(WelcomeSelector(w.Name))).
 			WithTemplate(corev1ac.PodTemplateSpec().
 				WithLabels(objectLabels(WelcomeApp, w.Name)).
 				WithSpec(corev1ac.PodSpec().
@@ -84,7 +90,7 @@ func WelcomeService(w *authv1alpha1.Welcome) *corev1ac.ServiceApplyConfiguration
 		WithLabels(objectLabels(WelcomeApp, w.Name)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(w.Spec.ServiceType).
-			WithSelector(selectorLabels(WelcomeApp, w.Name)).
+			WithSelector(WelcomeSelector(w.Name)).
 			WithPorts(corev1ac.ServicePort().
 				WithName(WelcomePortName).
 				WithProtocol(corev1.ProtocolTCP).

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"fmt"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -345,6 +346,61 @@ var _ = Describe("DeployObject controller", func() {
 				condition(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation),
 			))
 		}).Should(Succeed())
+	})
+
+	It("is Stalled with the pull error while its pod cannot pull a private image, and rolls out once imagePullSecrets are added", func(ctx SpecContext) {
+		d := newDeployObject(ns, "private", "ghcr.io/team/shop:2.4.1", httpPort(8080))
+		d.Spec.Replicas = ptr.To[int32](1)
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		key := client.ObjectKeyFromObject(d)
+		conditionsOf := func(g Gomega) []metav1.Condition {
+			got := &appv1.DeployObject{}
+			g.Expect(k8s.Get(ctx, key, got)).To(Succeed())
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+			return got.Status.Conditions
+		}
+
+		By("being Stalled, and neither Ready nor Reconciling, while the kubelet cannot pull the image, with its message")
+		first := podOf(ctx, replicaSetOf(ctx, key, 1), "x2x7q")
+		setDeploymentStatus(ctx, key, 1, 1, 0)
+		backOff := pullBackOff(first)
+		setContainerState(ctx, first, backOff)
+		want := fmt.Sprintf("pod %s, container %s: ImagePullBackOff: %s", first.Name, first.Spec.Containers[0].Name, backOff.Message)
+		stalled := func(conditionType string, status metav1.ConditionStatus) OmegaMatcher {
+			return MatchFields(IgnoreExtras, Fields{"Type": Equal(conditionType), "Status": Equal(status),
+				"Reason": Equal(conditions.ReasonContainerCannotStart), "Message": Equal(want)})
+		}
+		Eventually(conditionsOf).WithContext(ctx).Should(ContainElements(
+			stalled(conditions.Stalled, metav1.ConditionTrue),
+			stalled(conditions.Ready, metav1.ConditionFalse),
+			stalled(conditions.Reconciling, metav1.ConditionFalse),
+		))
+
+		By("adding imagePullSecrets: the pod of the old template, which still cannot pull, holds nothing back")
+		edit(ctx, d, func(d *appv1.DeployObject) {
+			d.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry-credentials"}}
+		})
+		Eventually(func(g Gomega) {
+			g.Expect(getDeployment(g, ctx, "private").Spec.Template.Spec.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: "registry-credentials"}))
+		}).Should(Succeed())
+		second := podOf(ctx, replicaSetOf(ctx, key, 2), "k8v2m")
+		setDeploymentStatus(ctx, key, 2, 1, 0)
+		// The old pod backs off again, which the controller looks at, with the new ReplicaSet there.
+		setContainerState(ctx, first, &corev1.ContainerStateWaiting{Reason: "ErrImagePull", Message: "no basic auth credentials"})
+		notStalled := ContainElements(
+			condition(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, d.Generation),
+			condition(conditions.Reconciling, metav1.ConditionTrue, conditions.ReasonReconciling, d.Generation),
+		)
+		Eventually(conditionsOf).WithContext(ctx).Should(notStalled)
+		Consistently(conditionsOf).WithContext(ctx).WithTimeout(time.Second).WithPolling(100 * time.Millisecond).Should(notStalled)
+
+		By("being Ready once the new pod runs and the old one is gone")
+		setContainerState(ctx, second, nil)
+		setDeploymentStatus(ctx, key, 1, 1, 1)
+		Eventually(conditionsOf).WithContext(ctx).Should(ContainElements(
+			condition(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, d.Generation),
+			condition(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, d.Generation),
+		))
 	})
 
 	It("does not roll out a stored spec that breaks the rules, and says why", Serial, func(ctx SpecContext) {

@@ -2,6 +2,8 @@ package integration
 
 import (
 	"fmt"
+	"maps"
+	"strconv"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -150,6 +152,77 @@ func rollOut(ctx SpecContext, k gitopsKind, key types.NamespacedName) {
 	expectVerdict(ctx, k.gvk, key, "rolled out", status.CurrentStatus, "Resource is Ready")
 }
 
+// replicaSetOf creates the ReplicaSet of the given revision that the Deployment controller, which
+// envtest does not run, would make for the current template of the Deployment of key.
+func replicaSetOf(ctx SpecContext, key types.NamespacedName, revision int) *appsv1.ReplicaSet {
+	GinkgoHelper()
+	dep := &appsv1.Deployment{}
+	Eventually(func() error { return k8s.Get(ctx, key, dep) }).WithContext(ctx).Should(Succeed())
+	hash := fmt.Sprintf("%dc9f7b5d%d", revision, dep.Generation)
+	withHash := func(l map[string]string) map[string]string {
+		l = maps.Clone(l)
+		l[appsv1.DefaultDeploymentUniqueLabelKey] = hash
+		return l
+	}
+	template := *dep.Spec.Template.DeepCopy()
+	template.Labels = withHash(template.Labels)
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: key.Namespace, Name: key.Name + "-" + hash, Labels: template.Labels,
+			Annotations:     map[string]string{"deployment.kubernetes.io/revision": strconv.Itoa(revision)},
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(dep, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
+		},
+		Spec: appsv1.ReplicaSetSpec{
+			Replicas: dep.Spec.Replicas, Selector: &metav1.LabelSelector{MatchLabels: withHash(dep.Spec.Selector.MatchLabels)}, Template: template,
+		},
+	}
+	Expect(k8s.Create(ctx, rs)).To(Succeed())
+	return rs
+}
+
+// podOf creates a pod of rs, as the ReplicaSet controller would, that no kubelet has reported on.
+func podOf(ctx SpecContext, rs *appsv1.ReplicaSet, suffix string) *corev1.Pod {
+	GinkgoHelper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: rs.Namespace, Name: rs.Name + "-" + suffix, Labels: rs.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rs, appsv1.SchemeGroupVersion.WithKind("ReplicaSet"))},
+		},
+		Spec: *rs.Spec.Template.Spec.DeepCopy(),
+	}
+	Expect(k8s.Create(ctx, pod)).To(Succeed())
+	return pod
+}
+
+// setContainerState writes the status the kubelet would write of pod's container: waiting, or
+// running and ready when waiting is nil.
+func setContainerState(ctx SpecContext, pod *corev1.Pod, waiting *corev1.ContainerStateWaiting) {
+	GinkgoHelper()
+	c := pod.Spec.Containers[0]
+	st := corev1.ContainerStatus{Name: c.Name, Image: c.Image, State: corev1.ContainerState{Waiting: waiting}}
+	phase, ready := corev1.PodPending, corev1.ConditionFalse
+	if waiting == nil {
+		st.State.Running = &corev1.ContainerStateRunning{StartedAt: metav1.Now()}
+		st.Ready, phase, ready = true, corev1.PodRunning, corev1.ConditionTrue
+	}
+	Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), pod)).To(Succeed())
+		pod.Status = corev1.PodStatus{Phase: phase, ContainerStatuses: []corev1.ContainerStatus{st},
+			Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: ready}}}
+		g.Expect(k8s.Status().Update(ctx, pod)).To(Succeed())
+	}).WithContext(ctx).Should(Succeed())
+}
+
+// pullBackOff is how the kubelet says it backs off pulling the image of pod's container from a
+// registry that asks for credentials the pod does not have.
+func pullBackOff(pod *corev1.Pod) *corev1.ContainerStateWaiting {
+	image := pod.Spec.Containers[0].Image
+	return &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff", Message: fmt.Sprintf(
+		"Back-off pulling image %q: ErrImagePull: failed to pull and unpack image %q: failed to resolve reference %q: "+
+			"pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials",
+		image, image, image)}
+}
+
 var _ = Describe("What kstatus and Argo CD make of the status", func() {
 	var ns string
 	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
@@ -232,6 +305,31 @@ var _ = Describe("What kstatus and Argo CD make of the status", func() {
 				expectVerdictStays(ctx, k.gvk, key, "RolloutFailed", status.FailedStatus)
 
 				// Then the pods turn ready after all, and the status no longer reports the deadline.
+				rollOut(ctx, k, key)
+			})
+
+			It("is Failed while a pod of its current template cannot pull its image, with the kubelet's message, and Current once the pod pulls it", func(ctx SpecContext) {
+				u := asUnstructured(k.valid(ns, "pull"), k.gvk)
+				Expect(k8s.Create(ctx, u)).To(Succeed())
+				key := client.ObjectKeyFromObject(u)
+				expectVerdict(ctx, k.gvk, key, "applied, no pod yet", status.InProgressStatus, "rolling out 2 replicas")
+				rs := replicaSetOf(ctx, key, 1)
+				running, pulling := podOf(ctx, rs, "aaaaa"), podOf(ctx, rs, "bbbbb")
+				setContainerState(ctx, running, nil)
+				setDeploymentStatus(ctx, key, 2, 2, 1)
+				expectVerdict(ctx, k.gvk, key, "one of two replicas available", status.InProgressStatus, "rolling out 2 replicas: 2 running, 2 updated, 1 available")
+
+				By("being Failed as soon as the kubelet cannot pull the image, long before the Deployment's progress deadline")
+				backOff := pullBackOff(pulling)
+				setContainerState(ctx, pulling, backOff)
+				want := fmt.Sprintf("pod %s, container %s: ImagePullBackOff: %s", pulling.Name, pulling.Spec.Containers[0].Name, backOff.Message)
+				expectVerdict(ctx, k.gvk, key, "ContainerCannotStart", status.FailedStatus, want)
+				Expect(verdictOf(Default, ctx, k.gvk, key)).To(HaveField("ArgoCDMessage", Equal("ContainerCannotStart: "+want)))
+				expectVerdictStays(ctx, k.gvk, key, "ContainerCannotStart", status.FailedStatus)
+
+				By("being InProgress once the pod has pulled its image, and Current once the rollout completes")
+				setContainerState(ctx, pulling, nil)
+				expectVerdict(ctx, k.gvk, key, "ContainerCannotStart resolved", status.InProgressStatus, "rolling out 2 replicas: 2 running, 2 updated, 1 available")
 				rollOut(ctx, k, key)
 			})
 

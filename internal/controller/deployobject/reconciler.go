@@ -40,6 +40,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=app.seedlabs.dev,resources=deployobjects/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile applies the Deployment and Service a DeployObject asks for and records what they
@@ -97,7 +99,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	children.RecordCreated(r.Recorder, d, fmt.Sprintf("%s running %s with %s", d.Name, desired.Spec.Image, message.Replicas(*desired.Spec.Replicas)),
 		fmt.Sprintf("%s on ports %s", d.Name, portList(desired.Spec.Ports)))
 
-	rollout := status.RolloutOf(deployment)
+	rollout, err := status.ObserveRollout(ctx, r.Client, r.APIReader, deployment, resources.DeployObjectSelector(d.Name))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	mirrorDeploymentStatus(d, rollout.Status)
 	status.SetRollout(d, rollout)
 	return ctrl.Result{}, nil
@@ -116,13 +121,14 @@ func portList(ports []corev1.ServicePort) string {
 }
 
 // SetupWithManager registers the controller. A DeployObject is reconciled when its generation
-// changes, which covers every spec change, and when its Deployment or Service changes, so that
-// drift is put back and the status follows the rollout.
+// changes, which covers every spec change, when its Deployment or Service changes, so that drift
+// is put back and the status follows the rollout, and when one of its pods turns unable to start
+// a container or able again.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).
+	b := controller.WatchPods(ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&appv1.DeployObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{})
+		Owns(&corev1.Service{}), resources.DeployObjectApp)
 	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &appv1.DeployObjectList{}).Complete(r)
 }

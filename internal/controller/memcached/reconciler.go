@@ -9,16 +9,13 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
@@ -49,6 +46,7 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile applies the Deployment and Service a Memcached asks for and records what they report.
@@ -99,7 +97,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	current.RecordCreated(r.Recorder, m, fmt.Sprintf("%s with %d memcached instances", m.Name, *desired.Spec.Size),
 		fmt.Sprintf("%s on port %d", m.Name, *desired.Spec.ContainerPort))
 
-	rollout := status.RolloutOf(deployment)
+	rollout, err := status.ObserveRollout(ctx, r.Client, r.APIReader, deployment, resources.MemcachedSelector(m.Name))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	setPoolStatus(m, rollout.Status.Replicas, current.pods)
 	status.SetRollout(m, rollout)
 	return ctrl.Result{}, nil
@@ -165,26 +166,14 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, m *cachev1alpha1.Memca
 // the deletion of an object that still carries an earlier version's finalizer (the API server
 // bumps metadata.generation when it sets deletionTimestamp on an object with finalizers); when its Deployment or Service changes, so drift is put back and the status
 // follows the rollout; and when one of its pods comes, goes or stops being a member of the pool,
-// so status.nodes follows the pods.
+// so status.nodes follows the pods, or turns unable to start a container or able again.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).
+	b := controller.WatchPods(ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(memcachedOfPod),
-			builder.WithPredicates(poolMembershipChanged()))
+		Owns(&corev1.Service{}), resources.MemcachedApp, poolMembershipChanged())
 	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &cachev1alpha1.MemcachedList{}).Complete(r)
-}
-
-// memcachedOfPod maps a memcached pod to the Memcached it runs for, by its instance label.
-func memcachedOfPod(_ context.Context, pod client.Object) []reconcile.Request {
-	l := pod.GetLabels()
-	name := l[resources.LabelInstance]
-	if l[resources.LabelName] != resources.MemcachedApp || l[resources.LabelManagedBy] != resources.ManagedBy || name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: name}}}
 }
 
 // poolMembershipChanged passes pod creations and deletions, and the updates that can change

@@ -284,33 +284,6 @@ func TestReconcileApplyFailure(t *testing.T) {
 	}
 }
 
-func TestMemcachedOfPod(t *testing.T) {
-	podWith := func(labels map[string]string) *corev1.Pod {
-		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cache-7c9-aa", Namespace: "demo", Labels: labels}}
-	}
-	ours := func(app, instance string) map[string]string {
-		return map[string]string{resources.LabelName: app, resources.LabelInstance: instance, resources.LabelManagedBy: resources.ManagedBy}
-	}
-	tests := []struct {
-		name string
-		pod  *corev1.Pod
-		want []reconcile.Request
-	}{
-		{name: "a memcached pod", pod: podWith(ours("memcached", "cache")), want: []reconcile.Request{{NamespacedName: key}}},
-		{name: "a Welcome pod", pod: podWith(ours("welcome", "cache")), want: nil},
-		{name: "no instance label", pod: podWith(ours("memcached", "")), want: nil},
-		{name: "not managed by the operator", pod: podWith(map[string]string{resources.LabelName: "memcached", resources.LabelInstance: "cache"}), want: nil},
-		{name: "no labels", pod: podWith(nil), want: nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if got := memcachedOfPod(context.Background(), tt.pod); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("memcachedOfPod() = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestPoolMembershipChanged(t *testing.T) {
 	running := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "cache-7c9-aa", Namespace: "demo", Labels: map[string]string{resources.LabelInstance: "cache"}},

@@ -39,6 +39,8 @@ type Reconciler struct {
 // +kubebuilder:rbac:groups=auth.seedlabs.dev,resources=welcomes/finalizers,verbs=update
 // +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=list
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile applies the Deployment and Service a Welcome asks for and records what they report.
@@ -82,17 +84,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	children.RecordCreated(r.Recorder, w, fmt.Sprintf("%s running %s with %s", w.Name, resources.WelcomeImage(desired, r.Image), message.Replicas(*desired.Spec.Replicas)),
 		fmt.Sprintf("%s of type %s on port %d", w.Name, desired.Spec.ServiceType, *desired.Spec.Port))
 
-	setRolloutStatus(w, desired, deployment, service)
+	rollout, err := status.ObserveRollout(ctx, r.Client, r.APIReader, deployment, resources.WelcomeSelector(w.Name))
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	setRolloutStatus(w, desired, rollout, service)
 	return ctrl.Result{}, nil
 }
 
-// SetupWithManager registers the controller: it reconciles a Welcome when its spec changes and
-// when its Deployment or Service changes, so drift is put back.
+// SetupWithManager registers the controller: it reconciles a Welcome when its spec changes, when
+// its Deployment or Service changes, so drift is put back, and when one of its pods turns unable
+// to start a container or able again.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	b := ctrl.NewControllerManagedBy(mgr).
+	b := controller.WatchPods(ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
 		For(&authv1alpha1.Welcome{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
-		Owns(&corev1.Service{})
+		Owns(&corev1.Service{}), resources.WelcomeApp)
 	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &authv1alpha1.WelcomeList{}).Complete(r)
 }

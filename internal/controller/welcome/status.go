@@ -1,7 +1,6 @@
 package welcome
 
 import (
-	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -12,8 +11,7 @@ import (
 
 // setRolloutStatus records in w's status the rollout of the applied Deployment and where the
 // applied Service answers. desired is w with defaults applied.
-func setRolloutStatus(w, desired *authv1alpha1.Welcome, dep *appsv1ac.DeploymentApplyConfiguration, svc *corev1ac.ServiceApplyConfiguration) {
-	r := status.RolloutOf(dep)
+func setRolloutStatus(w, desired *authv1alpha1.Welcome, r status.Rollout, svc *corev1ac.ServiceApplyConfiguration) {
 	w.Status.ReadyReplicas = r.Status.ReadyReplicas
 	w.Status.ServiceURL = resources.WelcomeServiceURL(w.Name, w.Namespace, *desired.Spec.Port, nodePortOf(svc))
 	status.SetRollout(w, r)

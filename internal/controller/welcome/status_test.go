@@ -14,6 +14,7 @@ import (
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
+	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/conditiontest"
 )
@@ -158,7 +159,7 @@ func TestSetRolloutStatus(t *testing.T) {
 			desired.Spec.Replicas = ptr.To[int32](2)
 			desired.Spec.ServiceType = corev1.ServiceTypeNodePort
 
-			setRolloutStatus(w, desired, tt.dep, tt.svc)
+			setRolloutStatus(w, desired, status.RolloutOf(tt.dep), tt.svc)
 
 			if w.Status.ObservedGeneration != gen {
 				t.Errorf("status.observedGeneration = %d, want %d", w.Status.ObservedGeneration, gen)

@@ -21,6 +21,9 @@ type Rollout struct {
 	Generation int64
 	// Status is the Deployment's status as the Deployment controller last wrote it.
 	Status appsv1.DeploymentStatus
+	// PodFailure is why a pod of the Deployment's current template cannot start a container, as
+	// ObserveRollout reads it from the pods, or "".
+	PodFailure string
 }
 
 // RolloutOf reads a Deployment's rollout from the object the API server returned on apply:
@@ -89,13 +92,19 @@ func (r Rollout) Complete() bool {
 
 // SetRollout records that obj's generation is applied, once its Deployment and Service both
 // are, and sets Ready, Reconciling and Stalled from the rollout of the Deployment: Stalled while
-// the Deployment reports a failure (and Ready False with the same reason), Ready once the rollout
-// is complete, Reconciling until then.
+// a pod of the current template cannot start (ContainerCannotStart) or the Deployment reports a
+// failure (RolloutFailed), and Ready False with the same reason; Ready once the rollout is
+// complete, Reconciling until then.
 func SetRollout(obj Object, r Rollout) {
 	obj.SetObservedGeneration(obj.GetGeneration())
 	DropRetired(obj)
 	available := r.Status.AvailableReplicas
-	failure := r.Failure()
+	// A pod's failure first: it says why, where the Deployment's progress deadline says only that
+	// the rollout has not progressed.
+	reason, failure := conditions.ReasonContainerCannotStart, r.PodFailure
+	if failure == "" {
+		reason, failure = conditions.ReasonRolloutFailed, r.Failure()
+	}
 	complete := failure == "" && r.Complete()
 	switch {
 	case complete && r.Desired == 0:
@@ -105,7 +114,7 @@ func SetRollout(obj Object, r Rollout) {
 			fmt.Sprintf("%d of %s available", available, message.Replicas(r.Desired)))
 	case failure != "":
 		// The reason of Stalled, as for a spec that is not applied: kubectl get shows it.
-		Set(obj, conditions.Ready, metav1.ConditionFalse, conditions.ReasonRolloutFailed, failure)
+		Set(obj, conditions.Ready, metav1.ConditionFalse, reason, failure)
 	case available < r.Desired:
 		Set(obj, conditions.Ready, metav1.ConditionFalse, conditions.ReasonReplicasUnavailable,
 			fmt.Sprintf("%d of %s available", available, message.Replicas(r.Desired)))
@@ -119,8 +128,8 @@ func SetRollout(obj Object, r Rollout) {
 
 	switch {
 	case failure != "":
-		Set(obj, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolloutFailed, failure)
-		Set(obj, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonRolloutFailed, failure)
+		Set(obj, conditions.Reconciling, metav1.ConditionFalse, reason, failure)
+		Set(obj, conditions.Stalled, metav1.ConditionTrue, reason, failure)
 		return
 	case complete:
 		Set(obj, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut,

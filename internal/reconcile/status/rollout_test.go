@@ -71,6 +71,7 @@ const (
 	deadlineMessage   = `ReplicaSet "shop-6b7d9c8f5" has timed out progressing.`
 	quotaMessage      = `pods "shop-6b7d9c8f5-" is forbidden: exceeded quota: compute, requested: memory=128Mi, used: memory=1Gi, limited: memory=1Gi`
 	progressedMessage = `ReplicaSet "shop-6b7d9c8f5" has successfully progressed.`
+	pullFailure       = `pod shop-6b7d9c8f5-x2x7q, container shop: ImagePullBackOff: Back-off pulling image "registry.example.test/team/shop:2.4.1": ErrImagePull: no basic auth credentials`
 )
 
 func TestRolloutOf(t *testing.T) {
@@ -246,6 +247,16 @@ func TestSetRollout(t *testing.T) {
 		}
 	}
 
+	// cannotStart are the three conditions of a rollout one of whose pods cannot start, each
+	// saying message.
+	cannotStart := func(message string) []metav1.Condition {
+		return []metav1.Condition{
+			cond(conditions.Ready, metav1.ConditionFalse, conditions.ReasonContainerCannotStart, message, gen),
+			cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonContainerCannotStart, message, gen),
+			cond(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonContainerCannotStart, message, gen),
+		}
+	}
+
 	tests := []struct {
 		name  string
 		prior []metav1.Condition
@@ -352,6 +363,27 @@ func TestSetRollout(t *testing.T) {
 			r: Rollout{Desired: 2, Generation: 2, Status: failed(counts(2, 2, 2, 2),
 				deploymentCondition(appsv1.DeploymentReplicaFailure, corev1.ConditionTrue, "FailedCreate", quotaMessage))},
 			want: rolloutFailed("FailedCreate: " + quotaMessage),
+		},
+		{
+			name: "a pod that cannot pull its image, within the progress deadline",
+			r:    Rollout{Desired: 2, Generation: 2, Status: counts(2, 2, 2, 1), PodFailure: pullFailure},
+			want: cannotStart(pullFailure),
+		},
+		{
+			name: "a pod that cannot pull its image, past the progress deadline: the pod says why",
+			r: Rollout{Desired: 2, Generation: 2, PodFailure: pullFailure, Status: failed(counts(2, 2, 2, 1),
+				deploymentCondition(appsv1.DeploymentProgressing, corev1.ConditionFalse, "ProgressDeadlineExceeded", deadlineMessage))},
+			want: cannotStart(pullFailure),
+		},
+		{
+			name:  "the pod pulls its image: Stalled clears",
+			prior: cannotStart(pullFailure),
+			r:     Rollout{Desired: 2, Generation: 2, Status: counts(2, 2, 2, 2)},
+			want: []metav1.Condition{
+				cond(conditions.Ready, metav1.ConditionTrue, conditions.ReasonRolledOut, "2 of 2 replicas available", gen),
+				cond(conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonRolledOut, "the Deployment runs the current spec with 2 replicas", gen),
+				notStalled,
+			},
 		},
 		{
 			name: "the deadline of the old image is not held against the fixed one",

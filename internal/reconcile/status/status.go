@@ -1,7 +1,7 @@
 // Package status is how every controller reports on its object the same way: conditions set for
 // the object's generation (as cluster-api's util/conditions), the Ready, Reconciling and Stalled
-// conditions a Deployment's rollout implies, those and the Events of a spec that is not applied,
-// and one status patch however a reconcile ends (as the deferred patch of cluster-api's
+// conditions a Deployment's rollout and its pods imply, those and the Events of a spec that is not
+// applied, and one status patch however a reconcile ends (as the deferred patch of cluster-api's
 // MachineSet controller).
 package status
 
