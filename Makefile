@@ -28,6 +28,9 @@ HELM_VERSION             ?= v4.3.1
 # Helm 3, as Argo CD and Flux render charts with it, is built by test/tools/helm3 (the newest 3.x
 # the module proxy serves; test/deploy holds them equal and renders the chart with both).
 HELM3_VERSION            ?= v3.22.0
+# cosign, with which make release and make publish sign a release, is built by test/tools/cosign,
+# whose go.mod requires this version (test/deploy holds them equal).
+COSIGN_VERSION           ?= v3.1.3
 # promtool is built by test/tools/prometheus, whose go.mod requires this version of
 # github.com/prometheus/prometheus (test/deploy holds them equal): Prometheus v3.Y.Z is the Go
 # module v0.3YY.Z.
@@ -39,6 +42,7 @@ GOLANGCI_LINT  ?= $(LOCALBIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
 HELM           ?= $(LOCALBIN)/helm-$(HELM_VERSION)
 HELM3          ?= $(LOCALBIN)/helm-$(HELM3_VERSION)
 PROMTOOL       ?= $(LOCALBIN)/promtool-$(PROMETHEUS_VERSION)
+COSIGN         ?= $(LOCALBIN)/cosign-$(COSIGN_VERSION)
 
 # The Helm chart. Its templates read what controller-gen generates and the static objects of
 # config/ from $(CHART_DIR)/files, which make manifests copies there.
@@ -306,23 +310,45 @@ installer: $(KUSTOMIZE)
 #   webhook-operator-X.Y.Z.tgz                    the Helm chart, images by digest
 #   kubectl-webhook_operator_OS_ARCH.tar.gz       the kubectl plugin for PLUGIN_PLATFORMS, with the LICENSE
 #   webhook-operator.krew.yaml                    the plugin's krew manifest
+#   webhook-operator.cdx.json, welcome-web.cdx.json  each image's SBOM (CycloneDX, from its binary's build information)
+#   provenance.json                               the release's SLSA v1 provenance (what was built, from which commit, by whom)
 #   checksums.txt                                 sha256 of each file above
-# It tags nothing and pushes nothing (make publish pushes); docs/release.md says what follows.
+# With SIGNING_KEY (a cosign private key; its password in COSIGN_PASSWORD) it signs the chart and
+# checksums.txt (webhook-operator-X.Y.Z.tgz.sigstore.json, checksums.txt.sigstore.json), and make
+# publish SIGNING_KEY=… signs the images and attaches their SBOMs and the provenance as signed
+# in-toto attestations. It tags nothing and pushes nothing (make publish pushes); docs/release.md
+# says what follows.
 RELEASE_DIR      ?= dist/release
 PLUGIN_PLATFORMS ?= linux/amd64 linux/arm64 darwin/amd64 darwin/arm64
 RELEASE_URL      ?= https://github.com/seedlabs/webhook-operator/releases/download/$(VERSION)
 # The time every file of the chart's archive carries, so the same commit packages the same bytes.
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+# BUILDER_ID names who ran make release in its provenance: a CI run's URL. By default, a person's
+# make release, which docs/release.md describes.
+BUILDER_ID       ?= https://github.com/seedlabs/webhook-operator/blob/main/docs/release.md\#who-built-it
+SIGNING_KEY      ?=
+# cosign_offline writes into the directory $(1) a signing configuration and a trusted root that
+# name no service: cosign then signs with SIGNING_KEY alone, with no transparency log, certificate
+# authority or timestamp authority, none of which this project can reach (keyless signing is CI's
+# way, docs/release.md); cosign_sign are the flags that sign so.
+cosign_offline = $(COSIGN) signing-config create --out $(1)/signing-config.json >/dev/null && \
+                 $(COSIGN) trusted-root create --out $(1)/trusted-root.json >/dev/null
+cosign_sign    = --key $(SIGNING_KEY) --signing-config $(1)/signing-config.json --trusted-root $(1)/trusted-root.json --yes
 # layout_digest is the digest of the image index in the OCI layout $(1).
 layout_digest = $$(grep -o '"digest": *"sha256:[0-9a-f]*"' $(1)/index.json | head -1 | grep -o 'sha256:[0-9a-f]*')
 
 .PHONY: release
-release: $(KUSTOMIZE) $(HELM) ## Build the release VERSION=vX.Y.Z into RELEASE_DIR: images, install.yaml by digest, the chart, the kubectl plugin, krew manifest, checksums.
+release: $(KUSTOMIZE) $(HELM) $(if $(SIGNING_KEY),$(COSIGN)) ## Build the release VERSION=vX.Y.Z into RELEASE_DIR: images, install.yaml by digest, the chart, the kubectl plugin, krew manifest, SBOMs, provenance, checksums; SIGNING_KEY signs.
 	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || { echo "VERSION=$(VERSION) is not a version vX.Y.Z[-pre]"; exit 1; }
 	@case "$(abspath $(CHART_DIR))/" in "$(abspath $(RELEASE_DIR))"/*) \
 		echo "RELEASE_DIR=$(RELEASE_DIR) holds $(CHART_DIR), which make release would delete; name a directory of its own"; exit 1;; esac
 	rm -rf $(RELEASE_DIR) && mkdir -p $(RELEASE_DIR)
 	$(MAKE) --no-print-directory images VERSION=$(VERSION) IMAGES_DIR=$(abspath $(RELEASE_DIR))/images
+	binaries=$(RELEASE_DIR)/images/$(subst /,-,$(firstword $(PLATFORMS))) && \
+	go run ./cmd/release-attest sbom --binary $$binaries/manager --version $(VERSION) --created $(SOURCE_DATE_EPOCH) --out $(RELEASE_DIR)/webhook-operator.cdx.json && \
+	go run ./cmd/release-attest sbom --binary $$binaries/welcome-web --version $(VERSION) --created $(SOURCE_DATE_EPOCH) --out $(RELEASE_DIR)/welcome-web.cdx.json
+	go run ./cmd/release-attest provenance --source https://github.com/seedlabs/webhook-operator --commit $(COMMIT) --builder '$(BUILDER_ID)' \
+		--param VERSION=$(VERSION) --param REGISTRY=$(REGISTRY) --param 'PLATFORMS=$(PLATFORMS)' --out $(RELEASE_DIR)/provenance.json
 	rm -rf $(addprefix $(RELEASE_DIR)/images/,$(subst /,-,$(PLATFORMS)))
 	img=$(IMG_REPO)@$(call layout_digest,$(RELEASE_DIR)/images/webhook-operator) && \
 	welcome=$(WELCOME_IMG_REPO)@$(call layout_digest,$(RELEASE_DIR)/images/welcome-web) && \
@@ -352,7 +378,11 @@ release: $(KUSTOMIZE) $(HELM) ## Build the release VERSION=vX.Y.Z into RELEASE_D
 			"    uri: $(RELEASE_URL)/$$archive" "    sha256: $$(sha256sum $(RELEASE_DIR)/$$archive | cut -d' ' -f1)" \
 			'    bin: kubectl-webhook_operator' '    files:' '    - from: kubectl-webhook_operator' '      to: .' '    - from: LICENSE' '      to: .'; \
 	  done; } > $(RELEASE_DIR)/webhook-operator.krew.yaml
-	cd $(RELEASE_DIR) && sha256sum *.yaml *.tgz *.tar.gz > checksums.txt
+	cd $(RELEASE_DIR) && sha256sum *.yaml *.json *.tgz *.tar.gz > checksums.txt
+	$(if $(SIGNING_KEY),cfg=$$(mktemp -d) && trap 'rm -rf "$$cfg"' EXIT && $(call cosign_offline,$$cfg) && \
+		for f in $(CHART_FILE) $(RELEASE_DIR)/checksums.txt; do \
+			$(COSIGN) sign-blob $(call cosign_sign,$$cfg) --bundle $$f.sigstore.json $$f >/dev/null || exit 1; \
+		done)
 	@echo "release $(VERSION) in $(RELEASE_DIR)"
 
 # make publish REGISTRY=host[:port]/path VERSION=vX.Y.Z pushes the release make release wrote for the
@@ -362,11 +392,20 @@ release: $(KUSTOMIZE) $(HELM) ## Build the release VERSION=vX.Y.Z into RELEASE_D
 CHART_FILE  = $(RELEASE_DIR)/webhook-operator-$(patsubst v%,%,$(VERSION)).tgz
 
 .PHONY: publish
-publish: $(HELM) ## Push the release VERSION in RELEASE_DIR to REGISTRY: both images, tagged VERSION, and the chart as oci://REGISTRY/charts/webhook-operator.
+# signed_images are the release's images, each as the name of its layout and its repository.
+signed_images = webhook-operator=$(IMG_REPO) welcome-web=$(WELCOME_IMG_REPO)
+
+publish: $(HELM) $(if $(SIGNING_KEY),$(COSIGN)) ## Push the release VERSION in RELEASE_DIR to REGISTRY: both images, tagged VERSION, and the chart as oci://REGISTRY/charts/webhook-operator; SIGNING_KEY signs them.
 	@[ -f $(CHART_FILE) ] || { echo "$(CHART_FILE) is missing: make release VERSION=$(VERSION) REGISTRY=$(REGISTRY) first"; exit 1; }
 	@grep -q 'image: $(IMG_REPO)@' $(RELEASE_DIR)/install.yaml || { echo "$(RELEASE_DIR) names images outside $(REGISTRY): make release VERSION=$(VERSION) REGISTRY=$(REGISTRY) first"; exit 1; }
 	$(MAKE) --no-print-directory push-images IMAGES_DIR=$(abspath $(RELEASE_DIR))/images IMG=$(IMG_REPO):$(VERSION) WELCOME_IMG=$(WELCOME_IMG_REPO):$(VERSION)
-	$(HELM) push $(CHART_FILE) oci://$(REGISTRY)/charts $(plain_http)
+	chart=$$($(HELM) push $(CHART_FILE) oci://$(REGISTRY)/charts $(plain_http) 2>&1 | tee /dev/stderr | sed -n 's/^Digest: //p') && [ -n "$$chart" ] \
+	$(if $(SIGNING_KEY),&& cfg=$$(mktemp -d) && trap 'rm -rf "$$cfg"' EXIT && $(call cosign_offline,$$cfg) && \
+		$(foreach i,$(signed_images),ref=$(word 2,$(subst =, ,$(i)))@$(call layout_digest,$(RELEASE_DIR)/images/$(word 1,$(subst =, ,$(i)))) && \
+			$(COSIGN) sign $(call cosign_sign,$$cfg) $$ref && \
+			$(COSIGN) attest $(call cosign_sign,$$cfg) --type cyclonedx --predicate $(RELEASE_DIR)/$(word 1,$(subst =, ,$(i))).cdx.json $$ref && \
+			$(COSIGN) attest $(call cosign_sign,$$cfg) --type slsaprovenance1 --predicate $(RELEASE_DIR)/provenance.json $$ref && ) \
+		$(COSIGN) sign $(call cosign_sign,$$cfg) $(REGISTRY)/charts/webhook-operator@$$chart)
 
 ##@ End-to-end test
 
@@ -423,8 +462,8 @@ E2E_MEMCACHED_PACKAGES = memcached libevent-2.1-7 libsasl2-2 libssl3 libc6
 module_dir = $$(cd test/tools/e2e && go mod download $(1) && go list -m -f '{{.Dir}}' $(1))
 
 .PHONY: test-e2e
-test-e2e: build images e2e-images e2e-previous controlplane node $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) $(CERT_MANAGER_CRDS) $(KUSTOMIZE) $(HELM) ## As root: make deploy onto a cluster with a real node (kubelet, containerd, runc) and cert-manager, and test it.
-	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_HELM="$(HELM)" E2E_KUBECTL_PLUGIN="$(LOCALBIN)/kubectl-webhook_operator" \
+test-e2e: build images e2e-images e2e-previous controlplane node $(addprefix $(KUBEBUILDER_ASSETS)/,kube-scheduler kubectl) $(CERT_MANAGER_CRDS) $(KUSTOMIZE) $(HELM) $(COSIGN) ## As root: make deploy onto a cluster with a real node (kubelet, containerd, runc) and cert-manager, and test it.
+	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" E2E_HELM="$(HELM)" E2E_COSIGN="$(COSIGN)" E2E_KUBECTL_PLUGIN="$(LOCALBIN)/kubectl-webhook_operator" \
 	E2E_IMG="$(IMG)" E2E_WELCOME_IMG="$(WELCOME_IMG)" E2E_MEMCACHED_IMG="$(E2E_MEMCACHED_IMG)" E2E_ECHO_IMG="$(E2E_ECHO_IMG)" E2E_CALLER_IMG="$(E2E_CALLER_IMG)" \
 	E2E_CERT_MANAGER_IMG="$(E2E_CERT_MANAGER_IMG)" E2E_CERT_MANAGER_CRDS="$(CERT_MANAGER_CRDS)" \
 	E2E_IMAGES="$(IMAGES_DIR)/webhook-operator $(IMAGES_DIR)/welcome-web $(wildcard $(E2E_IMAGES_DIR)/*) \
@@ -575,6 +614,9 @@ $(HELM3): test/tools/helm3/go.mod
 	cd test/tools/helm3 && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$(HELM3_VERSION) \
 		$(foreach p,chartutil lint/rules,-X helm.sh/helm/v3/pkg/$(p).k8sVersionMajor=1 -X helm.sh/helm/v3/pkg/$(p).k8sVersionMinor=$$minor)" \
 		-o $@ helm.sh/helm/v3/cmd/helm
+
+$(COSIGN): test/tools/cosign/go.mod
+	cd test/tools/cosign && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o $@ github.com/sigstore/cosign/v3/cmd/cosign
 
 $(GOLANGCI_LINT):
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)

@@ -60,6 +60,7 @@ type settings struct {
 	assets    string // etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy and kubectl
 	kustomize string
 	helm      string
+	cosign    string // signs the release the registry spec publishes, and verifies it
 	plugin    string // the kubectl plugin kubectl-webhook_operator
 	image     string // the manager's image, which `make images` built and `make deploy IMG=` sets
 	welcome   string // the welcome-web image `make images` built
@@ -97,6 +98,7 @@ func readSettings() settings {
 		assets:    get("KUBEBUILDER_ASSETS"),
 		kustomize: get("KUSTOMIZE"),
 		helm:      get("E2E_HELM"),
+		cosign:    get("E2E_COSIGN"),
 		plugin:    get("E2E_KUBECTL_PLUGIN"),
 		image:     get("E2E_IMG"),
 		welcome:   get("E2E_WELCOME_IMG"),
