@@ -914,6 +914,7 @@ func TestPinnedVersionsAgree(t *testing.T) {
 		"HELM3_VERSION":       {"test/tools/helm3", "helm.sh/helm/v3"},
 		"KUBE_VERSION":        {"test/tools/kube", "k8s.io/kubernetes"},
 		"PROMETHEUS_VERSION":  {"test/tools/prometheus", "github.com/prometheus/prometheus"},
+		"COSIGN_VERSION":      {"test/tools/cosign", "github.com/sigstore/cosign/v3"},
 		"KUBE_OLDEST_VERSION": {"test/tools/kube-oldest", "k8s.io/kubernetes"},
 	} {
 		data, err := os.ReadFile(filepath.Join(root, module.dir, "go.mod"))

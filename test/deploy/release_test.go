@@ -22,11 +22,15 @@ import (
 	"strings"
 	"testing"
 
+	cdx "github.com/CycloneDX/cyclonedx-go"
 	"github.com/distribution/reference"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	provenance "github.com/in-toto/attestation/go/predicates/provenance/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
@@ -181,6 +185,51 @@ func TestRelease(t *testing.T) {
 		}
 		if diff := cmp.Diff(pluginPlatforms, slices.Sorted(slices.Values(platforms))); diff != "" {
 			t.Errorf("krew platforms (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("each image's SBOM lists its program's modules, and the provenance names the commit and the parameters", func(t *testing.T) {
+		for file, program := range map[string]string{
+			"webhook-operator.cdx.json": "github.com/seedlabs/webhook-operator/cmd/manager",
+			"welcome-web.cdx.json":      "github.com/seedlabs/webhook-operator/cmd/welcome-web",
+		} {
+			data, err := os.ReadFile(filepath.Join(dir, file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var bom cdx.BOM
+			if err := cdx.NewBOMDecoder(bytes.NewReader(data), cdx.BOMFileFormatJSON).Decode(&bom); err != nil {
+				t.Fatalf("%s: %v", file, err)
+			}
+			if c := bom.Metadata.Component; c.Name != program || c.Version != releaseVersion {
+				t.Errorf("%s describes %s %s, want %s %s", file, c.Name, c.Version, program, releaseVersion)
+			}
+			// welcome-web links only the standard library.
+			var modules []string
+			for _, c := range ptr.Deref(bom.Components, nil) {
+				modules = append(modules, c.Name)
+			}
+			if !slices.Contains(modules, "sigs.k8s.io/controller-runtime") && program == "github.com/seedlabs/webhook-operator/cmd/manager" {
+				t.Errorf("%s does not list controller-runtime among %d modules", file, len(modules))
+			}
+		}
+		data, err := os.ReadFile(filepath.Join(dir, "provenance.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var p provenance.Provenance
+		if err := protojson.Unmarshal(data, &p); err != nil {
+			t.Fatalf("provenance.json is not SLSA v1 provenance: %v", err)
+		}
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		commit := makeVariable(t, "COMMIT")
+		if got := p.GetBuildDefinition().GetResolvedDependencies()[0].GetDigest()["gitCommit"]; got != commit {
+			t.Errorf("provenance.json names commit %s, want %s", got, commit)
+		}
+		if got := p.GetBuildDefinition().GetExternalParameters().AsMap(); got["VERSION"] != releaseVersion || got["REGISTRY"] != registryPath {
+			t.Errorf("provenance.json's parameters are %v, want VERSION %s and REGISTRY %s", got, releaseVersion, registryPath)
 		}
 	})
 

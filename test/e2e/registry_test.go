@@ -3,8 +3,12 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -41,6 +45,48 @@ func createPullSecret(ctx context.Context, namespace string) {
 	})).To(Succeed())
 }
 
+// cosignPassword is the password of the spec's signing keys, which cosign reads from
+// COSIGN_PASSWORD.
+const cosignPassword = "a-release-key-password"
+
+// cosign runs the cosign make test-e2e built in dir (the test's own when ""), as a user of a
+// release would: with the registry's credentials and CA. It returns stdout and stderr.
+func cosign(ctx context.Context, dir string, args ...string) (string, string, error) {
+	cmd := exec.CommandContext(ctx, cfg.cosign, args...)
+	cmd.Dir = dir
+	cmd.Env = append(append(os.Environ(), kube.Registry.ClientEnv()...), "COSIGN_PASSWORD="+cosignPassword)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	return stdout.String(), stderr.String(), err
+}
+
+// inTotoStatement is an in-toto statement as cosign verify-attestation prints it, in the payload
+// of a DSSE envelope per line.
+type inTotoStatement struct {
+	PredicateType string `json:"predicateType"`
+	Subject       []struct {
+		Name   string            `json:"name"`
+		Digest map[string]string `json:"digest"`
+	} `json:"subject"`
+	Predicate map[string]any `json:"predicate"`
+}
+
+// inTotoStatements decodes the envelopes cosign verify-attestation printed.
+func inTotoStatements(out string) []inTotoStatement {
+	var statements []inTotoStatement
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var envelope struct {
+			Payload []byte `json:"payload"`
+		}
+		ExpectWithOffset(1, json.Unmarshal([]byte(line), &envelope)).To(Succeed(), line)
+		var s inTotoStatement
+		ExpectWithOffset(1, json.Unmarshal(envelope.Payload, &s)).To(Succeed(), string(envelope.Payload))
+		statements = append(statements, s)
+	}
+	return statements
+}
+
 // createNamespace creates a namespace that enforces the restricted pod security standard, which
 // the spec's end deletes.
 func createNamespace(ctx context.Context, name string) string {
@@ -70,6 +116,9 @@ var _ = Describe("The operator published to a registry with TLS and basic auth, 
 		registryPath string
 		// reads are the registry's manifest reads by repository before the install.
 		reads map[string]int
+		// releaseDir is what make release wrote; keys holds the key pair it was signed with,
+		// cosign.key and cosign.pub.
+		releaseDir, keys string
 	)
 	repositories := []string{"seedlabs/webhook-operator", "seedlabs/welcome-web", "seedlabs/memcached", "private/echo"}
 	read := func(repository string) int { return reg.ManifestReads(repository) - reads[repository] }
@@ -77,15 +126,23 @@ var _ = Describe("The operator published to a registry with TLS and basic auth, 
 	BeforeAll(func(ctx SpecContext) {
 		reg = kube.Registry
 		registryPath = reg.Host + "/seedlabs"
-		dir := filepath.Join(cfg.artifacts, "release")
-		By("make release and make publish, with the registry's credentials and CA as docker and Helm keep them")
+		releaseDir = filepath.Join(cfg.artifacts, "release")
+		keys = filepath.Join(cfg.artifacts, "signing")
+		Expect(os.MkdirAll(keys, 0o700)).To(Succeed())
+		out, _, err := cosign(ctx, keys, "generate-key-pair")
+		Expect(err).NotTo(HaveOccurred(), "cosign generate-key-pair:\n%s", out)
+
+		By("make release and make publish, signed, with the registry's credentials and CA as docker and Helm keep them")
 		start := time.Now()
-		out, err := runMake(ctx, cfg.root, nil, "release", "VERSION="+releaseVersion, "REGISTRY="+registryPath, "RELEASE_DIR="+dir,
-			"PLUGIN_PLATFORMS=linux/amd64", "KUSTOMIZE="+cfg.kustomize, "HELM="+cfg.helm)
+		signing := []string{"SIGNING_KEY=" + filepath.Join(keys, "cosign.key"), "COSIGN=" + cfg.cosign}
+		env := append(reg.ClientEnv(), "COSIGN_PASSWORD="+cosignPassword)
+		out, err = runMake(ctx, cfg.root, env, append([]string{"release", "VERSION=" + releaseVersion, "REGISTRY=" + registryPath, "RELEASE_DIR=" + releaseDir,
+			"PLUGIN_PLATFORMS=linux/amd64", "KUSTOMIZE=" + cfg.kustomize, "HELM=" + cfg.helm}, signing...)...)
 		Expect(err).NotTo(HaveOccurred(), "make release:\n%s", out)
-		out, err = runMake(ctx, cfg.root, reg.ClientEnv(), "publish", "VERSION="+releaseVersion, "REGISTRY="+registryPath, "RELEASE_DIR="+dir, "HELM="+cfg.helm)
+		out, err = runMake(ctx, cfg.root, env, append([]string{"publish", "VERSION=" + releaseVersion, "REGISTRY=" + registryPath, "RELEASE_DIR=" + releaseDir,
+			"HELM=" + cfg.helm}, signing...)...)
 		Expect(err).NotTo(HaveOccurred(), "make publish:\n%s", out)
-		AddReportEntry("make release, make publish", time.Since(start).Round(time.Millisecond).String())
+		AddReportEntry("make release, make publish, signed", time.Since(start).Round(time.Millisecond).String())
 		// The operator's default memcached is a public image, which nothing here can pull; a
 		// private image of the suite's own stands for a tenant's.
 		pushLayout(ctx, cfg.memcached, registryPath+"/memcached:debian")
@@ -137,6 +194,89 @@ var _ = Describe("The operator published to a registry with TLS and basic auth, 
 		Expect(err).NotTo(HaveOccurred(), "helm test:\n%s", out)
 		Expect(out).To(MatchRegexp(`Phase:\s+Succeeded`), "helm test:\n%s", out)
 	}, SpecTimeout(5*time.Minute))
+
+	It("is signed: cosign verifies from the registry each image's signature and its SBOM and provenance attestations, and the chart's; a wrong key and a tampered image or file fail", func(ctx SpecContext) {
+		verify := []string{"--key", filepath.Join(keys, "cosign.pub"), "--insecure-ignore-tlog=true"}
+		for _, program := range []struct{ image, main string }{
+			{"webhook-operator", "github.com/seedlabs/webhook-operator/cmd/manager"},
+			{"welcome-web", "github.com/seedlabs/webhook-operator/cmd/welcome-web"},
+		} {
+			idx, _, err := image.ReadLayout(filepath.Join(releaseDir, "images", program.image))
+			Expect(err).NotTo(HaveOccurred())
+			digest, err := idx.Digest()
+			Expect(err).NotTo(HaveOccurred())
+			ref := registryPath + "/" + program.image + "@" + digest.String()
+
+			By("cosign verify " + ref)
+			out, stderr, err := cosign(ctx, "", append(append([]string{"verify"}, verify...), ref)...)
+			Expect(err).NotTo(HaveOccurred(), "cosign verify %s:\n%s", ref, stderr)
+			var signatures []map[string]any
+			Expect(json.Unmarshal([]byte(out), &signatures)).To(Succeed())
+			Expect(signatures).To(ContainElement(HaveKeyWithValue("critical", HaveKeyWithValue("type", "https://sigstore.dev/cosign/sign/v1"))),
+				"no signature among what verified (an attestation verifies too):\n%s", out)
+
+			for _, attestation := range []struct{ typ, predicateType string }{
+				{"cyclonedx", "https://cyclonedx.org/bom"}, {"slsaprovenance1", "https://slsa.dev/provenance/v1"},
+			} {
+				By("cosign verify-attestation --type " + attestation.typ + " " + ref)
+				out, stderr, err := cosign(ctx, "", append(append([]string{"verify-attestation"}, verify...), "--type", attestation.typ, ref)...)
+				Expect(err).NotTo(HaveOccurred(), "cosign verify-attestation:\n%s", stderr)
+				statements := inTotoStatements(out)
+				Expect(statements).To(HaveLen(1))
+				statement := statements[0]
+				Expect(statement.PredicateType).To(Equal(attestation.predicateType))
+				Expect(statement.Subject).To(ConsistOf(HaveField("Digest", HaveKeyWithValue("sha256", digest.Hex))))
+				switch attestation.typ {
+				case "cyclonedx":
+					Expect(statement.Predicate).To(HaveKeyWithValue("metadata", HaveKeyWithValue("component", And(
+						HaveKeyWithValue("name", program.main), HaveKeyWithValue("version", releaseVersion)))), "the SBOM of %s", ref)
+				case "slsaprovenance1":
+					Expect(statement.Predicate).To(HaveKeyWithValue("buildDefinition", HaveKeyWithValue("resolvedDependencies",
+						ContainElement(HaveKeyWithValue("digest", HaveKeyWithValue("gitCommit", cfg.commit))))), "the provenance of %s", ref)
+				}
+			}
+		}
+
+		chart := filepath.Join(releaseDir, "webhook-operator-"+strings.TrimPrefix(releaseVersion, "v")+".tgz")
+		checksums := filepath.Join(releaseDir, "checksums.txt")
+		for _, file := range []string{chart, checksums} {
+			By("cosign verify-blob " + filepath.Base(file))
+			_, stderr, err := cosign(ctx, "", append(append([]string{"verify-blob"}, verify...), "--bundle", file+".sigstore.json", file)...)
+			Expect(err).NotTo(HaveOccurred(), "cosign verify-blob %s:\n%s", file, stderr)
+		}
+		chartRef := registryPath + "/charts/webhook-operator:" + strings.TrimPrefix(releaseVersion, "v")
+		_, stderr, err := cosign(ctx, "", append(append([]string{"verify"}, verify...), chartRef)...)
+		Expect(err).NotTo(HaveOccurred(), "cosign verify %s:\n%s", chartRef, stderr)
+
+		By("a key that did not sign the release")
+		other := GinkgoT().TempDir()
+		out, _, err := cosign(ctx, other, "generate-key-pair")
+		Expect(err).NotTo(HaveOccurred(), "cosign generate-key-pair:\n%s", out)
+		wrong := []string{"--key", filepath.Join(other, "cosign.pub"), "--insecure-ignore-tlog=true"}
+		manager := registryPath + "/webhook-operator:" + releaseVersion
+		for _, args := range [][]string{
+			append(append([]string{"verify"}, wrong...), manager),
+			append(append([]string{"verify-attestation"}, wrong...), "--type", "cyclonedx", manager),
+			append(append([]string{"verify-blob"}, wrong...), "--bundle", checksums+".sigstore.json", checksums),
+		} {
+			_, stderr, err := cosign(ctx, "", args...)
+			Expect(err).To(HaveOccurred(), "cosign %s verified with another key", strings.Join(args, " "))
+			Expect(stderr).To(MatchRegexp(`do not match threshold|invalid signature|no matching`), "cosign %s", args[0])
+		}
+
+		By("a tampered image: the manager's tag moved to another image; a tampered checksums.txt")
+		pushLayout(ctx, cfg.welcome, manager)
+		_, stderr, err = cosign(ctx, "", append(append([]string{"verify"}, verify...), manager)...)
+		Expect(err).To(HaveOccurred(), "cosign verified the image the manager's tag was moved to")
+		Expect(stderr).To(ContainSubstring("no signatures found"))
+		data, err := os.ReadFile(checksums)
+		Expect(err).NotTo(HaveOccurred())
+		tampered := filepath.Join(other, "checksums.txt")
+		Expect(os.WriteFile(tampered, append(data, []byte("0000  evil.tgz\n")...), 0o644)).To(Succeed())
+		_, stderr, err = cosign(ctx, "", append(append([]string{"verify-blob"}, verify...), "--bundle", checksums+".sigstore.json", tampered)...)
+		Expect(err).To(HaveOccurred(), "cosign verified a tampered checksums.txt")
+		Expect(stderr).To(ContainSubstring("invalid signature"))
+	}, SpecTimeout(3*time.Minute))
 
 	It("runs a Welcome and a Memcached on images pulled from the registry with their namespace's pull secret", func(ctx SpecContext) {
 		namespace := createNamespace(ctx, "e2e-registry")
