@@ -7,8 +7,8 @@ import (
 	"maps"
 	"slices"
 
-	intoto "github.com/in-toto/attestation/go/v1"
 	provenance "github.com/in-toto/attestation/go/predicates/provenance/v1"
+	intoto "github.com/in-toto/attestation/go/v1"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 )
