@@ -87,9 +87,7 @@ func helmInstall(ctx context.Context, chart string, values ...string) {
 // createReleaseNamespace creates the operator's namespace as docs/install.md says (restricted);
 // the spec's end uninstalls the release if it is still there and deletes what uninstall leaves.
 func createReleaseNamespace(ctx context.Context) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: fixtures.Namespace, Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
-	}}}
+	ns := restrictedNamespace(fixtures.Namespace)
 	ExpectWithOffset(1, k8s.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) {
 		out, err := helm(ctx, "uninstall", release, "--namespace", fixtures.Namespace, "--ignore-not-found", "--wait", "--timeout", "2m")

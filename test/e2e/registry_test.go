@@ -90,9 +90,7 @@ func inTotoStatements(out string) []inTotoStatement {
 // createNamespace creates a namespace that enforces the restricted pod security standard, which
 // the spec's end deletes.
 func createNamespace(ctx context.Context, name string) string {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-		"pod-security.kubernetes.io/enforce": "restricted", "pod-security.kubernetes.io/enforce-version": "latest",
-	}}}
+	ns := restrictedNamespace(name)
 	ExpectWithOffset(1, k8s.Create(ctx, ns)).To(Succeed())
 	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed()) })
 	return name
