@@ -94,7 +94,18 @@ func webhookTarget(ctx context.Context) string {
 	svc := &corev1.Service{}
 	Expect(k8s.Get(ctx, types.NamespacedName{Namespace: fixtures.Namespace, Name: fixtures.WebhookService}, svc)).To(Succeed())
 	Expect(svc.Spec.Ports).NotTo(BeEmpty())
-	return net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+	target := net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port)))
+	// kube-apiserver calls the endpoints themselves, so admission is served before kube-proxy has
+	// programmed the Service for them, which a pod's call of the cluster IP needs; until then it is
+	// refused. The test's process reaches the cluster IP through the same rules.
+	Eventually(func() error {
+		conn, err := net.DialTimeout("tcp", target, time.Second)
+		if err == nil {
+			_ = conn.Close()
+		}
+		return err
+	}).WithContext(ctx).WithTimeout(serviceSync).WithPolling(100*time.Millisecond).Should(Succeed(), "the webhook Service at %s", target)
+	return target
 }
 
 // welcomeValidatePath is the Welcome's validating webhook, which callers of the webhook port

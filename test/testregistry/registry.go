@@ -55,6 +55,10 @@ type Registry struct {
 	reads map[string]int
 }
 
+// PublicPrefix begins the repositories anyone may pull from without credentials (public/app), as
+// from a public package on ghcr.io; pushing there still takes the user's password.
+const PublicPrefix = "public/"
+
 // Start serves a registry at addr (host:port; port 0 picks one) with a certificate for ip, its
 // blobs in blobDir and its clients' configuration in clientConfig.
 func Start(addr string, ip net.IP, blobDir, clientConfig string) (*Registry, error) {
@@ -89,12 +93,13 @@ func Start(addr string, ip net.IP, blobDir, clientConfig string) (*Registry, err
 	reg := registry.New(registry.Logger(log.New(io.Discard, "", 0)), registry.WithBlobHandler(registry.NewDiskBlobHandler(blobDir)))
 	r.server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		user, password, ok := req.BasicAuth()
-		if !ok || subtle.ConstantTimeCompare([]byte(user+":"+password), []byte(User+":"+Password)) != 1 {
+		authorized := ok && subtle.ConstantTimeCompare([]byte(user+":"+password), []byte(User+":"+Password)) == 1
+		if !authorized && !publicRead(req) {
 			w.Header().Set("WWW-Authenticate", `Basic realm="test registry"`)
 			http.Error(w, `{"errors":[{"code":"UNAUTHORIZED","message":"authentication required"}]}`, http.StatusUnauthorized)
 			return
 		}
-		if repository, ok := manifestRead(req); ok {
+		if repository, ok := manifestRead(req); ok && authorized {
 			r.mu.Lock()
 			r.reads[repository]++
 			r.mu.Unlock()
@@ -111,6 +116,17 @@ func Start(addr string, ip net.IP, blobDir, clientConfig string) (*Registry, err
 		return nil, err
 	}
 	return r, nil
+}
+
+// publicRead reports whether req reads a manifest or blob of a repository under PublicPrefix
+// (GET or HEAD). The API's version check (/v2/) still asks for credentials: a client that got
+// none asked for there would push without them.
+func publicRead(req *http.Request) bool {
+	if req.Method != http.MethodGet && req.Method != http.MethodHead {
+		return false
+	}
+	return strings.HasPrefix(req.URL.Path, "/v2/"+PublicPrefix) &&
+		(strings.Contains(req.URL.Path, "/manifests/") || strings.Contains(req.URL.Path, "/blobs/"))
 }
 
 // manifestRead reports whether req reads a manifest, and of which repository: GET or HEAD
@@ -185,7 +201,7 @@ func (r *Registry) RemoteOptions(ctx context.Context) []remote.Option {
 	}
 }
 
-// ManifestReads is how many times the user has read a manifest of repository (such as
+// ManifestReads is how many times the user (not anyone) has read a manifest of repository (such as
 // seedlabs/webhook-operator), or resolved one (HEAD): by tag or digest, an index or an image's.
 func (r *Registry) ManifestReads(repository string) int {
 	r.mu.Lock()

@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/distribution/reference"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -74,10 +75,15 @@ func (c *Cluster) startNode(ctx context.Context, bin Binaries, dir string, certs
 	// containerd finds its shim, and the shim runc, on PATH.
 	env := []string{"PATH=" + strings.Join([]string{bin.NodeTools, filepath.Dir(bin.Runc), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}, ":")}
 
+	preloaded, err := repositoriesOf(images)
+	if err != nil {
+		return err
+	}
 	files := map[string]string{
 		"containerd.toml": fmt.Sprintf(containerdConfig, nodeStateDir, n.socket, bin.Runc, bin.NodeTools, filepath.Join(configDir, "certs.d")),
 		"crictl.yaml":     fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%[1]s\ntimeout: 30\n", n.socket),
-		"kubelet.yaml":    fmt.Sprintf(kubeletConfig, CgroupRoot(), n.socket, NodeIP, certs.caCert, filepath.Join(configDir, "resolv.conf"), PodCIDR, filepath.Join(nodeStateDir, "kubelet", "manifests"), podLogsDir),
+		"kubelet.yaml": fmt.Sprintf(kubeletConfig, CgroupRoot(), n.socket, NodeIP, certs.caCert, filepath.Join(configDir, "resolv.conf"), PodCIDR,
+			filepath.Join(nodeStateDir, "kubelet", "manifests"), podLogsDir, strings.Join(preloaded, ", ")),
 		"kube-proxy.yaml": fmt.Sprintf(kubeProxyConfig, filepath.Join(configDir, "kube-proxy.kubeconfig"), NodeName, ClusterCIDR),
 		"resolv.conf":     "", // Pods get no DNS server: nothing resolves outside the namespaces.
 		"cni.conflist":    fmt.Sprintf(cniConfig, PodCIDR, podGateway(), filepath.Join(nodeStateDir, "cni", "ipam")),
@@ -219,6 +225,13 @@ maxPods: 250
 staticPodPath: %[7]s
 podLogsDir: %[8]s
 serializeImagePulls: false
+# The images imported into containerd are the node's own: kubelet never asks a pod for credentials
+# to run them, even once a pod pulled an image of the same ID with a pull secret (which makes that
+# image ID one kubelet pulled: KubeletEnsureSecretPulledImages keys its records by image ID). For
+# any other image it does, so a pod without the pull secret of a private image cannot run it,
+# though the image is on the node.
+imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages
+preloadedImagesVerificationAllowlist: [%[9]s]
 evictionHard:
   memory.available: 100Mi
   nodefs.available: 1%%
@@ -308,6 +321,25 @@ func (n *node) crictl(ctx context.Context, args ...string) (string, error) {
 		return stdout.String(), fmt.Errorf("crictl %s: %w: %s", strings.Join(args, " "), err, stderr.String())
 	}
 	return stdout.String(), nil
+}
+
+// repositoriesOf are the repositories of the images in the OCI layouts, quoted: those of the
+// names they are imported under, without tag or digest.
+func repositoriesOf(layouts []string) ([]string, error) {
+	var repositories []string
+	for _, layout := range layouts {
+		_, ref, err := image.ReadLayout(layout)
+		if err != nil {
+			return nil, err
+		}
+		named, err := reference.ParseNormalizedNamed(ref)
+		if err != nil {
+			return nil, fmt.Errorf("the image of %s is named %q: %w", layout, ref, err)
+		}
+		repositories = append(repositories, strconv.Quote(named.Name()))
+	}
+	slices.Sort(repositories)
+	return slices.Compact(repositories), nil
 }
 
 // writeRegistryHosts writes containerd's hosts configuration of reg into dir: its address and the
