@@ -126,9 +126,10 @@ test: manifests generate fmt vet controlplane ## Run the unit and envtest suites
 
 # test-deploy checks what each install path would install: the kustomize builds, the Helm chart
 # against them, the alerts (promtool), make release, the Dockerfile's builds, PROJECT, and
-# setup-envtest's download and its fallback. It builds helm and promtool, which make test does not.
+# setup-envtest's download and its fallback, and README.md's quick start against make run-local.
+# It builds helm and promtool, which make test does not.
 .PHONY: test-deploy
-test-deploy: manifests $(KUSTOMIZE) $(HELM) $(HELM3) $(PROMTOOL) ## Test the install paths: kustomize builds, the Helm chart (Helm 4 and 3), the alerts, make release.
+test-deploy: manifests controlplane $(KUBEBUILDER_ASSETS)/kubectl $(KUSTOMIZE) $(HELM) $(HELM3) $(PROMTOOL) ## Test the install paths: kustomize builds, the Helm chart (Helm 4 and 3), the alerts, make release.
 	KUSTOMIZE="$(KUSTOMIZE)" HELM="$(HELM)" HELM3="$(HELM3)" PROMTOOL="$(PROMTOOL)" go test $(GO_TEST_FLAGS) ./test/deploy/
 
 # The fuzz targets of the admission webhooks' HTTP handlers (each kind's, the scale subresource's,

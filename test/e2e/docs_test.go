@@ -3,17 +3,10 @@
 package e2e
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -24,111 +17,28 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/seedlabs/webhook-operator/test/docrun"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 	"github.com/seedlabs/webhook-operator/test/testregistry"
 )
 
-// docPages are the pages whose shell blocks the docs spec runs, in the order of the page, each as
-// one script (runnable): every ```sh block of the sections named, or of the page when none is.
-var docPages = []struct {
-	page     string
-	sections []string
-}{
-	{page: "README.md", sections: []string{"Quick start"}},
-	{page: "docs/install.md"},
-}
-
-// runLocalKubeconfig is where make run-local writes its kubeconfig once everything answers, and
-// removes it on exit.
-const runLocalKubeconfig = "bin/local/kubeconfig"
-
-// runnable is script as the docs spec runs it, as a reader would use it:
-//   - a command commented "# refused..." must be refused by admission: it fails the script if it
-//     succeeds, or fails for another reason (a typo in a file name, say);
-//   - a command commented "# terminal 1..." keeps running while the reader goes on in another
-//     terminal: it runs in the background, its output in a file, and the script goes on once make
-//     run-local has written its kubeconfig, as the reader waits for it to say ready.
-func runnable(script string) string {
-	var out strings.Builder
-	for _, line := range strings.Split(strings.TrimRight(script, "\n"), "\n") {
-		command, comment, _ := strings.Cut(line, " # ")
-		command, comment = strings.TrimSpace(command), strings.TrimSpace(comment)
-		switch {
-		case strings.HasPrefix(comment, "refused"):
-			quoted := strings.ReplaceAll(command, "'", "")
-			fmt.Fprintf(&out, "if refusal=$(%s 2>&1); then echo 'admitted, though the docs say refused: %s' >&2; exit 1; fi\n", command, quoted)
-			fmt.Fprintf(&out, "echo \"$refusal\"; grep -qE 'denied the request|is invalid' <<<\"$refusal\" || { echo 'failed, but admission did not refuse it: %s' >&2; exit 1; }\n", quoted)
-		case strings.HasPrefix(comment, "terminal 1"):
-			fmt.Fprintf(&out, "%s > terminal-1.log 2>&1 &\n", command)
-			fmt.Fprintf(&out, "timeout 300 bash -c 'until [ -f %s ]; do sleep 1; done' || { cat terminal-1.log >&2; exit 1; }\n", runLocalKubeconfig)
-		default:
-			out.WriteString(line + "\n")
-		}
-	}
-	return out.String()
-}
-
-// shellBlock is a ```sh block of a page.
-type shellBlock struct {
-	page    string
-	line    int // of the opening fence
-	section string
-	script  string
-}
-
-// shellBlocks reads the ```sh blocks of page, under the repository root.
-func shellBlocks(root, page string) ([]shellBlock, error) {
-	data, err := os.ReadFile(filepath.Join(root, page))
-	if err != nil {
-		return nil, err
-	}
-	var (
-		blocks  []shellBlock
-		current *shellBlock
-		section string
-	)
-	scanner := bufio.NewScanner(bytes.NewReader(data))
-	for line := 1; scanner.Scan(); line++ {
-		text := scanner.Text()
-		switch {
-		case current != nil && strings.HasPrefix(text, "```"):
-			blocks = append(blocks, *current)
-			current = nil
-		case current != nil:
-			current.script += text + "\n"
-		case text == "```sh":
-			current = &shellBlock{page: page, line: line, section: section}
-		case strings.HasPrefix(text, "## "):
-			section = strings.TrimPrefix(text, "## ")
-		}
-	}
-	if current != nil {
-		return nil, fmt.Errorf("%s: the block of line %d is not closed", page, current.line)
-	}
-	return blocks, scanner.Err()
-}
+// installPage is the page whose every ```sh block the docs spec runs, in the order of the page.
+const installPage = "docs/install.md"
 
 // docsRelease is the version the docs spec publishes to the registry's public repositories, and
 // substitutes for <tag> and <X.Y.Z>.
 const docsRelease = "v0.1.0"
 
-var _ = Describe("The quick start and the install commands of the docs, run as written (README.md, docs/install.md)", Ordered, func() {
+var _ = Describe("The install commands of the docs, run as written (docs/install.md)", Ordered, func() {
 	root, err := testenv.ModuleRoot()
 	if err != nil {
 		panic(err)
 	}
-	var blocks []shellBlock
-	for _, p := range docPages {
-		found, err := shellBlocks(root, p.page)
-		if err != nil {
-			panic(err)
-		}
-		for _, b := range found {
-			if len(p.sections) == 0 || slices.Contains(p.sections, b.section) {
-				blocks = append(blocks, b)
-			}
-		}
+	// README.md's quick start runs against make run-local, in test/deploy.
+	blocks, err := docrun.Blocks(root, installPage)
+	if err != nil {
+		panic(err)
 	}
 
 	var (
@@ -146,8 +56,8 @@ var _ = Describe("The quick start and the install commands of the docs, run as w
 		dir := filepath.Join(cfg.artifacts, "docs")
 		Expect(os.RemoveAll(dir)).To(Succeed())
 		tree = filepath.Join(dir, "tree")
-		Expect(copyTrackedFiles(ctx, cfg.root, tree)).To(Succeed())
-		Expect(linkTools(filepath.Join(cfg.root, "bin"), filepath.Join(tree, "bin"))).To(Succeed())
+		Expect(docrun.CopyTrackedFiles(ctx, cfg.root, tree)).To(Succeed())
+		Expect(docrun.LinkTools(filepath.Join(cfg.root, "bin"), filepath.Join(tree, "bin"))).To(Succeed())
 		path := filepath.Join(dir, "path")
 		Expect(os.MkdirAll(path, 0o755)).To(Succeed())
 		for name, target := range map[string]string{"kubectl": filepath.Join(cfg.assets, "kubectl"), "helm": cfg.helm} {
@@ -184,26 +94,15 @@ var _ = Describe("The quick start and the install commands of the docs, run as w
 	}, NodeTimeout(5*time.Minute))
 
 	for _, block := range blocks {
-		It(fmt.Sprintf("runs %s line %d (%s)", block.page, block.line, block.section), func(ctx SpecContext) {
+		It(fmt.Sprintf("runs %s line %d (%s)", block.Page, block.Line, block.Section), func(ctx SpecContext) {
 			DeferCleanup(resetAfterDocs, NodeTimeout(5*time.Minute))
-			script := runnable(substitutes.Replace(block.script))
-			AddReportEntry(fmt.Sprintf("%s line %d", block.page, block.line), script)
+			script := docrun.Runnable(substitutes.Replace(block.Script))
+			AddReportEntry(fmt.Sprintf("%s line %d", block.Page, block.Line), script)
 			start := time.Now()
-			cmd := exec.CommandContext(ctx, "bash", "-e", "-o", "pipefail", "-c", script)
-			cmd.Dir = tree
-			cmd.Env = append(withoutMakeVariables(os.Environ()), env...)
-			// What a reader types at a password prompt: helm registry login --password-stdin.
-			cmd.Stdin = strings.NewReader(testregistry.Password + "\n")
-			cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-			cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-			cmd.WaitDelay = 10 * time.Second
-			out, err := cmd.CombinedOutput()
-			// What runs on in the background (make run-local) stops as at Ctrl-C.
-			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
-			Eventually(func() error { _, err := os.Stat(filepath.Join(tree, runLocalKubeconfig)); return err }).
-				WithContext(ctx).WithTimeout(time.Minute).Should(Satisfy(os.IsNotExist), "make run-local did not stop")
-			Expect(err).NotTo(HaveOccurred(), "%s line %d, as run:\n%s\n\nits output:\n%s", block.page, block.line, script, out)
-			AddReportEntry(fmt.Sprintf("%s line %d: took", block.page, block.line), time.Since(start).Round(time.Millisecond).String())
+			// The reader types the registry's password at helm registry login --password-stdin.
+			out, err := docrun.Run(ctx, tree, env, testregistry.Password+"\n", script)
+			Expect(err).NotTo(HaveOccurred(), "%s line %d, as run:\n%s\n\nits output:\n%s", block.Page, block.Line, script, out)
+			AddReportEntry(fmt.Sprintf("%s line %d: took", block.Page, block.Line), time.Since(start).Round(time.Millisecond).String())
 		}, SpecTimeout(8*time.Minute))
 	}
 })
@@ -227,65 +126,4 @@ func resetAfterDocs(ctx SpecContext) {
 		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(ns), ns) }).
 			WithContext(ctx).WithTimeout(2 * time.Minute).Should(Satisfy(apierrors.IsNotFound))
 	}
-}
-
-// copyTrackedFiles copies the files git tracks in root, as they are in the working tree, to dir.
-func copyTrackedFiles(ctx context.Context, root, dir string) error {
-	out, err := exec.CommandContext(ctx, "git", "-C", root, "ls-files", "-z").Output()
-	if err != nil {
-		return fmt.Errorf("git ls-files: %w", err)
-	}
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		from, to := filepath.Join(root, name), filepath.Join(dir, name)
-		info, err := os.Lstat(from)
-		if os.IsNotExist(err) {
-			continue // deleted in the working tree
-		}
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
-			return err
-		}
-		if info.Mode()&fs.ModeSymlink != 0 {
-			target, err := os.Readlink(from)
-			if err != nil {
-				return err
-			}
-			if err := os.Symlink(target, to); err != nil {
-				return err
-			}
-			continue
-		}
-		data, err := os.ReadFile(from)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(to, data, info.Mode().Perm()); err != nil {
-			return err
-		}
-	}
-	// make reads the commit the tree is at (COMMIT), as in a clone.
-	return os.Symlink(filepath.Join(root, ".git"), filepath.Join(dir, ".git"))
-}
-
-// linkTools links each entry of the tools directory bin into dir but the images make images
-// writes, which other specs read, so that make builds none of the tools again.
-func linkTools(bin, dir string) error {
-	entries, err := os.ReadDir(bin)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	for _, e := range entries {
-		if e.Name() == "images" || e.Name() == "local" {
-			continue
-		}
-		if err := os.Symlink(filepath.Join(bin, e.Name()), filepath.Join(dir, e.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
 }

@@ -25,6 +25,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/seedlabs/webhook-operator/internal/scheme"
+	"github.com/seedlabs/webhook-operator/test/docrun"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
@@ -212,23 +213,11 @@ func makeIn(ctx context.Context, dir, target string, variables ...string) (strin
 		"KUSTOMIZE=" + cfg.kustomize, "KUBECTL=" + filepath.Join(cfg.assets, "kubectl")}, variables...)...)
 }
 
-// withoutMakeVariables is environ without the variables an outer make passes its commands: a
-// user's shell has none.
-func withoutMakeVariables(environ []string) []string {
-	var env []string
-	for _, e := range environ {
-		if !strings.HasPrefix(e, "MAKEFLAGS=") && !strings.HasPrefix(e, "MAKELEVEL=") && !strings.HasPrefix(e, "MFLAGS=") {
-			env = append(env, e)
-		}
-	}
-	return env
-}
-
 // runMake runs make with args in the tree dir as a user would: with the cluster's kubeconfig and
 // env.
 func runMake(ctx context.Context, dir string, env []string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, "make", append([]string{"--no-print-directory", "-C", dir}, args...)...)
-	cmd.Env = append(append(withoutMakeVariables(os.Environ()), "KUBECONFIG="+kube.Kubeconfig), env...)
+	cmd.Env = append(append(docrun.WithoutMakeVariables(os.Environ()), "KUBECONFIG="+kube.Kubeconfig), env...)
 	// On timeout, stop make and the kubectl and kustomize it runs, not make alone.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
