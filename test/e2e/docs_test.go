@@ -27,8 +27,10 @@ import (
 const installPage = "docs/install.md"
 
 // docsRelease is the version the docs spec publishes to the registry's public repositories, and
-// substitutes for <tag> and <X.Y.Z>.
-const docsRelease = "v0.1.0"
+// substitutes for <tag> and <X.Y.Z>. It is the VERSION of the blocks' make too, so that the images
+// they build are their own: an image of the same ID as one the suite imported (make images of the
+// same VERSION and commit) would, once pulled, carry the registry's digest for every pod of it.
+const docsRelease = "v0.1.0-docs"
 
 var _ = Describe("The install commands of the docs, run as written (docs/install.md)", Ordered, func() {
 	root, err := testenv.ModuleRoot()
@@ -46,7 +48,8 @@ var _ = Describe("The install commands of the docs, run as written (docs/install
 		// of bin/ but not its images, which other specs read.
 		tree string
 		// env is the reader's environment: kubectl and helm on PATH, the cluster's kubeconfig,
-		// docker's credentials for the registry (as after docker login), and its CA trusted.
+		// docker's credentials for the registry (as after docker login), and its CA trusted; and
+		// make's VERSION, docsRelease.
 		env         []string
 		substitutes *strings.Replacer
 	)
@@ -79,6 +82,7 @@ var _ = Describe("The install commands of the docs, run as written (docs/install
 			"HELM_CONFIG_HOME=" + filepath.Join(helmHome, "config"),
 			"HELM_CACHE_HOME=" + filepath.Join(helmHome, "cache"),
 			"HELM_DATA_HOME=" + filepath.Join(helmHome, "data"),
+			"VERSION=" + docsRelease,
 		}
 		registry := reg.Host + "/" + strings.TrimSuffix(testregistry.PublicPrefix, "/")
 		substitutes = strings.NewReplacer(

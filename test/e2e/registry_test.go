@@ -14,6 +14,9 @@ import (
 	"strings"
 	"time"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -96,11 +99,32 @@ func createNamespace(ctx context.Context, name string) string {
 	return name
 }
 
-// pushLayout pushes the OCI layout of the suite's image ref to the suite's registry as to.
-func pushLayout(ctx context.Context, ref, to string) {
+// pushCopy pushes a copy of the suite's image ref to the suite's registry as to: each platform's
+// image with the label dev.seedlabs.e2e.copy=to in its configuration, so of another image ID than
+// the image the node imported. (Pulled, an image of the same ID would carry the registry's digest
+// for the pods of the imported name too.)
+func pushCopy(ctx context.Context, ref, to string) {
 	idx, _, err := image.ReadLayout(layoutOf(ref))
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	_, err = image.Push(ctx, idx, to, false, kube.Registry.RemoteOptions(ctx)...)
+	manifest, err := idx.IndexManifest()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var copied v1.ImageIndex = empty.Index
+	copied = mutate.IndexMediaType(copied, manifest.MediaType)
+	for _, desc := range manifest.Manifests {
+		img, err := idx.Image(desc.Digest)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		config, err := img.ConfigFile()
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		config = config.DeepCopy()
+		if config.Config.Labels == nil {
+			config.Config.Labels = map[string]string{}
+		}
+		config.Config.Labels["dev.seedlabs.e2e.copy"] = to
+		img, err = mutate.ConfigFile(img, config)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		copied = mutate.AppendManifests(copied, mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{Platform: desc.Platform}})
+	}
+	_, err = image.Push(ctx, copied, to, false, kube.Registry.RemoteOptions(ctx)...)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 }
 
@@ -143,8 +167,8 @@ var _ = Describe("The operator published to a registry with TLS and basic auth, 
 		AddReportEntry("make release, make publish, signed", time.Since(start).Round(time.Millisecond).String())
 		// The operator's default memcached is a public image, which nothing here can pull; a
 		// private image of the suite's own stands for a tenant's.
-		pushLayout(ctx, cfg.memcached, registryPath+"/memcached:debian")
-		pushLayout(ctx, cfg.echo+":v1", reg.Host+"/private/echo:v1")
+		pushCopy(ctx, cfg.memcached, registryPath+"/memcached:debian")
+		pushCopy(ctx, cfg.echo+":v1", reg.Host+"/private/echo:v1")
 		reads = map[string]int{}
 		for _, r := range repositories {
 			reads[r] = reg.ManifestReads(r)
@@ -263,7 +287,7 @@ var _ = Describe("The operator published to a registry with TLS and basic auth, 
 		}
 
 		By("a tampered image: the manager's tag moved to another image; a tampered checksums.txt")
-		pushLayout(ctx, cfg.welcome, manager)
+		pushCopy(ctx, cfg.welcome, manager)
 		_, stderr, err = cosign(ctx, "", append(append([]string{"verify"}, verify...), manager)...)
 		Expect(err).To(HaveOccurred(), "cosign verified the image the manager's tag was moved to")
 		Expect(stderr).To(ContainSubstring("no signatures found"))
