@@ -11,11 +11,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/seedlabs/webhook-operator/test/docrun"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
@@ -99,7 +94,8 @@ var _ = Describe("The install commands of the docs, run as written (docs/install
 
 	for _, block := range blocks {
 		It(fmt.Sprintf("runs %s line %d (%s)", block.Page, block.Line, block.Section), func(ctx SpecContext) {
-			DeferCleanup(resetAfterDocs, NodeTimeout(5*time.Minute))
+			// The blocks create the operator's namespace and team-a.
+			DeferCleanup(removeRelease, []string{fixtures.Namespace, "team-a"}, NodeTimeout(5*time.Minute))
 			script := docrun.Runnable(substitutes.Replace(block.Script))
 			AddReportEntry(fmt.Sprintf("%s line %d", block.Page, block.Line), script)
 			start := time.Now()
@@ -110,24 +106,3 @@ var _ = Describe("The install commands of the docs, run as written (docs/install
 		}, SpecTimeout(8*time.Minute))
 	}
 })
-
-// resetAfterDocs puts the cluster back as the docs spec found it, whatever a block left: the
-// release uninstalled, the webhook configurations (which would judge the next specs' objects) and
-// the namespaces the blocks create deleted, and the operator's CRDs with them.
-func resetAfterDocs(ctx SpecContext) {
-	out, err := helm(ctx, "uninstall", release, "--namespace", fixtures.Namespace, "--ignore-not-found", "--wait", "--timeout", "2m")
-	Expect(err).NotTo(HaveOccurred(), "helm uninstall:\n%s", out)
-	for _, configuration := range []client.Object{
-		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: fixtures.MutatingWebhookConfiguration}},
-		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: fixtures.ValidatingWebhookConfiguration}},
-	} {
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, configuration))).To(Succeed())
-	}
-	deleteKeptCRDs(ctx)
-	for _, name := range []string{fixtures.Namespace, "team-a"} {
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
-		Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())
-		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(ns), ns) }).
-			WithContext(ctx).WithTimeout(2 * time.Minute).Should(Satisfy(apierrors.IsNotFound))
-	}
-}

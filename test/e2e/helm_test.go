@@ -89,14 +89,28 @@ func helmInstall(ctx context.Context, chart string, values ...string) {
 func createReleaseNamespace(ctx context.Context) {
 	ns := restrictedNamespace(fixtures.Namespace)
 	ExpectWithOffset(1, k8s.Create(ctx, ns)).To(Succeed())
-	DeferCleanup(func(ctx SpecContext) {
-		out, err := helm(ctx, "uninstall", release, "--namespace", fixtures.Namespace, "--ignore-not-found", "--wait", "--timeout", "2m")
-		Expect(err).NotTo(HaveOccurred(), "helm uninstall:\n%s", out)
-		deleteKeptCRDs(ctx)
+	DeferCleanup(removeRelease, []string{fixtures.Namespace}, NodeTimeout(5*time.Minute))
+}
+
+// removeRelease puts the cluster back as it was before an install, whatever the spec left: the
+// release uninstalled if it is still there, the webhook configurations (which would judge the next
+// specs' objects) and the CRDs it keeps deleted, and then namespaces, waiting until they are gone.
+func removeRelease(ctx SpecContext, namespaces []string) {
+	out, err := helm(ctx, "uninstall", release, "--namespace", fixtures.Namespace, "--ignore-not-found", "--wait", "--timeout", "2m")
+	Expect(err).NotTo(HaveOccurred(), "helm uninstall:\n%s", out)
+	for _, configuration := range []client.Object{
+		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: fixtures.MutatingWebhookConfiguration}},
+		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: fixtures.ValidatingWebhookConfiguration}},
+	} {
+		Expect(client.IgnoreNotFound(k8s.Delete(ctx, configuration))).To(Succeed())
+	}
+	deleteKeptCRDs(ctx)
+	for _, name := range namespaces {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())
-		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{}) }).
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(ns), ns) }).
 			WithContext(ctx).WithTimeout(2 * time.Minute).Should(Satisfy(apierrors.IsNotFound))
-	}, NodeTimeout(5*time.Minute))
+	}
 }
 
 // helmInstallArgs runs helm install of the release into its namespace with args (the chart and
