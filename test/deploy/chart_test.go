@@ -916,6 +916,7 @@ func TestPinnedVersionsAgree(t *testing.T) {
 		"PROMETHEUS_VERSION":  {"test/tools/prometheus", "github.com/prometheus/prometheus"},
 		"COSIGN_VERSION":      {"test/tools/cosign", "github.com/sigstore/cosign/v3"},
 		"KUBE_OLDEST_VERSION": {"test/tools/kube-oldest", "k8s.io/kubernetes"},
+		"GINKGO_VERSION":      {".", "github.com/onsi/ginkgo/v2"},
 	} {
 		data, err := os.ReadFile(filepath.Join(root, module.dir, "go.mod"))
 		if err != nil {

@@ -1,4 +1,4 @@
-package main
+package deploy
 
 import (
 	"context"
@@ -29,12 +29,11 @@ import (
 func TestRunLocal(t *testing.T) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	if assets == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run this test through `make test`, which builds the control plane " +
-			"into bin/k8s and points KUBEBUILDER_ASSETS at it")
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run this test through `make test-deploy`, which builds the control plane " +
+			"(kube-controller-manager among it) into bin/k8s and points KUBEBUILDER_ASSETS at it")
 	}
 	g := NewWithT(t)
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	g.Expect(err).NotTo(HaveOccurred())
+	root := moduleRoot(t)
 	tmp := t.TempDir()
 
 	binary := buildRunLocal(t, root, filepath.Join(tmp, "run-local"))

@@ -1,6 +1,6 @@
 //go:build !race
 
-package main
+package deploy
 
 // raceEnabled says whether this test binary runs with the race detector.
 const raceEnabled = false
