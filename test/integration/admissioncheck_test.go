@@ -11,7 +11,7 @@ import (
 	"github.com/seedlabs/webhook-operator/internal/operator"
 )
 
-var _ = Describe("The admission check of the chart's helm test", Serial, func() {
+var _ = Describe("The admission check of the chart's helm test", func() {
 	// ghcr.io is among fixtures.AllowedRegistries, the suite manager's --allowed-registries.
 	const image = "ghcr.io/seedlabs/welcome-web:v0.1.0"
 

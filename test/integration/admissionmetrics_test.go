@@ -69,7 +69,7 @@ var notServedByTheManager = map[string]bool{
 }
 
 var _ = Describe("The admission metrics", func() {
-	It("count each refusal by rule and decision, and hold every metric the Grafana dashboard and the alerts read", Serial, func(ctx SpecContext) {
+	It("count each refusal by rule and decision, and hold every metric the Grafana dashboard and the alerts read", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		denied := map[string]string{"kind": "Welcome", "rule": "welcome.port.range", "action": "denied"}
 		warned := map[string]string{"kind": "Welcome", "rule": "welcome.password.plaintext", "action": "warned"}

@@ -61,7 +61,7 @@ func forgedReview(ctx SpecContext, namespace string, welcome *authv1alpha1.Welco
 }
 
 var _ = Describe("Callers of the webhooks", admission, func() {
-	It("get, for an object in a namespace created a moment before, the action the policy sets there, read from the cache", Serial, func(ctx SpecContext) {
+	It("get, for an object in a namespace created a moment before, the action the policy sets there, read from the cache", func(ctx SpecContext) {
 		DeferCleanup(deletePolicy)
 		c, warnings, err := env.NewClientWithWarnings()
 		Expect(err).NotTo(HaveOccurred())

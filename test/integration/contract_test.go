@@ -148,7 +148,7 @@ func relaxedPolicy() policyv1alpha1.AdmissionPolicySpec {
 // policy Audits them all. Whatever the API server admits, in either namespace, has its Deployment
 // and Service built from the object as the API server would store it, and server-side dry-run
 // applied.
-var _ = Describe("The admission contract", admission, Serial, func() {
+var _ = Describe("The admission contract", admission, func() {
 	It("holds for the samples, the fixture tables, a generated corpus and the fuzz corpus, under the default and a relaxed policy", func(ctx SpecContext) {
 		strict, relaxed := newNamespace(ctx), newNamespace(ctx)
 		namespace := &corev1.Namespace{}

@@ -108,7 +108,7 @@ var _ = Describe("DeployObject admission", admission, func() {
 		Expect(warnings.Take()).To(ConsistOf("spec.env[1].name: MODE is also set by spec.env[0]; Kubernetes keeps the last value (rule deployobject.env.duplicate)"))
 	})
 
-	It("keeps admitting an image from before the allow-list while it is left untouched", Serial, func(ctx SpecContext) {
+	It("keeps admitting an image from before the allow-list while it is left untouched", func(ctx SpecContext) {
 		By("storing an image from a registry the allow-list does not name, as if admitted before it")
 		restore := bypassValidation(ctx, ns)
 		d := newDeployObject(ns, "ratchet", "quay.io/team/app:1.0", httpPort(80))
@@ -403,7 +403,7 @@ var _ = Describe("DeployObject controller", func() {
 		))
 	})
 
-	It("does not roll out a stored spec that breaks the rules, and says why", Serial, func(ctx SpecContext) {
+	It("does not roll out a stored spec that breaks the rules, and says why", func(ctx SpecContext) {
 		bypassValidation(ctx, ns)
 		d := newDeployObject(ns, "legacy", "nginx:latest", httpPort(80))
 		Eventually(func() error { return k8s.Create(ctx, d) }).Should(Succeed())

@@ -32,7 +32,7 @@ func createExcluded(ctx SpecContext, obj client.Object) {
 	})
 }
 
-var _ = Describe("Objects in the namespaces the webhooks never see", Serial, func() {
+var _ = Describe("Objects in the namespaces the webhooks never see", func() {
 	// quay.io is not among fixtures.AllowedRegistries, the suite manager's --allowed-registries.
 	const forbidden = "quay.io/team/app:1.0"
 

@@ -23,7 +23,7 @@ func appliesOf(kind, result string) float64 {
 }
 
 var _ = Describe("What the cache keeps of a custom resource's children", func() {
-	It("tells a resync it can change nothing, a hand-added annotation too, and a hand edit of a field the operator sets that it can", Serial, func(ctx SpecContext) {
+	It("tells a resync it can change nothing, a hand-added annotation too, and a hand edit of a field the operator sets that it can", func(ctx SpecContext) {
 		DeferCleanup(deletePolicy)
 		ns := newNamespace(ctx)
 		d := newDeployObject(ns, "held", "registry.local:5000/app:1.0", httpPort(80), corev1.ServicePort{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP})

@@ -256,7 +256,7 @@ var _ = Describe("What kstatus and Argo CD make of the status", func() {
 				rollOut(ctx, k, key)
 			})
 
-			It("is Failed for a stored spec that breaks the rules, and Current once it is fixed and rolled out", Serial, func(ctx SpecContext) {
+			It("is Failed for a stored spec that breaks the rules, and Current once it is fixed and rolled out", func(ctx SpecContext) {
 				bypassValidation(ctx, ns)
 				u := asUnstructured(k.invalid(ns, "legacy"), k.gvk)
 				Eventually(func() error { return k8s.Create(ctx, u) }).WithContext(ctx).Should(Succeed())
@@ -350,7 +350,7 @@ var _ = Describe("What kstatus and Argo CD make of the status", func() {
 	}
 })
 
-var _ = Describe("What kstatus and Argo CD make of the AdmissionPolicy", Serial, func() {
+var _ = Describe("What kstatus and Argo CD make of the AdmissionPolicy", func() {
 	gvk := policyv1alpha1.GroupVersion.WithKind("AdmissionPolicy")
 	key := types.NamespacedName{Name: policyv1alpha1.PolicyName}
 

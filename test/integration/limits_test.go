@@ -42,7 +42,7 @@ func storeHeldBackWelcome(ctx SpecContext, ns string, replicas int32) *authv1alp
 var _ = Describe("The size limits", admission, func() {
 	const validate = "/validate-auth-seedlabs-dev-v1alpha1-welcome"
 
-	It("admit a Welcome at every limit without calling its validating webhook, and refuse one past them in one 422 naming every field and rule", Serial, func(ctx SpecContext) {
+	It("admit a Welcome at every limit without calling its validating webhook, and refuse one past them in one 422 naming every field and rule", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		atLimits := newWelcome(ns, "at-limits", authv1alpha1.WelcomeSpec{
 			Name:     strings.Repeat("€", 85) + "a", // 256 bytes
@@ -112,7 +112,7 @@ var _ = Describe("The size limits", admission, func() {
 		}
 	})
 
-	It("are raised by an AdmissionPolicy: Warned, 101 replicas are admitted with a warning and rolled out, and a spec the controller held back rolls out too", Serial, func(ctx SpecContext) {
+	It("are raised by an AdmissionPolicy: Warned, 101 replicas are admitted with a warning and rolled out, and a spec the controller held back rolls out too", func(ctx SpecContext) {
 		DeferCleanup(deletePolicy)
 		ns := newNamespace(ctx)
 		c, warnings, err := env.NewClientWithWarnings()
@@ -160,7 +160,7 @@ var _ = Describe("The size limits", admission, func() {
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 	})
 
-	It("are raised by the AdmissionPolicy's maxReplicas for both kinds, and the controllers roll out what the raised cap admits", Serial, func(ctx SpecContext) {
+	It("are raised by the AdmissionPolicy's maxReplicas for both kinds, and the controllers roll out what the raised cap admits", func(ctx SpecContext) {
 		DeferCleanup(deletePolicy)
 		ns := newNamespace(ctx)
 		c, warnings, err := env.NewClientWithWarnings()

@@ -82,7 +82,7 @@ func serverCauses(err error, generated, linted string) []lint.Violation {
 	return violations
 }
 
-var _ = Describe("kubectl webhook-operator lint and the API server", admission, Serial, func() {
+var _ = Describe("kubectl webhook-operator lint and the API server", admission, func() {
 	DescribeTable("come to the same verdict on each object",
 		func(ctx SpecContext, tc lintParityCase) {
 			ns, other, operatorNamespace := newNamespace(ctx), newNamespace(ctx), newNamespace(ctx)

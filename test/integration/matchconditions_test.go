@@ -97,7 +97,7 @@ func labelValue(m *dto.Metric, name string) string {
 var _ = Describe("The webhook configurations' matchConditions", admission, func() {
 	mutate, validate := webhooks.Welcome.MutatePath(), webhooks.Welcome.ValidatePath()
 
-	It("keep requests that cannot change the answer away from the webhooks, and send the others", Serial, func(ctx SpecContext) {
+	It("keep requests that cannot change the answer away from the webhooks, and send the others", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		calls := func() [2]float64 { return [2]float64{webhookCalls(mutate), webhookCalls(validate)} }
 		w := newWelcome(ns, "quiet", authv1alpha1.WelcomeSpec{Name: "Ada"})
@@ -185,7 +185,7 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 		"DeployObject": webhooks.DeployObject.MutatePath(),
 	}
 
-	It("keep every kind's metadata edits away from every webhook, even for objects whose spec edits call them", Serial, func(ctx SpecContext) {
+	It("keep every kind's metadata edits away from every webhook, even for objects whose spec edits call them", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		DeferCleanup(deletePolicy)
 		// Each object is one whose spec edits call its validating webhook, so that only
@@ -223,7 +223,7 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 		Expect(allWebhookCalls()).To(BeNumerically(">", before), "a spec edit of a DeployObject called no webhook")
 	})
 
-	It("keep objects that lack no default away from the mutating webhooks, and send the others", Serial, func(ctx SpecContext) {
+	It("keep objects that lack no default away from the mutating webhooks, and send the others", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		cases := []defaultsCase{
 			welcomeDefaults("complete", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](0), Port: ptr.To[int32](9000),
@@ -322,7 +322,7 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 	// that the schema states as its own minimum and maximum (test/deploy) keeps such an object
 	// from being stored past a skipped validating webhook, where the controller could not decode it.
 	// From 1.36 the API server refuses the format as well, in a second cause.
-	It("refuse by the schema, before any webhook, a number beyond int32 in every field a may-be-refused condition reads", Serial, func(ctx SpecContext) {
+	It("refuse by the schema, before any webhook, a number beyond int32 in every field a may-be-refused condition reads", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		for _, c := range []struct {
 			apiVersion, kind string

@@ -291,7 +291,7 @@ var _ = Describe("Memcached controller", func() {
 		}).Should(BeTrue())
 	})
 
-	It("never rolls out a stored size above 3, and says why", Serial, func(ctx SpecContext) {
+	It("never rolls out a stored size above 3, and says why", func(ctx SpecContext) {
 		bypassValidation(ctx, ns)
 		m := newMemcached(ns, "legacy", ptr.To[int32](5))
 		Eventually(func() error { return k8s.Create(ctx, m) }).Should(Succeed())

@@ -18,7 +18,7 @@ import (
 )
 
 var _ = Describe("A namespace's labels", func() {
-	It("changed under a policy with namespace overrides, have the controllers judge the objects in it again at once", Serial, func(ctx SpecContext) {
+	It("changed under a policy with namespace overrides, have the controllers judge the objects in it again at once", func(ctx SpecContext) {
 		DeferCleanup(deletePolicy)
 		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{
 			rulePolicy(webhooks.MemcachedSize, policyv1alpha1.Enforce, policyv1alpha1.NamespaceAction{

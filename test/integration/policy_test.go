@@ -50,7 +50,7 @@ func setPolicy(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpec) {
 
 // storePastTheWebhook stores the AdmissionPolicy named cluster with spec while its validating
 // webhook is left out of the configuration, as a policy written before the webhook or by a version
-// that allowed what this one refuses. Specs that call it must be Serial.
+// that allowed what this one refuses.
 func storePastTheWebhook(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpec) {
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	ExpectWithOffset(1, k8s.Get(ctx, types.NamespacedName{Name: "validating-webhook-configuration"}, vwc)).To(Succeed())
@@ -144,7 +144,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		Expect(err.Error()).To(ContainSubstring("welcome.port.range is a contract rule"))
 	})
 
-	It("that names no registries keeps the manager's --allowed-registries; [] allows any", Serial, func(ctx SpecContext) {
+	It("that names no registries keeps the manager's --allowed-registries; [] allows any", func(ctx SpecContext) {
 		DeferCleanup(deletePolicy)
 		ns := newNamespace(ctx)
 		image := "quay.io/team/app:1.0" // not among fixtures.AllowedRegistries, the flag of the suite's manager
@@ -166,7 +166,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		expectApplied(ctx, metav1.ConditionTrue, conditions.ReasonApplied, "every rule and registry is applied")
 	})
 
-	It("stored past its webhook is applied except what cannot be: the allow-list stays, a relaxed contract rule does not", Serial, func(ctx SpecContext) {
+	It("stored past its webhook is applied except what cannot be: the allow-list stays, a relaxed contract rule does not", func(ctx SpecContext) {
 		DeferCleanup(deletePolicy)
 		ns := newNamespace(ctx)
 		// The reproducer of issue 20, as an older version could have stored it: the whole policy
@@ -199,7 +199,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 			WithContext(ctx).WithTimeout(30 * time.Second).Should(BeZero())
 	})
 
-	It("changes at once what admission and the controllers do about a rule, per namespace, and deleting it restores the default", Serial, func(ctx SpecContext) {
+	It("changes at once what admission and the controllers do about a rule, per namespace, and deleting it restores the default", func(ctx SpecContext) {
 		DeferCleanup(deletePolicy)
 		c, warnings, err := env.NewClientWithWarnings()
 		Expect(err).NotTo(HaveOccurred())

@@ -18,7 +18,7 @@ func readSecret(name, secret string) corev1.EnvVar {
 	}}}
 }
 
-var _ = Describe("DeployObject ratchet", Serial, func() {
+var _ = Describe("DeployObject ratchet", func() {
 	var ns string
 	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
 

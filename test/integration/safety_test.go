@@ -110,7 +110,7 @@ var _ = Describe("Names that cannot name a Service", func() {
 			}
 		})
 
-		It("are reported as InvalidSpec by the "+k.kind+" controller when stored past admission", Serial, func(ctx SpecContext) {
+		It("are reported as InvalidSpec by the "+k.kind+" controller when stored past admission", func(ctx SpecContext) {
 			bypassValidation(ctx, ns)
 			obj := k.newObject(ns, "hello.world")
 			Eventually(func() error { return k8s.Create(ctx, obj) }).Should(Succeed())
@@ -358,7 +358,7 @@ var _ = Describe("Objects the operator did not create", func() {
 })
 
 var _ = Describe("A DeployObject whose new Service the API server refuses", func() {
-	It("keeps its Deployment on the old spec, so the Service never points at ports the pods no longer declare", Serial, func(ctx SpecContext) {
+	It("keeps its Deployment on the old spec, so the Service never points at ports the pods no longer declare", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		// A ValidatingAdmissionPolicy of the cluster's that the rules cannot know about.
 		policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
@@ -473,7 +473,7 @@ var _ = Describe("An apply of the controllers", func() {
 })
 
 var _ = Describe("Long lists of violations", func() {
-	It("are cut to the API's limits, so the status and the Event are still written", Serial, func(ctx SpecContext) {
+	It("are cut to the API's limits, so the status and the Event are still written", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		bypassValidation(ctx, ns)
 		d := newDeployObject(ns, "noisy", "docker.io/library/nginx:1.27", httpPort(8080))

@@ -53,7 +53,7 @@ var _ = Describe("Samples in config/samples", admission, func() {
 	// Every valid Welcome and Memcached sample is one the matchConditions can tell is admitted as
 	// it is: kube-apiserver calls none of their webhooks. A DeployObject always has an image,
 	// which only the validating webhook can judge against the image policy.
-	It("reach no webhook when they are valid Welcomes and Memcacheds", Serial, func(ctx SpecContext) {
+	It("reach no webhook when they are valid Welcomes and Memcacheds", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		paths := []string{
 			"/mutate-auth-seedlabs-dev-v1alpha1-welcome", "/validate-auth-seedlabs-dev-v1alpha1-welcome",

@@ -337,7 +337,7 @@ func schemaBoundCases() []boundCase {
 }
 
 var _ = Describe("The CRDs' structural bounds", admission, func() {
-	It("refuse one past each bound by the schema, with a 422 naming the field, before any webhook; and let one at the bound through", Serial, func(ctx SpecContext) {
+	It("refuse one past each bound by the schema, with a 422 naming the field, before any webhook; and let one at the bound through", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		deletePolicy(ctx) // the spec cases create the one AdmissionPolicy the webhook admits, cluster, in a dry run
 		DeferCleanup(deletePolicy)

@@ -51,6 +51,10 @@ func TestIntegration(t *testing.T) {
 	RunSpecs(t, "Integration suite")
 }
 
+// Every process of the suite starts a control plane and a Manager of its own (make test runs
+// three, with the Ginkgo CLI), and runs one spec at a time: a spec may change what is cluster-wide,
+// the webhook configurations or the AdmissionPolicy, as long as it restores it, with no other spec
+// running against the same API server.
 var _ = BeforeSuite(func() {
 	logf.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
 	var err error
@@ -77,7 +81,7 @@ func newNamespace(ctx context.Context) string {
 
 // bypassValidation makes the validating webhooks skip namespace ns, so that a spec can store an
 // object as if it had been written before the webhooks existed. The returned function restores
-// them; so does the end of the spec. Specs that call it must be Serial: the configuration is shared.
+// them; so does the end of the spec.
 func bypassValidation(ctx context.Context, ns string) (restore func()) {
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	Expect(k8s.Get(ctx, types.NamespacedName{Name: "validating-webhook-configuration"}, vwc)).To(Succeed())
@@ -105,8 +109,7 @@ func bypassValidation(ctx context.Context, ns string) (restore func()) {
 
 // installNamespaceSelector gives every webhook of the suite's configurations the namespaceSelector
 // of config/webhook/namespace_selector.yaml, with operatorNamespace for its "system", as
-// config/default installs them; the end of the spec restores them. Specs that call it must be
-// Serial.
+// config/default installs them; the end of the spec restores them.
 func installNamespaceSelector(ctx SpecContext, operatorNamespace string) {
 	GinkgoHelper()
 	root, err := testenv.ModuleRoot()

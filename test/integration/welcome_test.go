@@ -409,7 +409,7 @@ var _ = Describe("Welcome controller", func() {
 			"the Service is applied only after the Deployment")
 	})
 
-	It("does not roll out a stored spec that breaks the rules, and says why", Serial, func(ctx SpecContext) {
+	It("does not roll out a stored spec that breaks the rules, and says why", func(ctx SpecContext) {
 		By("letting the namespace bypass the validating webhooks, as if the object predated them")
 		bypassValidation(ctx, ns)
 
