@@ -79,6 +79,9 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	BeforeAll(func(ctx SpecContext) {
 		rec = recordManagers("managers-deploy")
 		start := time.Now()
+		// The last spec removes the operator; if a failure skips it, the next container still
+		// gets a cluster without the operator.
+		DeferCleanup(forceUninstall)
 		out, err := deployWithClientCA(ctx)
 		Expect(err).NotTo(HaveOccurred(), "make deploy %s:\n%s", clientCADeployConfig, out)
 		AddReportEntry("make deploy "+clientCADeployConfig, time.Since(start).Round(time.Millisecond).String())
@@ -322,38 +325,26 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		AddReportEntry("kubectl events -n "+samplesNamespace+" --types=Warning", shown)
 	}, SpecTimeout(2*time.Minute))
 
-	// The kubectl plugin runs the same admission offline: on PATH, `kubectl webhook-operator lint`
-	// must admit what the cluster admits and refuse what it refuses, in the same words.
-	// Every replica serves the webhooks, so every replica must apply the policy: requests go to
-	// either, and a run of answers in a row that all follow the policy shows both have it.
+	// Every replica serves the webhooks, so every replica must apply the policy: each is asked
+	// directly, with an AdmissionReview sent to its pod as kube-apiserver would send it.
 	It("applies the AdmissionPolicy sample on every replica at once, and the default again once it is deleted", func(ctx SpecContext) {
 		latest := filepath.Join(GinkgoT().TempDir(), "latest.yaml")
 		Expect(os.WriteFile(latest, []byte("apiVersion: app.seedlabs.dev/v1\nkind: DeployObject\n"+
 			"metadata: {name: moving}\nspec: {image: 'nginx:latest', ports: [{port: 80}]}\n"), 0o600)).To(Succeed())
-		dryRun := func() (string, error) {
-			_, stderr, err := kubectl(ctx, "apply", "--dry-run=server", "-n", samplesNamespace, "-f", latest)
-			return stderr, err
-		}
-		inARow := func(want func(stderr string, err error) bool) func() int {
-			n := 0
-			return func() int {
-				if stderr, err := dryRun(); want(stderr, err) {
-					n++
-				} else {
-					n = 0
-				}
-				return n
-			}
-		}
+		review := newReplicaReview(ctx, samplesNamespace, "moving", "nginx:latest")
 		policy := filepath.Join(cfg.root, "config", "samples", "policy", "admissionpolicy.yaml")
 		_, stderr, err := kubectl(ctx, "apply", "-f", policy)
 		Expect(err).NotTo(HaveOccurred(), "kubectl apply -f %s: %s", policy, stderr)
-		warned := inARow(func(stderr string, err error) bool {
-			return err == nil && strings.Contains(stderr, "Warning: spec.image: Invalid value: \"nginx:latest\"") &&
-				strings.Contains(stderr, "(rule deployobject.image.pinned)")
-		})
-		Eventually(warned).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).Should(BeNumerically(">=", 10),
-			"a moving tag is a warning under the policy, on every replica")
+		Eventually(func(g Gomega) {
+			for pod, answer := range review.onEachReplica(ctx, g) {
+				g.Expect(answer.Allowed).To(BeTrue(), "replica %s: %s", pod, answer.Result)
+				g.Expect(answer.Warnings).To(ContainElement(And(HavePrefix(`spec.image: Invalid value: "nginx:latest"`),
+					HaveSuffix("(rule deployobject.image.pinned)"))), "replica %s", pod)
+			}
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "a moving tag is a warning under the policy, on every replica")
+		_, stderr, err = kubectl(ctx, "apply", "--dry-run=server", "-n", samplesNamespace, "-f", latest)
+		Expect(err).NotTo(HaveOccurred(), "kubectl apply --dry-run=server -f %s: %s", latest, stderr)
+		Expect(stderr).To(ContainSubstring(`Warning: spec.image: Invalid value: "nginx:latest"`), "kubectl shows the warning")
 
 		By("reporting the Warned rule on the stored object, which rolls out")
 		_, stderr, err = kubectl(ctx, "apply", "-n", samplesNamespace, "-f", latest)
@@ -371,12 +362,20 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 
 		_, stderr, err = kubectl(ctx, "delete", "-f", policy)
 		Expect(err).NotTo(HaveOccurred(), "kubectl delete -f %s: %s", policy, stderr)
-		refused := inARow(func(stderr string, err error) bool {
-			return err != nil && strings.Contains(stderr, "(rule deployobject.image.pinned)")
-		})
-		Eventually(refused).WithContext(ctx).WithTimeout(time.Minute).WithPolling(100*time.Millisecond).Should(BeNumerically(">=", 10),
-			"a moving tag is refused again once the policy is deleted, on every replica")
+		Eventually(func(g Gomega) {
+			for pod, answer := range review.onEachReplica(ctx, g) {
+				g.Expect(answer.Allowed).To(BeFalse(), "replica %s", pod)
+				g.Expect(answer.Result).NotTo(BeNil(), "replica %s", pod)
+				g.Expect(answer.Result.Message).To(ContainSubstring("(rule deployobject.image.pinned)"), "replica %s", pod)
+			}
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "a moving tag is refused again once the policy is deleted, on every replica")
+		_, stderr, err = kubectl(ctx, "apply", "--dry-run=server", "-n", samplesNamespace, "-f", latest)
+		Expect(err).To(HaveOccurred(), "kubectl apply --dry-run=server -f %s was admitted", latest)
+		Expect(stderr).To(ContainSubstring("(rule deployobject.image.pinned)"))
 	}, SpecTimeout(3*time.Minute))
+
+	// The kubectl plugin runs the same admission offline: on PATH, `kubectl webhook-operator lint`
+	// must admit what the cluster admits and refuse what it refuses, in the same words.
 
 	It("lints every sample with kubectl webhook-operator as the cluster admits it", func(ctx SpecContext) {
 		for _, path := range sampleFiles("") {

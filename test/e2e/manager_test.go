@@ -166,6 +166,23 @@ func trackReadyEndpoints(ctx context.Context) *endpointTracker {
 	return t
 }
 
+// fewestReadySince is the fewest ready addresses the Service had at any moment from after on,
+// counting the snapshot in force at after.
+func (t *endpointTracker) fewestReadySince(after time.Time) int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	fewest := -1
+	for i, s := range t.history {
+		if s.at.Before(after) && i+1 < len(t.history) && t.history[i+1].at.Before(after) {
+			continue // replaced before after
+		}
+		if fewest < 0 || len(s.ready) < fewest {
+			fewest = len(s.ready)
+		}
+	}
+	return fewest
+}
+
 // leftAt is the first time from after on that address was not a ready endpoint: after itself if
 // it was not one then.
 func (t *endpointTracker) leftAt(address string, after time.Time) (time.Time, bool) {
@@ -201,8 +218,15 @@ func servedAfterLeaving(ctx context.Context, g Gomega, t *endpointTracker, w *se
 }
 
 // minServedAfterLeaving is the least a stopping replica must go on serving once out of the
-// Service: the endpoint change still has to reach kube-apiserver's webhook client.
+// Service: the endpoint change still has to reach kube-apiserver's webhook client. A replica that
+// stops on its own (a lost Lease) leaves the Service only once its readiness probe failed twice,
+// a second apart, and kubelet reported it: 1.2–3.8 s of its 5 s --shutdown-delay.
 const minServedAfterLeaving = time.Second
+
+// minServedAfterDeleted is the least a deleted replica must go on serving once out of the Service:
+// its pod leaves the EndpointSlice as soon as it is deleted, about when kubelet sends SIGTERM, so
+// most of the 5 s --shutdown-delay is left (docs/operations.md).
+const minServedAfterDeleted = 2500 * time.Millisecond
 
 // leaseHolder is the pod whose manager holds the leader election Lease, by the identity
 // controller-runtime gives it: its host name, the pod's name, then "_" and a UUID that is new in
