@@ -11,6 +11,7 @@ package crds
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -28,6 +29,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/client-go/rest"
@@ -169,14 +172,37 @@ func expectRunning() {
 
 // deleteCRD deletes the CRD named name, and waits until the API server has deleted its objects
 // and it is gone.
+//
+// kube-apiserver's finalizer of a deleted CRD lists its objects through the CRD's storage, which
+// the API server creates at the first request for them and whose watch cache refuses lists
+// ("storage is (re)initializing") until it has synced. The finalizer retries with a backoff that
+// doubles each time, to minutes: a CI run met a CRD installed a moment before still Terminating
+// after 2 minutes. So the objects are listed first, until the storage answers.
 func deleteCRD(ctx context.Context, name string) {
 	GinkgoHelper()
+	Eventually(func() error {
+		list := &unstructured.UnstructuredList{}
+		list.SetGroupVersionKind(storageVersionOf(installed[name]).WithKind(installed[name].Spec.Names.ListKind))
+		return k8s.List(ctx, list)
+	}).Should(Succeed(), "the storage of %s lists its objects", name)
 	c := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	Expect(k8s.Delete(ctx, c)).To(Succeed())
 	Eventually(func(g Gomega) {
 		err := k8s.Get(ctx, client.ObjectKey{Name: name}, c)
 		g.Expect(err).To(Satisfy(apierrors.IsNotFound), "%s: finalizers %v, conditions %+v", name, c.Finalizers, c.Status.Conditions)
 	}).WithTimeout(2*time.Minute).Should(Succeed(), "kube-apiserver deletes the objects of a CRD, then the CRD")
+}
+
+// storageVersionOf is the group and version in which the API server stores crd's objects.
+func storageVersionOf(crd *apiextensionsv1.CustomResourceDefinition) schema.GroupVersion {
+	GinkgoHelper()
+	for _, v := range crd.Spec.Versions {
+		if v.Storage {
+			return schema.GroupVersion{Group: crd.Spec.Group, Version: v.Name}
+		}
+	}
+	Fail(fmt.Sprintf("CRD %s has no storage version", crd.Name))
+	return schema.GroupVersion{}
 }
 
 // reinstallAfter installs every CRD config/crd has again when the spec ends, if a failure left one
