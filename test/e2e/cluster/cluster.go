@@ -17,6 +17,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -80,10 +81,33 @@ type Cluster struct {
 	// containerd trusts and has no credentials for: a pod pulls from it with its pull secrets.
 	Registry *testregistry.Registry
 
-	node      *node
+	// nodes are the running nodes, the first one first.
+	nodes     []*node
 	processes []*Process
 	readyz    func(context.Context) error
+
+	// What AddNode starts another node with.
+	bin    Binaries
+	dir    string
+	certs  *pki
+	tokens tokens
+	images []string
+
+	mu    sync.Mutex
+	exits []ContainerExit
 }
+
+// The node lifecycle, shortened so that the loss of a node plays out in under a minute: kubelet
+// renews its node's Lease every quarter of NodeLeaseDuration; kube-controller-manager marks a node
+// whose Lease it has not seen renewed for NodeMonitorGracePeriod NotReady (Unknown), its pods not
+// ready (so they leave their Services' EndpointSlices) and taints it; NodeLossToleration later the
+// taint evicts its pods, whose controllers replace them on other nodes. Upstream: 40 s, 50 s and
+// 5 minutes.
+const (
+	NodeLeaseDuration      = 10 * time.Second
+	NodeMonitorGracePeriod = 30 * time.Second
+	NodeLossToleration     = 20 * time.Second
+)
 
 // stepTimeout bounds each wait while the cluster starts.
 const stepTimeout = 2 * time.Minute
@@ -92,7 +116,7 @@ const stepTimeout = 2 * time.Minute
 // /run. It must run inside the namespaces RunInNamespaces makes. On error it stops whatever it
 // had started.
 func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Cluster, err error) {
-	c := &Cluster{LogDir: filepath.Join(dir, "logs")}
+	c := &Cluster{LogDir: filepath.Join(dir, "logs"), bin: bin, dir: dir, images: opts.Images}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, c.Stop())
@@ -105,11 +129,12 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 	if err != nil {
 		return nil, fmt.Errorf("creating the cluster's certificates: %w", err)
 	}
-	c.WebhookClientCA = certs.webhookClientCA
+	c.certs, c.WebhookClientCA = certs, certs.webhookClientCA
 	tokens, err := writeTokens(filepath.Join(dir, "pki", "tokens.csv"))
 	if err != nil {
 		return nil, err
 	}
+	c.tokens = tokens
 	c.Kubeconfig = filepath.Join(dir, "admin.kubeconfig")
 	if err := writeKubeconfig(c.Kubeconfig, certs.caPEM, tokens.users[adminUser]); err != nil {
 		return nil, err
@@ -160,6 +185,9 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 		"--service-account-signing-key-file="+certs.serviceAccountKey,
 		"--service-cluster-ip-range="+ServiceCIDR,
 		"--allow-privileged=true",
+		// Pods tolerate an unreachable or not-ready node for NodeLossToleration (upstream: 5 min).
+		"--default-not-ready-toleration-seconds="+strconv.Itoa(int(NodeLossToleration.Seconds())),
+		"--default-unreachable-toleration-seconds="+strconv.Itoa(int(NodeLossToleration.Seconds())),
 		// Admission webhooks are called at an address of their Service's EndpointSlice, so a
 		// failed call names the replica it went to.
 		"--enable-aggregator-routing=true",
@@ -169,6 +197,11 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 		"--cert-dir="+filepath.Join(dir, "kube-apiserver"),
 		// Every admission webhook is called with a client certificate of WebhookClientCA.
 		"--admission-control-config-file="+certs.admissionConfiguration,
+		// On SIGTERM, answer new requests with 429 and Retry-After until those in flight are done,
+		// then give the HTTP server 2 s to close, instead of waiting up to its request timeout
+		// (60 s) for every watch to end: after the specs on three nodes, watches whose clients
+		// were gone (a pod's network torn down under them, most likely) held Stop past stopGrace.
+		"--shutdown-send-retry-after=true",
 	)
 	if err != nil {
 		return nil, err
@@ -194,6 +227,8 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 	}
 	controllerManager, err := c.startProcess("kube-controller-manager", bin.KubeControllerManager, append(componentKubeconfig,
 		"--controllers=*",
+		"--node-monitor-period=2s",
+		"--node-monitor-grace-period="+NodeMonitorGracePeriod.String(),
 		"--service-account-private-key-file="+certs.serviceAccountKey,
 		"--root-ca-file="+certs.caCert,
 		"--cert-dir="+filepath.Join(dir, "kube-controller-manager"),
@@ -226,7 +261,7 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 		filepath.Join(dir, "registry", "blobs"), filepath.Join(dir, "registry", "client")); err != nil {
 		return nil, err
 	}
-	if err := c.startNode(ctx, bin, dir, certs, tokens, opts.Images); err != nil {
+	if err := c.startNode(ctx, c.firstNode()); err != nil {
 		return nil, err
 	}
 
@@ -249,20 +284,23 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 // component exits on SIGTERM is its own affair (kube-scheduler without leader election exits 1 by
 // design); Stop fails only when one has to be killed, or a pod cannot be removed.
 func (c *Cluster) Stop() error {
-	if c.node != nil {
-		c.node.stopWatchingContainerExits()
-	}
 	var errs []error
+	for len(c.nodes) > 1 {
+		errs = append(errs, c.stopNode(c.nodes[len(c.nodes)-1]))
+	}
+	if len(c.nodes) == 1 {
+		c.nodes[0].stopWatchingContainerExits()
+	}
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		if c.processes[i].Name == "containerd" && c.processes[i].Running() == nil {
-			errs = append(errs, c.node.removeAllPods(c.LogDir))
+			errs = append(errs, c.nodes[0].removeAllPods())
 		}
 		var exit *exec.ExitError
 		if err := c.processes[i].Stop(stopGrace); err != nil && !errors.As(err, &exit) {
 			errs = append(errs, err)
 		}
 	}
-	c.processes = nil
+	c.processes, c.nodes = nil, nil
 	if c.Registry != nil {
 		c.Registry.Close()
 		c.Registry = nil
@@ -409,9 +447,13 @@ func healthz(url string) func(context.Context) error {
 // The users the cluster's components and the test authenticate as, with a bearer token each.
 const (
 	adminUser     = "cluster-admin"
-	kubeletUser   = "system:node:" + NodeName
 	kubeProxyUser = "system:kube-proxy"
 )
+
+// kubeletUser is the user the kubelet of the named node authenticates as.
+func kubeletUser(node string) string {
+	return "system:node:" + node
+}
 
 // tokens are each user's bearer token, and the API server's token file that holds them.
 type tokens struct {
@@ -419,14 +461,20 @@ type tokens struct {
 	users map[string]string
 }
 
-// writeTokens makes a token for the admin (in system:masters), for kubelet (a node, which the
-// Node authorizer and NodeRestriction hold to its own node and pods) and for kube-proxy (bound
-// to system:node-proxier by default), and writes the API server's token file.
+// writeTokens makes a token for the admin (in system:masters), for the kubelet of each of
+// NodeNames (a node, which the Node authorizer and NodeRestriction hold to its own node and pods)
+// and for kube-proxy (bound to system:node-proxier by default), and writes the API server's token
+// file, which it reads once.
 func writeTokens(file string) (tokens, error) {
-	groups := map[string]string{adminUser: "system:masters", kubeletUser: "system:nodes", kubeProxyUser: ""}
+	groups := map[string]string{adminUser: "system:masters", kubeProxyUser: ""}
+	users := []string{adminUser, kubeProxyUser}
+	for _, node := range NodeNames {
+		groups[kubeletUser(node)] = "system:nodes"
+		users = append(users, kubeletUser(node))
+	}
 	t := tokens{file: file, users: map[string]string{}}
 	var lines strings.Builder
-	for _, user := range []string{adminUser, kubeletUser, kubeProxyUser} {
+	for _, user := range users {
 		token, err := randomToken()
 		if err != nil {
 			return tokens{}, err

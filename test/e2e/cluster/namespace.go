@@ -40,15 +40,19 @@ const (
 	RegistryIP = "10.250.0.3"
 	// RegistryPort is the registry's port.
 	RegistryPort = 5000
-	// NodeName is the one node.
+	// NodeName is the first node, which Start starts.
 	NodeName = "e2e-node"
-	// PodCIDR is the node's pod range, handed out by the CNI bridge's host-local IPAM.
+	// PodCIDR is the first node's pod range, handed out by the CNI bridge's host-local IPAM. The
+	// node AddNode adds as the i-th of NodeNames (counting from 0) has 10.244.i.0/24.
 	PodCIDR = "10.244.0.0/24"
 	// ClusterCIDR is the cluster's pod range, as kube-proxy knows it.
 	ClusterCIDR = "10.244.0.0/16"
 	// ServiceCIDR is the Services' cluster IP range, which kube-proxy's rules answer.
 	ServiceCIDR = "10.96.0.0/16"
 )
+
+// NodeNames are the nodes a cluster can have: NodeName, then those AddNode can add, in order.
+var NodeNames = []string{NodeName, "e2e-node-2", "e2e-node-3"}
 
 // CgroupRootPrefix begins the name of the cgroup, in every cgroup v1 hierarchy, under which
 // kubelet puts the pods of one run (kubelet's cgroupRoot): nothing else on the machine is touched,
@@ -277,6 +281,12 @@ func setUpNamespaces() error {
 	if err := netlink.RouteAdd(route); err != nil {
 		return fmt.Errorf("routing the Service range %s: %w", ServiceCIDR, err)
 	}
+	return enableForwarding()
+}
+
+// enableForwarding turns on IP forwarding in the network namespace of the calling thread, for the
+// pods behind its bridge and, in the test's namespace, between nodes.
+func enableForwarding() error {
 	for key, value := range map[string]string{
 		"net/ipv4/ip_forward": "1",
 		// Replies of a pod reached through a Service on the same bridge go through conntrack.

@@ -9,13 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -31,114 +31,134 @@ import (
 // pins: an OCI layout of test/e2e/images/pause stands for it, as nothing can be pulled.
 const PauseImage = "registry.k8s.io/pause:3.10.2"
 
-// nodeStateDir holds the node's runtime state, on the tmpfs /run of the test's mount namespace:
-// containerd's content and snapshots, kubelet's pod directories, the CNI plugins' IPAM.
+// nodeStateDir holds the first node's runtime state, on the tmpfs /run of the test's mount
+// namespace: containerd's content and snapshots, kubelet's pod directories, the CNI plugins' IPAM.
+// A node AddNode adds keeps its own in /run/<its name>.
 const nodeStateDir = "/run/e2e-node"
 
-// podLogsDir is where kubelet writes the containers' logs, and removes a pod's with the pod. It
-// is not under the artifacts, in the repository: a directory removed while make walks the
-// repository's packages (make deploy runs controller-gen on ./...) fails the walk.
-const podLogsDir = nodeStateDir + "/pod-logs"
-
-// node is the cluster's one real node: containerd running containers with runc on a CNI bridge,
-// kubelet, and kube-proxy programming nftables, all as processes in the test's namespaces.
+// node is one of the cluster's real nodes: containerd running containers with runc on a CNI
+// bridge, kubelet, and kube-proxy programming nftables. The first node runs in the test's
+// namespaces; a node AddNode adds runs in a network namespace of its own (see addNodeNetwork),
+// with its own state directory, cgroup root and processes.
 type node struct {
+	name, ip, podCIDR string
+	// stateDir holds the node's runtime state, under /run.
+	stateDir string
+	// podLogs is where kubelet writes the containers' logs, and removes a pod's with the pod. It
+	// is not under the artifacts, in the repository: a directory removed while make walks the
+	// repository's packages (make deploy runs controller-gen on ./...) fails the walk.
+	podLogs string
+	// configDir holds the node's configuration files, and logDir its processes' logs.
+	configDir, logDir string
+	// netns is the path of the node's network namespace, or empty for the first node, which runs
+	// in the test's own.
+	netns string
+	// cgroupRoot is kubelet's cgroup root.
+	cgroupRoot string
+
 	tools  string
 	socket string
 	// crictlConfig points crictl at containerd.
 	crictlConfig string
 	// events is crictl events, following containerd's container events.
 	events *exec.Cmd
-
-	mu    sync.Mutex
-	exits []ContainerExit
+	// processes are the node's containerd, kubelet and kube-proxy, of a node AddNode added; the
+	// first node's are the cluster's.
+	processes []*Process
 }
 
-// startNode runs containerd, imports the images, and runs kubelet and kube-proxy, waiting until
-// the node is Ready and kube-proxy has programmed the Services.
-func (c *Cluster) startNode(ctx context.Context, bin Binaries, dir string, certs *pki, tokens tokens, images []string) error {
-	configDir := filepath.Join(dir, "node")
-	n := &node{
-		tools:        bin.NodeTools,
-		socket:       filepath.Join(nodeStateDir, "containerd", "containerd.sock"),
-		crictlConfig: filepath.Join(configDir, "crictl.yaml"),
+// firstNode is the node Start starts, in the test's namespaces.
+func (c *Cluster) firstNode() *node {
+	return &node{
+		name: NodeName, ip: NodeIP, podCIDR: PodCIDR, stateDir: nodeStateDir,
+		configDir: filepath.Join(c.dir, "node"), logDir: c.LogDir, cgroupRoot: CgroupRoot(),
 	}
-	c.node = n
-	for _, d := range []string{configDir, podLogsDir, filepath.Join(nodeStateDir, "cni", "net.d"), filepath.Join(nodeStateDir, "kubelet", "manifests")} {
+}
+
+// startNode runs the node's containerd, imports the images, and runs kubelet and kube-proxy,
+// waiting until the node is Ready and kube-proxy has programmed the Services.
+func (c *Cluster) startNode(ctx context.Context, n *node) error {
+	bin := c.bin
+	n.tools = bin.NodeTools
+	n.socket = filepath.Join(n.stateDir, "containerd", "containerd.sock")
+	n.crictlConfig = filepath.Join(n.configDir, "crictl.yaml")
+	n.podLogs = filepath.Join(n.stateDir, "pod-logs")
+	c.nodes = append(c.nodes, n)
+	for _, d := range []string{n.configDir, n.logDir, n.podLogs, filepath.Join(n.stateDir, "cni", "net.d"), filepath.Join(n.stateDir, "kubelet", "manifests")} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
 	}
-	if err := createCgroupRoot(CgroupRoot()); err != nil {
+	if err := createCgroupRoot(n.cgroupRoot); err != nil {
 		return err
 	}
 	// containerd finds its shim, and the shim runc, on PATH.
 	env := []string{"PATH=" + strings.Join([]string{bin.NodeTools, filepath.Dir(bin.Runc), "/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}, ":")}
 
-	preloaded, err := repositoriesOf(images)
+	preloaded, err := repositoriesOf(c.images)
 	if err != nil {
 		return err
 	}
 	files := map[string]string{
-		"containerd.toml": fmt.Sprintf(containerdConfig, nodeStateDir, n.socket, bin.Runc, bin.NodeTools, filepath.Join(configDir, "certs.d")),
+		"containerd.toml": fmt.Sprintf(containerdConfig, n.stateDir, n.socket, bin.Runc, bin.NodeTools, filepath.Join(n.configDir, "certs.d")),
 		"crictl.yaml":     fmt.Sprintf("runtime-endpoint: unix://%s\nimage-endpoint: unix://%[1]s\ntimeout: 30\n", n.socket),
-		"kubelet.yaml": fmt.Sprintf(kubeletConfig, CgroupRoot(), n.socket, NodeIP, certs.caCert, filepath.Join(configDir, "resolv.conf"), PodCIDR,
-			filepath.Join(nodeStateDir, "kubelet", "manifests"), podLogsDir, strings.Join(preloaded, ", ")),
-		"kube-proxy.yaml": fmt.Sprintf(kubeProxyConfig, filepath.Join(configDir, "kube-proxy.kubeconfig"), NodeName, ClusterCIDR),
+		"kubelet.yaml": fmt.Sprintf(kubeletConfig, n.cgroupRoot, n.socket, n.ip, c.certs.caCert, filepath.Join(n.configDir, "resolv.conf"), n.podCIDR,
+			filepath.Join(n.stateDir, "kubelet", "manifests"), n.podLogs, strings.Join(preloaded, ", "), int(NodeLeaseDuration.Seconds())),
+		"kube-proxy.yaml": fmt.Sprintf(kubeProxyConfig, filepath.Join(n.configDir, "kube-proxy.kubeconfig"), n.name, ClusterCIDR, n.ip),
 		"resolv.conf":     "", // Pods get no DNS server: nothing resolves outside the namespaces.
-		"cni.conflist":    fmt.Sprintf(cniConfig, PodCIDR, podGateway(), filepath.Join(nodeStateDir, "cni", "ipam")),
+		"cni.conflist":    fmt.Sprintf(cniConfig, n.podCIDR, podGateway(n.podCIDR), filepath.Join(n.stateDir, "cni", "ipam")),
 	}
 	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(configDir, name), []byte(data), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join(n.configDir, name), []byte(data), 0o644); err != nil {
 			return err
 		}
 	}
-	if err := writeRegistryHosts(filepath.Join(configDir, "certs.d"), c.Registry); err != nil {
+	if err := writeRegistryHosts(filepath.Join(n.configDir, "certs.d"), c.Registry); err != nil {
 		return err
 	}
 	// containerd reads its CNI configuration from a directory of its own.
-	if err := os.Symlink(filepath.Join(configDir, "cni.conflist"), filepath.Join(nodeStateDir, "cni", "net.d", "10-e2e.conflist")); err != nil {
+	if err := os.Symlink(filepath.Join(n.configDir, "cni.conflist"), filepath.Join(n.stateDir, "cni", "net.d", "10-e2e.conflist")); err != nil {
 		return err
 	}
-	for name, user := range map[string]string{"kubelet.kubeconfig": kubeletUser, "kube-proxy.kubeconfig": kubeProxyUser} {
-		if err := writeKubeconfig(filepath.Join(configDir, name), certs.caPEM, tokens.users[user]); err != nil {
+	for name, user := range map[string]string{"kubelet.kubeconfig": kubeletUser(n.name), "kube-proxy.kubeconfig": kubeProxyUser} {
+		if err := writeKubeconfig(filepath.Join(n.configDir, name), c.certs.caPEM, c.tokens.users[user]); err != nil {
 			return err
 		}
 	}
 
-	containerd, err := c.startProcessWithEnv("containerd", filepath.Join(bin.NodeTools, "containerd"), []string{"--config=" + filepath.Join(configDir, "containerd.toml")}, env)
+	containerd, err := c.startNodeProcess(n, "containerd", filepath.Join(bin.NodeTools, "containerd"), []string{"--config=" + filepath.Join(n.configDir, "containerd.toml")}, env)
 	if err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, "containerd to serve CRI", containerd, func(ctx context.Context) error {
+	if err := c.waitFor(ctx, "containerd of "+n.name+" to serve CRI", containerd, func(ctx context.Context) error {
 		_, err := n.crictl(ctx, "version")
 		return err
 	}); err != nil {
 		return err
 	}
-	if err := c.watchContainerExits(); err != nil {
+	if err := c.watchContainerExits(n); err != nil {
 		return err
 	}
-	for _, layout := range images {
+	for _, layout := range c.images {
 		if err := n.importImage(ctx, layout); err != nil {
 			return err
 		}
 	}
 
-	kubelet, err := c.startProcessWithEnv("kubelet", bin.Kubelet, []string{
-		"--config=" + filepath.Join(configDir, "kubelet.yaml"),
-		"--kubeconfig=" + filepath.Join(configDir, "kubelet.kubeconfig"),
-		"--root-dir=" + filepath.Join(nodeStateDir, "kubelet"),
-		"--cert-dir=" + filepath.Join(nodeStateDir, "kubelet", "pki"),
-		"--hostname-override=" + NodeName,
-		"--node-ip=" + NodeIP,
+	kubelet, err := c.startNodeProcess(n, "kubelet", bin.Kubelet, []string{
+		"--config=" + filepath.Join(n.configDir, "kubelet.yaml"),
+		"--kubeconfig=" + filepath.Join(n.configDir, "kubelet.kubeconfig"),
+		"--root-dir=" + filepath.Join(n.stateDir, "kubelet"),
+		"--cert-dir=" + filepath.Join(n.stateDir, "kubelet", "pki"),
+		"--hostname-override=" + n.name,
+		"--node-ip=" + n.ip,
 	}, env)
 	if err != nil {
 		return err
 	}
-	if err := c.waitFor(ctx, "the node to be Ready", kubelet, func(ctx context.Context) error {
+	if err := c.waitFor(ctx, n.name+" to be Ready", kubelet, func(ctx context.Context) error {
 		node := &corev1.Node{}
-		if err := c.Client.Get(ctx, client.ObjectKey{Name: NodeName}, node); err != nil {
+		if err := c.Client.Get(ctx, client.ObjectKey{Name: n.name}, node); err != nil {
 			return err
 		}
 		for _, cond := range node.Status.Conditions {
@@ -151,20 +171,35 @@ func (c *Cluster) startNode(ctx context.Context, bin Binaries, dir string, certs
 		return err
 	}
 
-	kubeProxy, err := c.startProcessWithEnv("kube-proxy", bin.KubeProxy, []string{"--config=" + filepath.Join(configDir, "kube-proxy.yaml")}, env)
+	kubeProxy, err := c.startNodeProcess(n, "kube-proxy", bin.KubeProxy, []string{"--config=" + filepath.Join(n.configDir, "kube-proxy.yaml")}, env)
 	if err != nil {
 		return err
 	}
-	return c.waitFor(ctx, "kube-proxy to program the Services", kubeProxy, healthz("http://127.0.0.1:10256/healthz"))
+	return c.waitFor(ctx, "kube-proxy of "+n.name+" to program the Services", kubeProxy, healthz("http://"+net.JoinHostPort(n.ip, "10256")+"/healthz"))
 }
 
-// podGateway is the bridge's address, the first of PodCIDR.
-func podGateway() string {
-	return strings.TrimSuffix(PodCIDR, "0/24") + "1"
+// startNodeProcess starts one of the node's processes with env added to the test's environment:
+// the first node's as the cluster's, an added node's in its network namespace, through nsenter
+// (which execs the program, so signals reach it), logged in the node's log directory.
+func (c *Cluster) startNodeProcess(n *node, name, binary string, args, env []string) (*Process, error) {
+	if n.netns == "" {
+		return c.startProcessWithEnv(name, binary, args, env)
+	}
+	p, err := StartProcess(name, n.logDir, "nsenter", append([]string{"--net=" + n.netns, "--", binary}, args...), env)
+	if err != nil {
+		return nil, err
+	}
+	n.processes = append(n.processes, p)
+	return p, nil
 }
 
-// containerdConfig is containerd's configuration: its state, root and socket under
-// nodeStateDir, runc with the cgroupfs driver, the CNI plugins, and the registries' hosts
+// podGateway is the bridge's address, the first of a node's pod range.
+func podGateway(podCIDR string) string {
+	return strings.TrimSuffix(podCIDR, "0/24") + "1"
+}
+
+// containerdConfig is containerd's configuration: its state, root, socket and runc's state under
+// the node's state directory, NRI (whose socket would be the machine's) off, runc with the cgroupfs driver, the CNI plugins, and the registries' hosts
 // configuration in one directory of the suite's own (writeRegistryHosts), not the host's /etc. restrict_oom_score_adj keeps
 // containerd from lowering a sandbox's oom_score_adj, which needs CAP_SYS_RESOURCE, which this
 // kind of machine withholds even from root.
@@ -183,6 +218,7 @@ state = "%[1]s/containerd/state"
       runtime_type = "io.containerd.runc.v2"
       [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
         BinaryName = "%[3]s"
+        Root = "%[1]s/runc"
         SystemdCgroup = false
   [plugins.'io.containerd.cri.v1.runtime'.cni]
     bin_dirs = ["%[4]s"]
@@ -193,6 +229,8 @@ state = "%[1]s/containerd/state"
     sandbox = "` + PauseImage + `"
   [plugins.'io.containerd.cri.v1.images'.registry]
     config_path = "%[5]s"
+[plugins.'io.containerd.nri.v1.nri']
+  disable = true
 `
 
 // kubeletConfig is kubelet's configuration. cgroup v1 is deprecated in kubelet, which refuses it
@@ -242,10 +280,11 @@ imageGCLowThresholdPercent: 99
 # Secrets mounted in pods are brought up to date on each pod sync: every 10 s here, rather than
 # every minute, keeps the certificate rotation specs short.
 syncFrequency: 10s
+nodeLeaseDurationSeconds: %[10]d
 `
 
-// kubeProxyConfig is kube-proxy's configuration: the nftables mode, NodePorts on the node's
-// address, and the machine-wide conntrack settings left alone.
+// kubeProxyConfig is kube-proxy's configuration: the nftables mode, NodePorts, health and metrics
+// on the node's address, and the machine-wide conntrack settings left alone.
 const kubeProxyConfig = `apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 mode: nftables
@@ -253,8 +292,8 @@ clientConnection:
   kubeconfig: %[1]s
 hostnameOverride: %[2]s
 clusterCIDR: %[3]s
-healthzBindAddress: 127.0.0.1:10256
-metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: %[4]s:10256
+metricsBindAddress: %[4]s:10249
 nodePortAddresses: ["primary"]
 conntrack:
   maxPerCore: 0
@@ -264,7 +303,7 @@ conntrack:
 `
 
 // cniConfig is the pod network: a bridge whose address is the pods' gateway, pod addresses from
-// PodCIDR, and no masquerading, since nothing routes out of the namespace anyway.
+// the node's pod range, and no masquerading, since nothing routes out of the namespace anyway.
 const cniConfig = `{
   "cniVersion": "1.0.0",
   "name": "e2e",
@@ -383,55 +422,65 @@ func (n *node) stopWatchingContainerExits() {
 	}
 }
 
-// removeAllPods keeps the logs of the pods still on the node in logDir, then stops and removes
-// every pod sandbox, as kubelet would for pods that are gone, which also tears down their network.
-func (n *node) removeAllPods(logDir string) error {
-	keep := os.CopyFS(filepath.Join(logDir, "pods"), os.DirFS(podLogsDir))
+// removeAllPods keeps the logs of the pods still on the node in its log directory, then stops and
+// removes every pod sandbox, as kubelet would for pods that are gone, which also tears down their
+// network.
+func (n *node) removeAllPods() error {
+	keep := os.CopyFS(filepath.Join(n.logDir, "pods"), os.DirFS(n.podLogs))
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	_, err := n.crictl(ctx, "rmp", "--all", "--force")
 	return errors.Join(keep, err)
 }
 
-// Crictl runs crictl against the node's containerd, for a spec that inspects the node as an
+// Crictl runs crictl against the first node's containerd, for a spec that inspects the node as an
 // administrator would, and returns its output.
 func (c *Cluster) Crictl(ctx context.Context, args ...string) (string, error) {
-	return c.node.crictl(ctx, args...)
+	return c.nodes[0].crictl(ctx, args...)
 }
 
 // KillContainer sends SIGKILL to the process of a running container, as the kernel's OOM killer
 // or a crash would end it; kubelet then finds the container dead and restarts it. containerID is
-// a pod's status.containerStatuses[].containerID.
+// a pod's status.containerStatuses[].containerID, on whichever node.
 func (c *Cluster) KillContainer(ctx context.Context, containerID string) error {
 	id := containerID
 	if _, after, found := strings.Cut(containerID, "://"); found {
 		id = after
 	}
-	out, err := c.node.crictl(ctx, "inspect", "--output=go-template", "--template={{.info.pid}}", id)
-	if err != nil {
-		return err
+	var errs []error
+	for _, n := range c.nodes {
+		out, err := n.crictl(ctx, "inspect", "--output=go-template", "--template={{.info.pid}}", id)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(out))
+		if err != nil || pid <= 0 {
+			return fmt.Errorf("container %s has no process (crictl inspect on %s printed %q)", id, n.name, out)
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			return fmt.Errorf("killing the process %d of container %s: %w", pid, id, err)
+		}
+		return nil
 	}
-	pid, err := strconv.Atoi(strings.TrimSpace(out))
-	if err != nil || pid <= 0 {
-		return fmt.Errorf("container %s has no process (crictl inspect printed %q)", id, out)
-	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-		return fmt.Errorf("killing the process %d of container %s: %w", pid, id, err)
-	}
-	return nil
+	return fmt.Errorf("no node runs container %s: %w", id, errors.Join(errs...))
 }
 
-// PodSandboxes lists the IDs of the pod sandboxes on the node for pods of namespace, whatever
+// PodSandboxes lists the IDs of the pod sandboxes on every node for pods of namespace, whatever
 // their state: what kubelet has not yet removed.
 func (c *Cluster) PodSandboxes(ctx context.Context, namespace string) ([]string, error) {
-	out, err := c.node.crictl(ctx, "pods", "--namespace="+namespace, "--quiet")
-	if err != nil {
-		return nil, err
+	var ids []string
+	for _, n := range c.nodes {
+		out, err := n.crictl(ctx, "pods", "--namespace="+namespace, "--quiet")
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, strings.Fields(out)...)
 	}
-	return strings.Fields(out), nil
+	return ids, nil
 }
 
-// ContainerExit is a container of the node that stopped, as containerd reported it.
+// ContainerExit is a container of a node that stopped, as containerd reported it.
 type ContainerExit struct {
 	Namespace, Pod, Container string
 	// ContainerID is the runtime's ID, without the "containerd://" of a pod's status.
@@ -465,10 +514,9 @@ type criContainerEvent struct {
 
 // watchContainerExits records every container of the node that stops, as containerd's CRI event
 // stream reports it (what kubelet's evented PLEG would read), for ContainerExits, and copies the
-// stream to the log crictl-events.log. It runs until the cluster stops.
-func (c *Cluster) watchContainerExits() error {
-	n := c.node
-	log, err := os.Create(filepath.Join(c.LogDir, "crictl-events.log"))
+// stream to the node's log crictl-events.log. It runs until the node stops.
+func (c *Cluster) watchContainerExits(n *node) error {
+	log, err := os.Create(filepath.Join(n.logDir, "crictl-events.log"))
 	if err != nil {
 		return err
 	}
@@ -498,25 +546,25 @@ func (c *Cluster) watchContainerExits() error {
 				if s.ID != event.ContainerID {
 					continue
 				}
-				n.mu.Lock()
-				n.exits = append(n.exits, ContainerExit{
+				c.mu.Lock()
+				c.exits = append(c.exits, ContainerExit{
 					Namespace: event.PodSandboxStatus.Metadata.Namespace, Pod: event.PodSandboxStatus.Metadata.Name,
 					Container: s.Metadata.Name, ContainerID: s.ID, ExitCode: s.ExitCode, Reason: s.Reason,
 					FinishedAt: time.Unix(0, s.FinishedAt),
 				})
-				n.mu.Unlock()
+				c.mu.Unlock()
 			}
 		}
 	}()
 	return nil
 }
 
-// ContainerExits are the containers of the node that stopped so far, in the order containerd
-// reported them. Unlike a pod's status, they do not depend on the API server: a container that
+// ContainerExits are the containers of every node that stopped so far, in the order the nodes'
+// containerd reported them. Unlike a pod's status, they do not depend on the API server: a container that
 // stops as its pod is deleted is there even if kubelet never wrote that to the pod before removing
 // it.
 func (c *Cluster) ContainerExits() []ContainerExit {
-	c.node.mu.Lock()
-	defer c.node.mu.Unlock()
-	return slices.Clone(c.node.exits)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.exits)
 }

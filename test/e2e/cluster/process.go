@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -122,9 +124,15 @@ func (p *Process) Stop(grace time.Duration) error {
 	case <-p.done:
 		return p.exitError()
 	case <-time.After(grace):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-		return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed; see %s", p.Name, grace, p.LogPath)
+		// A Go program dumps its goroutines on SIGQUIT, into its log: what it was waiting for.
+		_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+		select {
+		case <-p.done:
+		case <-time.After(2 * time.Second):
+			_ = p.cmd.Process.Kill()
+			<-p.done
+		}
+		return fmt.Errorf("%s did not stop within %s of SIGTERM and was killed with SIGQUIT (a Go program's goroutines are in its log); see %s", p.Name, grace, p.LogPath)
 	}
 }
 
@@ -139,6 +147,45 @@ func (p *Process) exitError() error {
 	}
 	if p.err != nil {
 		return fmt.Errorf("%s: %w; see %s", p.Name, p.err, p.LogPath)
+	}
+	return nil
+}
+
+// addCost adds the process's resident memory, threads and inotify watches to cost.
+func (p *Process) addCost(cost *NodeCost) error {
+	proc := filepath.Join("/proc", strconv.Itoa(p.cmd.Process.Pid))
+	status, err := os.ReadFile(filepath.Join(proc, "status"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		key, value, _ := strings.Cut(line, ":")
+		fields := strings.Fields(value)
+		if len(fields) == 0 {
+			continue
+		}
+		switch key {
+		case "VmRSS":
+			kib, _ := strconv.ParseInt(fields[0], 10, 64)
+			cost.RSS += kib << 10
+		case "Threads":
+			n, _ := strconv.Atoi(fields[0])
+			cost.Threads += n
+		}
+	}
+	fds, err := os.ReadDir(filepath.Join(proc, "fd"))
+	if err != nil {
+		return fmt.Errorf("%s: %w", p.Name, err)
+	}
+	for _, fd := range fds {
+		if target, err := os.Readlink(filepath.Join(proc, "fd", fd.Name())); err != nil || target != "anon_inode:inotify" {
+			continue
+		}
+		info, err := os.ReadFile(filepath.Join(proc, "fdinfo", fd.Name()))
+		if err != nil {
+			continue // closed meanwhile
+		}
+		cost.InotifyWatches += strings.Count(string(info), "inotify wd:")
 	}
 	return nil
 }

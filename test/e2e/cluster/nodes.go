@@ -1,0 +1,325 @@
+//go:build linux
+
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// AddNode starts the next of NodeNames as another real node of the cluster and waits until it is
+// Ready with its Services programmed, and returns its name. It runs in a network namespace of its
+// own, reached from the test's over a veth pair, the test's namespace routing between nodes as a
+// top-of-rack switch would (see addNodeNetwork); its containerd, kubelet and kube-proxy have their
+// own state under /run/<name>, their own cgroup root and their logs under <logs>/<name>.
+func (c *Cluster) AddNode(ctx context.Context) (_ string, err error) {
+	index := len(c.nodes)
+	if index >= len(NodeNames) {
+		return "", fmt.Errorf("the cluster has its %d nodes already", len(NodeNames))
+	}
+	name := NodeNames[index]
+	n := &node{
+		name: name, ip: nodeAddress(index), podCIDR: fmt.Sprintf("10.244.%d.0/24", index),
+		stateDir: filepath.Join("/run", name), configDir: filepath.Join(c.dir, name), logDir: filepath.Join(c.LogDir, name),
+		cgroupRoot: CgroupRoot() + "/" + name,
+	}
+	if n.netns, err = addNodeNetwork(name, index, n.podCIDR); err != nil {
+		return "", fmt.Errorf("creating the network of %s: %w", name, err)
+	}
+	if err := c.startNode(ctx, n); err != nil {
+		return "", errors.Join(err, c.stopNode(n))
+	}
+	return name, nil
+}
+
+// RemoveNode stops a node AddNode added as a machine that is shut down and decommissioned: its
+// pod sandboxes stopped and removed, then kube-proxy, kubelet and containerd, its network and
+// cgroups; then its Node and the pods still bound to it are deleted from the API server.
+func (c *Cluster) RemoveNode(ctx context.Context, name string) error {
+	i := slices.IndexFunc(c.nodes, func(n *node) bool { return n.name == name })
+	if i < 1 {
+		return fmt.Errorf("%s is not a node AddNode added", name)
+	}
+	err := c.stopNode(c.nodes[i])
+	pods := &corev1.PodList{}
+	if listErr := c.Client.List(ctx, pods, client.MatchingFields{"spec.nodeName": name}); listErr != nil {
+		return errors.Join(err, listErr)
+	}
+	for _, pod := range pods.Items {
+		err = errors.Join(err, client.IgnoreNotFound(c.Client.Delete(ctx, &pod, client.GracePeriodSeconds(0))))
+	}
+	return errors.Join(err, client.IgnoreNotFound(c.Client.Delete(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}})))
+}
+
+// stopNode stops an added node's processes, kube-proxy and kubelet first and containerd once the
+// pod sandboxes are removed, deletes its network namespace and cgroups, and forgets it.
+func (c *Cluster) stopNode(n *node) error {
+	n.stopWatchingContainerExits()
+	var errs []error
+	for i := len(n.processes) - 1; i >= 0; i-- {
+		p := n.processes[i]
+		if p.Name == "containerd" && p.Running() == nil {
+			errs = append(errs, n.removeAllPods())
+		}
+		// How a component exits on SIGTERM is its own affair, as in Stop.
+		var exit *exec.ExitError
+		if err := p.Stop(stopGrace); err != nil && !errors.As(err, &exit) {
+			errs = append(errs, err)
+		}
+	}
+	n.processes = nil
+	if n.netns != "" {
+		errs = append(errs, netns.DeleteNamed(filepath.Base(n.netns)))
+	}
+	errs = append(errs, removeCgroups(n.cgroupRoot), unmountUnder(n.stateDir), os.RemoveAll(n.stateDir))
+	c.nodes = slices.DeleteFunc(c.nodes, func(other *node) bool { return other == n })
+	return errors.Join(errs...)
+}
+
+// nodeAddress is the address of the index-th of NodeNames (index ≥ 1) on its link to the test's
+// namespace; the test's end of the link has nodeGateway.
+func nodeAddress(index int) string {
+	return fmt.Sprintf("10.251.%d.2", index)
+}
+
+// nodeGateway is the test's end of the index-th node's link, the node's default route.
+func nodeGateway(index int) string {
+	return fmt.Sprintf("10.251.%d.1", index)
+}
+
+// nodeLink is the name of the test's end of the index-th node's link.
+func nodeLink(index int) string {
+	return "e2e-node" + strconv.Itoa(index)
+}
+
+// addNodeNetwork creates the network namespace of an added node, bound at /run/netns/<name>, and
+// links it to the test's namespace: a veth pair with nodeGateway on the test's end and
+// nodeAddress as the node's eth0, the node's default route through the test's namespace, and there
+// a route to the node's pod range through the node. The test's namespace forwards (setUpNamespaces
+// turned it on), so every node reaches kube-apiserver, the registry and every other node's pods;
+// the node forwards to its pods' bridge. It returns the namespace's path.
+func addNodeNetwork(name string, index int, podCIDR string) (string, error) {
+	ns, err := inOtherNetns(func() (netns.NsHandle, error) { return netns.NewNamed(name) })
+	if err != nil {
+		return "", fmt.Errorf("creating the network namespace: %w", err)
+	}
+	defer func() { _ = ns.Close() }()
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: nodeLink(index)}, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}
+	if err := netlink.LinkAdd(veth); err != nil {
+		return "", fmt.Errorf("adding the veth pair: %w", err)
+	}
+	if err := upWithAddress(veth, nodeGateway(index)+"/24"); err != nil {
+		return "", err
+	}
+	_, pods, err := net.ParseCIDR(podCIDR)
+	if err != nil {
+		return "", err
+	}
+	if err := netlink.RouteAdd(&netlink.Route{Dst: pods, Gw: net.ParseIP(nodeAddress(index))}); err != nil {
+		return "", fmt.Errorf("routing %s through the node: %w", podCIDR, err)
+	}
+	_, err = inOtherNetns(func() (struct{}, error) {
+		if err := netns.Set(ns); err != nil {
+			return struct{}{}, err
+		}
+		lo, err := netlink.LinkByName("lo")
+		if err != nil {
+			return struct{}{}, err
+		}
+		if err := netlink.LinkSetUp(lo); err != nil {
+			return struct{}{}, err
+		}
+		eth0, err := netlink.LinkByName("eth0")
+		if err != nil {
+			return struct{}{}, err
+		}
+		if err := upWithAddress(eth0, nodeAddress(index)+"/24"); err != nil {
+			return struct{}{}, err
+		}
+		if err := netlink.RouteAdd(&netlink.Route{Gw: net.ParseIP(nodeGateway(index))}); err != nil {
+			return struct{}{}, fmt.Errorf("adding the node's default route: %w", err)
+		}
+		return struct{}{}, enableForwarding()
+	})
+	if err != nil {
+		return "", fmt.Errorf("in the node's namespace: %w", err)
+	}
+	return filepath.Join("/run/netns", name), nil
+}
+
+// upWithAddress gives a link an address and brings it up.
+func upWithAddress(link netlink.Link, cidr string) error {
+	addr, err := netlink.ParseAddr(cidr)
+	if err != nil {
+		return err
+	}
+	if err := netlink.AddrAdd(link, addr); err != nil {
+		return fmt.Errorf("adding %s to %s: %w", cidr, link.Attrs().Name, err)
+	}
+	if err := netlink.LinkSetUp(link); err != nil {
+		return fmt.Errorf("bringing %s up: %w", link.Attrs().Name, err)
+	}
+	return nil
+}
+
+// inOtherNetns runs f on an OS thread locked to it, which f may move into another network
+// namespace: the thread is moved back to the test's namespace and unlocked afterwards. Only if
+// that fails is the thread left locked, to end with the goroutine; a process started from a
+// thread that ends gets its Pdeathsig (SIGKILL), so a thread must not end on a whim.
+func inOtherNetns[T any](f func() (T, error)) (T, error) {
+	type result struct {
+		value T
+		err   error
+	}
+	done := make(chan result, 1)
+	go func() {
+		runtime.LockOSThread()
+		orig, err := netns.Get()
+		if err != nil {
+			runtime.UnlockOSThread()
+			done <- result{err: err}
+			return
+		}
+		defer func() { _ = orig.Close() }()
+		v, err := f()
+		if restoreErr := netns.Set(orig); restoreErr != nil {
+			done <- result{v, errors.Join(err, fmt.Errorf("moving the thread back to the test's network namespace: %w", restoreErr))}
+			return // the thread stays locked and ends with the goroutine
+		}
+		runtime.UnlockOSThread()
+		done <- result{v, err}
+	}()
+	r := <-done
+	return r.value, r.err
+}
+
+// NodeCost is what one node's own processes hold of the machine (its containerd, kubelet and
+// kube-proxy; not its pods, nor the containerd shim each pod has), as /proc shows them.
+type NodeCost struct {
+	Name string
+	// RSS is the processes' resident memory, in bytes.
+	RSS int64
+	// Threads is how many threads they run.
+	Threads int
+	// InotifyWatches is how many inotify watches they hold, of the machine's
+	// fs.inotify.max_user_watches for root.
+	InotifyWatches int
+}
+
+// NodeCosts are the costs of the running nodes, the first one first.
+func (c *Cluster) NodeCosts() ([]NodeCost, error) {
+	var costs []NodeCost
+	for i, n := range c.nodes {
+		processes := n.processes
+		if i == 0 {
+			processes = slices.DeleteFunc(slices.Clone(c.processes), func(p *Process) bool {
+				return !slices.Contains([]string{"containerd", "kubelet", "kube-proxy"}, p.Name)
+			})
+		}
+		cost := NodeCost{Name: n.name}
+		for _, p := range processes {
+			if err := p.addCost(&cost); err != nil {
+				return nil, err
+			}
+		}
+		costs = append(costs, cost)
+	}
+	return costs, nil
+}
+
+// TmpfsUsed is how many bytes the tmpfs /run holds, where every node keeps its state (images,
+// snapshots, pod volumes and logs).
+func TmpfsUsed() (int64, error) {
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs("/run", &fs); err != nil {
+		return 0, err
+	}
+	return int64(fs.Blocks-fs.Bfree) * fs.Bsize, nil
+}
+
+// CutNode cuts an added node off the network as a failed link or switch port would: every packet
+// to or from it is dropped where its link meets the test's namespace, so nothing it held open is
+// reset and a call to it times out. RestoreNode undoes it.
+func (c *Cluster) CutNode(ctx context.Context, name string) error {
+	link, err := c.linkOf(name)
+	if err != nil {
+		return err
+	}
+	return nft(ctx, fmt.Sprintf(`table inet %[1]s {
+	chain input { type filter hook input priority -310; iifname %[2]q drop; }
+	chain forward { type filter hook forward priority -310; iifname %[2]q drop; oifname %[2]q drop; }
+	chain output { type filter hook output priority -310; oifname %[2]q drop; }
+}
+`, cutTable(name), link))
+}
+
+// RestoreNode restores the link CutNode cut.
+func (c *Cluster) RestoreNode(ctx context.Context, name string) error {
+	if _, err := c.linkOf(name); err != nil {
+		return err
+	}
+	return nft(ctx, "delete table inet "+cutTable(name)+"\n")
+}
+
+// linkOf is the test's end of an added node's link.
+func (c *Cluster) linkOf(name string) (string, error) {
+	i := slices.IndexFunc(c.nodes, func(n *node) bool { return n.name == name })
+	if i < 1 {
+		return "", fmt.Errorf("%s is not a node AddNode added", name)
+	}
+	return nodeLink(slices.Index(NodeNames, name)), nil
+}
+
+// cutTable is the nftables table that cuts a node off.
+func cutTable(name string) string {
+	return "e2e-cut-" + strings.ReplaceAll(name, "-", "_")
+}
+
+// nft applies an nftables ruleset in the test's network namespace.
+func nft(ctx context.Context, ruleset string) error {
+	cmd := exec.CommandContext(ctx, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(ruleset)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft: %w: %s", err, out)
+	}
+	return nil
+}
+
+// unmountUnder detaches whatever is still mounted under dir (a pod volume or a container's root
+// file system a stopped node left), deepest first, so that dir can be removed.
+func unmountUnder(dir string) error {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	var mounts []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if fields := strings.Fields(line); len(fields) > 4 && strings.HasPrefix(fields[4], dir+"/") {
+			mounts = append(mounts, fields[4])
+		}
+	}
+	slices.SortFunc(mounts, func(a, b string) int { return len(b) - len(a) })
+	var errs []error
+	for _, m := range mounts {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil && !errors.Is(err, syscall.EINVAL) {
+			errs = append(errs, fmt.Errorf("unmounting %s: %w", m, err))
+		}
+	}
+	return errors.Join(errs...)
+}

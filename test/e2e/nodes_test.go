@@ -1,0 +1,303 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
+)
+
+// The namespaces of the loads of the specs on three nodes.
+const (
+	nodesDrainNamespace = "e2e-nodes-drain"
+	nodesLossNamespace  = "e2e-nodes-loss"
+)
+
+// nodeLossLeftBound bounds how long after its node is cut off a replica stays a ready endpoint of
+// the webhook Service: kube-controller-manager notices the Lease not renewed within its grace
+// period (counted from the last renewal, up to a quarter of the Lease before the cut) and its
+// next check, then marks the pods not ready, and the EndpointSlice follows.
+const nodeLossLeftBound = cluster.NodeMonitorGracePeriod + 10*time.Second
+
+// nodeLossCallMargin bounds how long after the lost replica left the Service a call to it may
+// still fail: one sent just before, waiting out the webhooks' timeoutSeconds (1 s), and
+// kube-apiserver's own view of the EndpointSlice, a moment behind the suite's.
+const nodeLossCallMargin = 3 * time.Second
+
+// The highly available install on a cluster of three real nodes: the first node and two that
+// cluster.AddNode adds, each in a network namespace of its own. The other containers run on the
+// first node alone: the two nodes are drained and removed after these specs.
+var _ = Describe("The highly available install on three nodes", Label("nodes"), Ordered, ContinueOnFailure, func() {
+	// rec records how the manager's containers end, and their logs.
+	var rec *podRecorder
+
+	BeforeAll(func(ctx SpecContext) {
+		var added []string
+		DeferCleanup(func(ctx SpecContext) {
+			// Whatever runs there (cert-manager, after a drain of the first node) goes back to the
+			// first node the way a decommissioned node's pods go: evicted, then the nodes removed.
+			for _, name := range added {
+				_, stderr, err := kubectl(ctx, "cordon", name)
+				Expect(err).NotTo(HaveOccurred(), stderr)
+			}
+			for _, name := range added {
+				_, stderr, err := kubectl(ctx, "drain", name, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=2m")
+				Expect(err).NotTo(HaveOccurred(), stderr)
+				Expect(kube.RemoveNode(ctx, name)).To(Succeed())
+			}
+			expectCertManagerAvailable(ctx)
+		}, NodeTimeout(5*time.Minute))
+		used, err := cluster.TmpfsUsed()
+		Expect(err).NotTo(HaveOccurred())
+		for range len(cluster.NodeNames) - 1 {
+			start := time.Now()
+			name, err := kube.AddNode(ctx)
+			Expect(err).NotTo(HaveOccurred())
+			added = append(added, name)
+			AddReportEntry("nodes: "+name+" Ready, its Services programmed, after", time.Since(start).Round(time.Millisecond).String())
+			now, err := cluster.TmpfsUsed()
+			Expect(err).NotTo(HaveOccurred())
+			AddReportEntry("nodes: "+name+"'s state on the tmpfs /run at start (the images imported, containerd's and kubelet's state)", fmt.Sprintf("%.1f MiB", float64(now-used)/(1<<20)))
+			used = now
+		}
+		costs, err := kube.NodeCosts()
+		Expect(err).NotTo(HaveOccurred())
+		var lines []string
+		for _, cost := range costs {
+			lines = append(lines, fmt.Sprintf("%s: RSS %.0f MiB, %d threads, %d inotify watches", cost.Name, float64(cost.RSS)/(1<<20), cost.Threads, cost.InotifyWatches))
+		}
+		AddReportEntry("nodes: containerd, kubelet and kube-proxy of each node", strings.Join(lines, "\n"))
+
+		rec = recordManagers("managers-nodes")
+		DeferCleanup(forceUninstall)
+		out, err := deployWithClientCA(ctx)
+		Expect(err).NotTo(HaveOccurred(), "make deploy %s:\n%s", clientCADeployConfig, out)
+		waitManagerReady(ctx, 2*time.Minute)
+		for _, ns := range []string{nodesDrainNamespace, nodesLossNamespace} {
+			Expect(k8s.Create(ctx, restrictedNamespace(ns))).To(Succeed())
+		}
+	}, NodeTimeout(6*time.Minute))
+
+	It("runs the manager's replicas on different nodes, again after each of two rollout restarts", func(ctx SpecContext) {
+		expectSpread(ctx, "after make deploy")
+		for i := range 2 {
+			before := waitManagerReady(ctx, time.Minute)
+			_, stderr, err := kubectl(ctx, "rollout", "restart", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment)
+			Expect(err).NotTo(HaveOccurred(), stderr)
+			_, stderr, err = kubectl(ctx, "rollout", "status", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment, "--timeout=3m")
+			Expect(err).NotTo(HaveOccurred(), stderr)
+			Eventually(func(g Gomega) {
+				for _, pod := range expectManagerReady(ctx, g) {
+					g.Expect(slices.ContainsFunc(before, func(old corev1.Pod) bool { return old.UID == pod.UID })).To(BeFalse(), "pod %s is of before the restart", pod.Name)
+				}
+			}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+			expectSpread(ctx, fmt.Sprintf("after rollout restart %d", i+1))
+		}
+	}, SpecTimeout(8*time.Minute))
+
+	It("drains the leader's node under load: a replica always ready, one Lease transition, the replacement on the third node, every request admitted", func(ctx SpecContext) {
+		before := waitManagerReady(ctx, time.Minute)
+		exitsBefore := len(rec.exits())
+		leader := liveLeader(ctx, before)
+		leaderPod := before[slices.IndexFunc(before, func(p corev1.Pod) bool { return p.Name == leader })]
+		survivor := before[slices.IndexFunc(before, func(p corev1.Pod) bool { return p.Name != leader })]
+		drained := leaderPod.Spec.NodeName
+		third := slices.DeleteFunc(slices.Clone(cluster.NodeNames), func(n string) bool {
+			return slices.ContainsFunc(before, func(p corev1.Pod) bool { return p.Spec.NodeName == n })
+		})
+		Expect(third).To(HaveLen(1), "the replicas run on two of the three nodes")
+		_, lease := leaseHolder(ctx, Default)
+		transitions := ptr.Deref(lease.Spec.LeaseTransitions, 0)
+
+		load := startCRLoad(ctx, loadOptions{namespace: nodesDrainNamespace, perKind: loadPerKind, interval: loadInterval, maxRequests: 900})
+		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 10))
+		endpoints := trackReadyEndpoints(ctx)
+		DeferCleanup(func(ctx SpecContext) {
+			_, stderr, err := kubectl(ctx, "uncordon", drained)
+			Expect(err).NotTo(HaveOccurred(), stderr)
+		}, NodeTimeout(time.Minute))
+
+		start := time.Now()
+		_, stderr, err := kubectl(ctx, "drain", drained, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=3m")
+		Expect(err).NotTo(HaveOccurred(), "kubectl drain %s:\n%s", drained, stderr)
+		AddReportEntry("drain: kubectl drain of the leader's node "+drained+" took", time.Since(start).Round(time.Millisecond).String())
+
+		after := waitManagerReady(ctx, 2*time.Minute)
+		AddReportEntry("drain: the replicas after", placement(after))
+		Expect(after).To(ContainElement(HaveField("UID", survivor.UID)), "the replica on the other node runs on")
+		replacement := after[slices.IndexFunc(after, func(p corev1.Pod) bool { return p.UID != survivor.UID })]
+		Expect(replacement.Spec.NodeName).To(Equal(third[0]), "the replacement runs on the node that had no replica")
+		Expect(endpoints.fewestReadySince(start)).To(BeNumerically(">=", 1), "a replica was in the webhook Service throughout")
+		// The drained leader released the Lease on its way out; whichever replica asked first took
+		// it, the survivor or, as often, the replacement as it started.
+		AddReportEntry("drain: the new leader", liveLeader(ctx, after))
+		_, lease = leaseHolder(ctx, Default)
+		Expect(ptr.Deref(lease.Spec.LeaseTransitions, 0)).To(Equal(transitions+1), "the Lease changed hands once")
+
+		finishLoadWithoutFailures(ctx, load, "drain on three nodes")
+		expectStoppedCleanly(ctx, rec, leaderPod.Name)
+		expectNoExits(rec, exitsBefore)
+	}, SpecTimeout(8*time.Minute))
+
+	It("loses the leader's node: admissions time out only until its replica leaves the Service, the other replica leads, the node's pods move, and it comes back clean", func(ctx SpecContext) {
+		By("moving both replicas off the first node, which shares the suite's network and cannot be cut off")
+		_, stderr, err := kubectl(ctx, "cordon", cluster.NodeName)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		DeferCleanup(func(ctx SpecContext) {
+			_, stderr, err := kubectl(ctx, "uncordon", cluster.NodeName)
+			Expect(err).NotTo(HaveOccurred(), stderr)
+		}, NodeTimeout(time.Minute))
+		moved := waitManagerReady(ctx, time.Minute)
+		_, stderr, err = kubectl(ctx, "rollout", "restart", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		_, stderr, err = kubectl(ctx, "rollout", "status", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment, "--timeout=3m")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		var pods []corev1.Pod
+		Eventually(func(g Gomega) {
+			pods = expectManagerReady(ctx, g)
+			for _, pod := range pods {
+				g.Expect(slices.ContainsFunc(moved, func(old corev1.Pod) bool { return old.UID == pod.UID })).To(BeFalse(), "pod %s is of before the restart", pod.Name)
+				g.Expect(pod.Spec.NodeName).NotTo(Equal(cluster.NodeName))
+			}
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		_, stderr, err = kubectl(ctx, "uncordon", cluster.NodeName)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		expectSpread(ctx, "with the first node cordoned")
+
+		leader := liveLeader(ctx, pods)
+		lostPod := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == leader })]
+		survivor := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name != leader })]
+		lost := lostPod.Spec.NodeName
+		load := startCRLoad(ctx, loadOptions{namespace: nodesLossNamespace, perKind: loadPerKind, interval: loadInterval, maxRequests: 1200})
+		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 30))
+		endpoints := trackReadyEndpoints(ctx)
+
+		By("cutting " + lost + " off the network")
+		cut := time.Now()
+		Expect(kube.CutNode(ctx, lost)).To(Succeed())
+		restored := false
+		DeferCleanup(func(ctx SpecContext) {
+			if !restored {
+				Expect(kube.RestoreNode(ctx, lost)).To(Succeed())
+			}
+		}, NodeTimeout(time.Minute))
+		Eventually(func() bool {
+			_, left := endpoints.leftAt(lostPod.Status.PodIP, cut)
+			return left
+		}).WithContext(ctx).WithTimeout(nodeLossLeftBound).Should(BeTrue(), "the lost replica left the webhook Service")
+		left, _ := endpoints.leftAt(lostPod.Status.PodIP, cut)
+		AddReportEntry("node loss: the lost replica out of the webhook Service after", left.Sub(cut).Round(time.Millisecond).String())
+		Expect(liveLeader(ctx, []corev1.Pod{survivor})).To(Equal(survivor.Name), "the replica on a node that is up leads")
+		AddReportEntry("node loss: the other replica leads after", time.Since(cut).Round(time.Millisecond).String())
+
+		// The taint evicts the lost node's pods after NodeLossToleration; their controllers replace
+		// them on nodes that are up: the manager's replica, and the load's operands.
+		var replacement corev1.Pod
+		Eventually(func(g Gomega) {
+			now := expectManagerReady(ctx, g)
+			g.Expect(now).To(ContainElement(HaveField("UID", survivor.UID)))
+			replacement = now[slices.IndexFunc(now, func(p corev1.Pod) bool { return p.UID != survivor.UID })]
+		}).WithContext(ctx).WithTimeout(cluster.NodeMonitorGracePeriod + cluster.NodeLossToleration + maxReplacement).Should(Succeed())
+		AddReportEntry("node loss: a replacement replica Ready after", time.Since(cut).Round(time.Millisecond).String())
+		Expect(replacement.Spec.NodeName).NotTo(Equal(lost))
+		AddReportEntry("node loss: the replicas after", placement([]corev1.Pod{survivor, replacement}))
+
+		By("restoring " + lost + "'s link")
+		Expect(kube.RestoreNode(ctx, lost)).To(Succeed())
+		restored = true
+		back := time.Now()
+		Eventually(func(g Gomega) {
+			node := &corev1.Node{}
+			g.Expect(k8s.Get(ctx, types.NamespacedName{Name: lost}, node)).To(Succeed())
+			g.Expect(node.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
+			g.Expect(node.Spec.Taints).To(BeEmpty(), "the node's taints")
+			list := &corev1.PodList{}
+			g.Expect(k8s.List(ctx, list, client.MatchingFields{"spec.nodeName": lost})).To(Succeed())
+			for _, pod := range list.Items {
+				g.Expect(pod.DeletionTimestamp).To(BeNil(), "pod %s/%s, evicted while the node was cut off, is still there", pod.Namespace, pod.Name)
+			}
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+		AddReportEntry("node loss: the node Ready, untainted and rid of its evicted pods after its link came back", time.Since(back).Round(time.Millisecond).String())
+
+		progress := load.acknowledged()
+		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", progress+10))
+		stats := load.stop()
+		reportLoad("node loss", stats, nil)
+		var first, last time.Time
+		for _, f := range stats.admissionFailures {
+			// kube-apiserver names the Service's host in the error, not the address it dialled; a
+			// timeout is what a call to the replica that cannot answer comes to, and the other one
+			// answers.
+			Expect(isCallTimeout(f.err.Error())).To(BeTrue(), "a failure other than a call that timed out: %s", f)
+			Expect(f.at).To(BeTemporally(">", cut), "a call failed before the cut: %s", f)
+			Expect(f.at).To(BeTemporally("<=", left.Add(nodeLossCallMargin)), "a call failed %s after the lost replica left the Service: %s", f.at.Sub(left), f)
+			if first.IsZero() {
+				first = f.at
+			}
+			last = f.at
+		}
+		window := "none failed"
+		if !first.IsZero() {
+			window = fmt.Sprintf("%s to %s after the cut", first.Sub(cut).Round(time.Millisecond), last.Sub(cut).Round(time.Millisecond))
+		}
+		AddReportEntry("node loss: failed admissions", fmt.Sprintf("%d of %d requests, %s", len(stats.admissionFailures), stats.creates+stats.updates+stats.deletes, window))
+		Expect(failureLines(stats.otherFailures)).To(BeEmpty(), "requests of the load failed for another reason than admission")
+		converged := load.waitConverged(ctx, 3*time.Minute)
+		AddReportEntry("node loss: time to converge after the load stopped", converged.Round(time.Millisecond).String())
+	}, SpecTimeout(10*time.Minute))
+})
+
+// isCallTimeout reports whether msg, kube-apiserver's error for a webhook call, says the call
+// timed out (the webhooks' timeoutSeconds): what a call to an address that no longer answers, not
+// even with a reset, comes to.
+func isCallTimeout(msg string) bool {
+	return strings.Contains(msg, "failed calling webhook") &&
+		(strings.Contains(msg, "context deadline exceeded") || strings.Contains(msg, "i/o timeout") || strings.Contains(msg, "Client.Timeout exceeded"))
+}
+
+// expectSpread waits until every manager replica is ready and checks that no two share a node,
+// reporting where they run.
+func expectSpread(ctx context.Context, when string) {
+	pods := waitManagerReady(ctx, 2*time.Minute)
+	nodes := map[string]bool{}
+	for _, pod := range pods {
+		nodes[pod.Spec.NodeName] = true
+	}
+	AddReportEntry("spread: the replicas "+when, placement(pods))
+	ExpectWithOffset(1, nodes).To(HaveLen(len(pods)), "the replicas %s share a node: %s", when, placement(pods))
+}
+
+// placement says which node each pod runs on.
+func placement(pods []corev1.Pod) string {
+	var lines []string
+	for _, pod := range pods {
+		lines = append(lines, pod.Name+" on "+pod.Spec.NodeName)
+	}
+	return strings.Join(lines, ", ")
+}
+
+// expectCertManagerAvailable waits until every replica of cert-manager's controllers is available
+// again, after its pod moved.
+func expectCertManagerAvailable(ctx context.Context) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		d := &appsv1.Deployment{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: cluster.CertManagerNamespace, Name: "cert-manager"}, d)).To(Succeed())
+		g.Expect(d.Status.ObservedGeneration).To(Equal(d.Generation))
+		g.Expect(d.Status.UpdatedReplicas).To(Equal(ptr.Deref(d.Spec.Replicas, 1)))
+		g.Expect(d.Status.AvailableReplicas).To(Equal(ptr.Deref(d.Spec.Replicas, 1)))
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+}
