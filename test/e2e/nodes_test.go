@@ -95,16 +95,7 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 	It("runs the manager's replicas on different nodes, again after each of two rollout restarts", func(ctx SpecContext) {
 		expectSpread(ctx, "after make deploy")
 		for i := range 2 {
-			before := waitManagerReady(ctx, time.Minute)
-			_, stderr, err := kubectl(ctx, "rollout", "restart", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment)
-			Expect(err).NotTo(HaveOccurred(), stderr)
-			_, stderr, err = kubectl(ctx, "rollout", "status", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment, "--timeout=3m")
-			Expect(err).NotTo(HaveOccurred(), stderr)
-			Eventually(func(g Gomega) {
-				for _, pod := range expectManagerReady(ctx, g) {
-					g.Expect(slices.ContainsFunc(before, func(old corev1.Pod) bool { return old.UID == pod.UID })).To(BeFalse(), "pod %s is of before the restart", pod.Name)
-				}
-			}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+			restartManager(ctx)
 			expectSpread(ctx, fmt.Sprintf("after rollout restart %d", i+1))
 		}
 	}, SpecTimeout(8*time.Minute))
@@ -161,19 +152,10 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 			_, stderr, err := kubectl(ctx, "uncordon", cluster.NodeName)
 			Expect(err).NotTo(HaveOccurred(), stderr)
 		}, NodeTimeout(time.Minute))
-		moved := waitManagerReady(ctx, time.Minute)
-		_, stderr, err = kubectl(ctx, "rollout", "restart", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment)
-		Expect(err).NotTo(HaveOccurred(), stderr)
-		_, stderr, err = kubectl(ctx, "rollout", "status", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment, "--timeout=3m")
-		Expect(err).NotTo(HaveOccurred(), stderr)
-		var pods []corev1.Pod
-		Eventually(func(g Gomega) {
-			pods = expectManagerReady(ctx, g)
-			for _, pod := range pods {
-				g.Expect(slices.ContainsFunc(moved, func(old corev1.Pod) bool { return old.UID == pod.UID })).To(BeFalse(), "pod %s is of before the restart", pod.Name)
-				g.Expect(pod.Spec.NodeName).NotTo(Equal(cluster.NodeName))
-			}
-		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		pods := restartManager(ctx)
+		for _, pod := range pods {
+			Expect(pod.Spec.NodeName).NotTo(Equal(cluster.NodeName), "pod %s runs on the cordoned node", pod.Name)
+		}
 		_, stderr, err = kubectl(ctx, "uncordon", cluster.NodeName)
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		expectSpread(ctx, "with the first node cordoned")
@@ -267,6 +249,24 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 func isCallTimeout(msg string) bool {
 	return strings.Contains(msg, "failed calling webhook") &&
 		(strings.Contains(msg, "context deadline exceeded") || strings.Contains(msg, "i/o timeout") || strings.Contains(msg, "Client.Timeout exceeded"))
+}
+
+// restartManager runs kubectl rollout restart of the manager, waits for kubectl rollout status,
+// and then until every replica is Ready and none is of before the restart; it returns the pods.
+func restartManager(ctx context.Context) []corev1.Pod {
+	before := waitManagerReady(ctx, time.Minute)
+	_, stderr, err := kubectl(ctx, "rollout", "restart", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), stderr)
+	_, stderr, err = kubectl(ctx, "rollout", "status", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment, "--timeout=3m")
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), stderr)
+	var pods []corev1.Pod
+	EventuallyWithOffset(1, func(g Gomega) {
+		pods = expectManagerReady(ctx, g)
+		for _, pod := range pods {
+			g.Expect(slices.ContainsFunc(before, func(old corev1.Pod) bool { return old.UID == pod.UID })).To(BeFalse(), "pod %s is of before the restart", pod.Name)
+		}
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+	return pods
 }
 
 // expectSpread waits until every manager replica is ready and checks that no two share a node,

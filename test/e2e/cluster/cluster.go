@@ -278,34 +278,46 @@ func Start(ctx context.Context, bin Binaries, dir string, opts Options) (_ *Clus
 	return c, nil
 }
 
-// Stop stops every process in the reverse order of their start, and before containerd, every
-// pod sandbox still on the node, so that their containers stop as kubelet would stop them, keeping
-// their logs. How a
-// component exits on SIGTERM is its own affair (kube-scheduler without leader election exits 1 by
-// design); Stop fails only when one has to be killed, or a pod cannot be removed.
+// Stop stops the nodes AddNode added, then every process in the reverse order of their start
+// (stopInReverse, with the first node's pod sandboxes). kube-scheduler without leader election
+// exits 1 on SIGTERM by design; Stop fails only when a process has to be killed, or a pod cannot be
+// removed.
 func (c *Cluster) Stop() error {
 	var errs []error
 	for len(c.nodes) > 1 {
 		errs = append(errs, c.stopNode(c.nodes[len(c.nodes)-1]))
 	}
+	var first *node
 	if len(c.nodes) == 1 {
-		c.nodes[0].stopWatchingContainerExits()
+		first = c.nodes[0]
+		first.stopWatchingContainerExits()
 	}
-	for i := len(c.processes) - 1; i >= 0; i-- {
-		if c.processes[i].Name == "containerd" && c.processes[i].Running() == nil {
-			errs = append(errs, c.nodes[0].removeAllPods())
-		}
-		var exit *exec.ExitError
-		if err := c.processes[i].Stop(stopGrace); err != nil && !errors.As(err, &exit) {
-			errs = append(errs, err)
-		}
-	}
+	errs = append(errs, stopInReverse(c.processes, first)...)
 	c.processes, c.nodes = nil, nil
 	if c.Registry != nil {
 		c.Registry.Close()
 		c.Registry = nil
 	}
 	return errors.Join(errs...)
+}
+
+// stopInReverse stops processes in the reverse order of their start and, just before the
+// containerd of node (nil if none among them), every pod sandbox still on that node, so that their
+// containers stop as kubelet would stop them, keeping their logs. How a component exits on SIGTERM
+// is its own affair: it returns the errors of processes that had to be killed, and of pods that
+// could not be removed.
+func stopInReverse(processes []*Process, node *node) []error {
+	var errs []error
+	for i := len(processes) - 1; i >= 0; i-- {
+		if node != nil && processes[i].Name == "containerd" && processes[i].Running() == nil {
+			errs = append(errs, node.removeAllPods())
+		}
+		var exit *exec.ExitError
+		if err := processes[i].Stop(stopGrace); err != nil && !errors.As(err, &exit) {
+			errs = append(errs, err)
+		}
+	}
+	return errs
 }
 
 // Restart stops the named control plane process (etcd or kube-apiserver, say) as a kubelet

@@ -71,18 +71,7 @@ func (c *Cluster) RemoveNode(ctx context.Context, name string) error {
 // pod sandboxes are removed, deletes its network namespace and cgroups, and forgets it.
 func (c *Cluster) stopNode(n *node) error {
 	n.stopWatchingContainerExits()
-	var errs []error
-	for i := len(n.processes) - 1; i >= 0; i-- {
-		p := n.processes[i]
-		if p.Name == "containerd" && p.Running() == nil {
-			errs = append(errs, n.removeAllPods())
-		}
-		// How a component exits on SIGTERM is its own affair, as in Stop.
-		var exit *exec.ExitError
-		if err := p.Stop(stopGrace); err != nil && !errors.As(err, &exit) {
-			errs = append(errs, err)
-		}
-	}
+	errs := stopInReverse(n.processes, n)
 	n.processes = nil
 	if n.netns != "" {
 		errs = append(errs, netns.DeleteNamed(filepath.Base(n.netns)))
@@ -114,12 +103,18 @@ func nodeLink(index int) string {
 // a route to the node's pod range through the node. The test's namespace forwards (setUpNamespaces
 // turned it on), so every node reaches kube-apiserver, the registry and every other node's pods;
 // the node forwards to its pods' bridge. It returns the namespace's path.
-func addNodeNetwork(name string, index int, podCIDR string) (string, error) {
+func addNodeNetwork(name string, index int, podCIDR string) (_ string, err error) {
 	ns, err := inOtherNetns(func() (netns.NsHandle, error) { return netns.NewNamed(name) })
 	if err != nil {
 		return "", fmt.Errorf("creating the network namespace: %w", err)
 	}
-	defer func() { _ = ns.Close() }()
+	defer func() {
+		_ = ns.Close()
+		if err != nil {
+			// Its veth pair goes with it.
+			err = errors.Join(err, netns.DeleteNamed(name))
+		}
+	}()
 	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: nodeLink(index)}, PeerName: "eth0", PeerNamespace: netlink.NsFd(int(ns))}
 	if err := netlink.LinkAdd(veth); err != nil {
 		return "", fmt.Errorf("adding the veth pair: %w", err)
