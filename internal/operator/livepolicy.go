@@ -17,6 +17,9 @@ import (
 type livePolicy struct {
 	fallback *webhooks.Policy
 	current  atomic.Pointer[webhooks.Policy]
+	// stored is the resourceVersion of the AdmissionPolicy the policy in force was made from, ""
+	// while none is stored: what the API server must answer for the policy in force to be current.
+	stored atomic.Pointer[string]
 
 	mu          sync.Mutex
 	subscribers []chan event.GenericEvent
@@ -26,18 +29,20 @@ type livePolicy struct {
 func newLivePolicy(fallback *webhooks.Policy) *livePolicy {
 	l := &livePolicy{fallback: fallback}
 	l.current.Store(fallback)
+	l.stored.Store(new(string))
 	return l
 }
 
 // Current implements webhooks.PolicySource.
 func (l *livePolicy) Current() *webhooks.Policy { return l.current.Load() }
 
-// set makes p the policy in force and tells every subscriber; nil restores the fallback, as when
-// the AdmissionPolicy is deleted.
-func (l *livePolicy) set(p *webhooks.Policy) {
+// set makes p, made from the AdmissionPolicy stored at resourceVersion, the policy in force and
+// tells every subscriber; nil restores the fallback, as when the AdmissionPolicy is deleted.
+func (l *livePolicy) set(p *webhooks.Policy, resourceVersion string) {
 	if p == nil {
-		p = l.fallback
+		p, resourceVersion = l.fallback, ""
 	}
+	l.stored.Store(&resourceVersion)
 	l.current.Store(p)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -48,6 +53,14 @@ func (l *livePolicy) set(p *webhooks.Policy) {
 		}
 	}
 }
+
+// unstored records that the AdmissionPolicy the policy in force was made from is no longer stored,
+// while the policy stays in force (deleted with its CRD).
+func (l *livePolicy) unstored() { l.stored.Store(new(string)) }
+
+// storedVersion is the resourceVersion of the AdmissionPolicy the policy in force was made from, ""
+// while none is stored.
+func (l *livePolicy) storedVersion() string { return *l.stored.Load() }
 
 // subscribe returns a channel that receives an event after each change of the policy in force,
 // for a controller's source.Channel; changes made while one is pending are folded into it.

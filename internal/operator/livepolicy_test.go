@@ -23,13 +23,17 @@ func TestLivePolicy(t *testing.T) {
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
-	live.set(p)
-	if live.Current() != p {
-		t.Error("set did not take")
+	live.set(p, "42")
+	if live.Current() != p || live.storedVersion() != "42" {
+		t.Errorf("set did not take: stored version %q", live.storedVersion())
 	}
-	live.set(nil)
-	if live.Current() != fallback {
-		t.Error("set(nil) did not restore the fallback")
+	live.unstored()
+	if live.Current() != p || live.storedVersion() != "" {
+		t.Errorf("unstored changed the policy in force, or left stored version %q", live.storedVersion())
+	}
+	live.set(nil, "43")
+	if live.Current() != fallback || live.storedVersion() != "" {
+		t.Errorf("set(nil) did not restore the fallback, none stored: stored version %q", live.storedVersion())
 	}
 
 	// Two changes while one event is pending are folded into it, for every subscriber.

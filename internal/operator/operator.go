@@ -113,6 +113,9 @@ type Options struct {
 	MaxConcurrentReconciles int
 	// CacheSyncTimeout bounds how long a controller waits for its kinds to be cached.
 	CacheSyncTimeout time.Duration
+	// PolicyStaleness is how long the replica stays ready while the API server has not confirmed
+	// that the policy it enforces is the stored one; 0 keeps it ready however long that is.
+	PolicyStaleness time.Duration
 
 	// Certs, when Certs.Secret is set, have the manager keep its own webhook serving certificate.
 	Certs CertOptions
@@ -159,6 +162,11 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.CacheSyncTimeout, "cache-sync-timeout", DefaultCacheSyncTimeout,
 		"How long a controller waits for its kinds to be cached before the manager gives up and exits: "+
 			"a new leader lists every custom resource and its children first.")
+	fs.DurationVar(&o.PolicyStaleness, "policy-staleness", DefaultPolicyStaleness,
+		"How long the replica stays ready while the API server has not confirmed that the AdmissionPolicy it enforces "+
+			"is the stored one, as when the replica is cut off from it: past that, it reports not ready, so that no "+
+			"admission request is answered under a policy that may have changed, until the API server answers again. "+
+			"0 keeps it ready however long that is.")
 	fs.StringVar(&o.Certs.Secret, "cert-secret", "",
 		"namespace/name of a Secret in which the manager keeps its own CA and webhook serving certificate, renewing them and "+
 			"injecting the CA into the webhook configurations, for clusters without cert-manager; mount it at --webhook-cert-dir. "+
@@ -251,7 +259,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	if err := mgr.Add(crds); err != nil {
 		return nil, fmt.Errorf("watching the CustomResourceDefinitions: %w", err)
 	}
-	policySynced, err := watchPolicy(mgr, crds, policy, imagePolicy)
+	policySynced, err := watchPolicy(mgr, crds, policy, imagePolicy, o.PolicyStaleness)
 	if err != nil {
 		return nil, fmt.Errorf("watching the admission policy: %w", err)
 	}
@@ -415,7 +423,7 @@ func addControllers(mgr, controllers ctrl.Manager, crds *crdWatch, o Options, sp
 
 // addChecks adds the probes: alive while the process runs; ready while the webhook server
 // completes a TLS handshake (so the API server's calls succeed), the manager is not stopping, and
-// the policy in force is the stored one.
+// the policy in force is the stored one, as the API server confirmed within the staleness allowed.
 func addChecks(mgr ctrl.Manager, m *Manager, policySynced healthz.Checker) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return fmt.Errorf("adding the health check: %w", err)

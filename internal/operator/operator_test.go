@@ -41,6 +41,7 @@ func TestBindFlagsDefaults(t *testing.T) {
 
 		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,
 		CacheSyncTimeout:        DefaultCacheSyncTimeout,
+		PolicyStaleness:         DefaultPolicyStaleness,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)

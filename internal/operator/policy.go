@@ -54,20 +54,22 @@ func init() {
 // The readiness check it returns passes once the namespaces' labels are cached and the policy
 // stored when the replica started is in force (the flags' when the CRD is missing), so that a
 // starting replica never answers under the flags' policy while an AdmissionPolicy says otherwise,
-// nor waits for a cache on a request. Once passed, it passes until the manager stops.
-func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webhooks.ImagePolicy) (healthz.Checker, error) {
+// nor waits for a cache on a request. From then on it fails only while the API server has not
+// confirmed the policy in force for staleness (policyConfirmation; 0 never).
+func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webhooks.ImagePolicy, staleness time.Duration) (healthz.Checker, error) {
 	log := mgr.GetLogger().WithName("admission-policy")
 	var (
 		namespacesSynced, ready atomic.Bool
 		// mu orders the changes of the policy in force.
 		mu sync.Mutex
 		// kept is set while the policy in force outlives the AdmissionPolicy, deleted with its CRD.
-		kept bool
+		kept         bool
+		confirmation = newPolicyConfirmation(mgr.GetAPIReader(), live, staleness)
 	)
-	check := func(*http.Request) error {
+	check := func(r *http.Request) error {
 		switch {
 		case ready.Load():
-			return nil
+			return confirmation.check(r)
 		case !namespacesSynced.Load():
 			return errors.New("the namespaces are not cached yet")
 		case !crds.isSynced():
@@ -75,7 +77,10 @@ func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webh
 		case crds.isEstablished(admissionPolicyCRD.name):
 			return errors.New("the AdmissionPolicy is not cached yet")
 		}
-		ready.Store(true) // no AdmissionPolicy CRD: the flags' policy is the one stored
+		// No AdmissionPolicy CRD: the flags' policy is the one stored, as the list of the CRDs says.
+		if !ready.Swap(true) {
+			confirmation.confirmed()
+		}
 		return nil
 	}
 	apply := func(obj any) {
@@ -86,7 +91,7 @@ func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webh
 		compiled, errs := webhooks.NewPolicy(p, images)
 		mu.Lock()
 		defer mu.Unlock()
-		live.set(compiled)
+		live.set(compiled, p.ResourceVersion)
 		kept = false
 		policyGeneration.Set(float64(p.Generation))
 		if len(errs) > 0 {
@@ -114,11 +119,12 @@ func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webh
 			log.Error(err, "cannot tell whether the AdmissionPolicy was deleted with its CustomResourceDefinition; taking it for deleted by a user")
 		case withCRD:
 			kept = true
+			live.unstored()
 			log.Info("the AdmissionPolicy was deleted with its CustomResourceDefinition: the policy in force stays while the CustomResourceDefinition is gone",
 				"generation", p.Generation)
 			return
 		}
-		live.set(nil)
+		live.set(nil, "")
 		policyGeneration.Set(0)
 		log.Info("the AdmissionPolicy was deleted; the default policy is in force")
 	}
@@ -135,11 +141,12 @@ func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webh
 			return // stored again, and applied
 		}
 		kept = false
-		live.set(nil)
+		live.set(nil, "")
 		policyGeneration.Set(0)
 		log.Info("the AdmissionPolicy's CustomResourceDefinition is back without the AdmissionPolicy; the default policy is in force")
 	}
 	return check, mgr.Add(runnableFunc(func(ctx context.Context) error {
+		go confirmation.run(ctx, log)
 		namespaces, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{})
 		if err != nil {
 			return fmt.Errorf("watching the namespaces: %w", err)
@@ -167,6 +174,8 @@ func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webh
 		if !toolscache.WaitForCacheSync(ctx.Done(), registration.HasSynced) {
 			return nil // stopped before the cache synced
 		}
+		// The list that synced the watch is the first confirmation of the policy in force.
+		confirmation.confirmed()
 		ready.Store(true)
 		for crds.await(ctx, admissionPolicyCRD.name, false) && crds.await(ctx, admissionPolicyCRD.name, true) {
 			restore(ctx)

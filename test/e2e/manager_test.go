@@ -186,6 +186,18 @@ func (t *endpointTracker) fewestReadySince(after time.Time) int {
 // leftAt is the first time from after on that address was not a ready endpoint: after itself if
 // it was not one then.
 func (t *endpointTracker) leftAt(address string, after time.Time) (time.Time, bool) {
+	return t.firstAt(after, func(ready []string) bool { return !slices.Contains(ready, address) })
+}
+
+// joinedAt is the first time from after on that address was a ready endpoint: after itself if it
+// was one then.
+func (t *endpointTracker) joinedAt(address string, after time.Time) (time.Time, bool) {
+	return t.firstAt(after, func(ready []string) bool { return slices.Contains(ready, address) })
+}
+
+// firstAt is the first time from after on that the ready addresses were as wanted: after itself
+// if they were then.
+func (t *endpointTracker) firstAt(after time.Time, wanted func(ready []string) bool) (time.Time, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	// From the snapshot in force at after: the last one before it, if any.
@@ -196,7 +208,7 @@ func (t *endpointTracker) leftAt(address string, after time.Time) (time.Time, bo
 		}
 	}
 	for _, s := range t.history[start:] {
-		if !slices.Contains(s.ready, address) {
+		if wanted(s.ready) {
 			if s.at.Before(after) {
 				return after, true
 			}

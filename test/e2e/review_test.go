@@ -90,22 +90,27 @@ func newReplicaReview(ctx context.Context, namespace, name, image string) *repli
 func (r *replicaReview) onEachReplica(ctx context.Context, g Gomega) map[string]*admissionv1.AdmissionResponse {
 	answers := map[string]*admissionv1.AdmissionResponse{}
 	for _, pod := range expectManagerReady(ctx, g) {
-		url := "https://" + net.JoinHostPort(pod.Status.PodIP, "9443") + deployObjectValidatePath
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(r.body))
-		g.Expect(err).NotTo(HaveOccurred())
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := r.client.Do(req)
-		g.Expect(err).NotTo(HaveOccurred(), "replica %s", pod.Name)
-		data, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		g.Expect(err).NotTo(HaveOccurred(), "replica %s", pod.Name)
-		g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "replica %s: %s", pod.Name, data)
-		review := &admissionv1.AdmissionReview{}
-		g.Expect(json.Unmarshal(data, review)).To(Succeed(), "replica %s: %s", pod.Name, data)
-		g.Expect(review.Response).NotTo(BeNil(), "replica %s: %s", pod.Name, data)
-		g.Expect(review.Response.UID).To(Equal(types.UID("e2e-replica-review")), "replica %s", pod.Name)
-		answers[pod.Name] = review.Response
+		answers[pod.Name] = r.on(ctx, g, pod)
 	}
 	g.Expect(answers).NotTo(BeEmpty())
 	return answers
+}
+
+// on sends the review to pod, ready or not, and returns its answer.
+func (r *replicaReview) on(ctx context.Context, g Gomega, pod corev1.Pod) *admissionv1.AdmissionResponse {
+	url := "https://" + net.JoinHostPort(pod.Status.PodIP, "9443") + deployObjectValidatePath
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(r.body))
+	g.Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := r.client.Do(req)
+	g.Expect(err).NotTo(HaveOccurred(), "replica %s", pod.Name)
+	data, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	g.Expect(err).NotTo(HaveOccurred(), "replica %s", pod.Name)
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK), "replica %s: %s", pod.Name, data)
+	review := &admissionv1.AdmissionReview{}
+	g.Expect(json.Unmarshal(data, review)).To(Succeed(), "replica %s: %s", pod.Name, data)
+	g.Expect(review.Response).NotTo(BeNil(), "replica %s: %s", pod.Name, data)
+	g.Expect(review.Response.UID).To(Equal(types.UID("e2e-replica-review")), "replica %s", pod.Name)
+	return review.Response
 }

@@ -40,6 +40,9 @@ type Env struct {
 	// ManagerConfig, when set, is the rest config the Manager runs with from its next start on,
 	// such as one impersonating a ServiceAccount bound to config/rbac; Config otherwise.
 	ManagerConfig *rest.Config
+	// ManagerOptions, when set, changes the Manager's options from its next start on, after
+	// StartWith's Options.Manager.
+	ManagerOptions func(*operator.Options)
 	// Client reads and writes through the API server directly, never through a cache.
 	Client client.Client
 	// Manager is the operator's Manager, already started.
@@ -134,9 +137,12 @@ func (e *Env) startManager() error {
 		AllowedRegistries:            fixtures.AllowedRegistries,
 		SkipControllerNameValidation: true,
 		MaxConcurrentReconciles:      operator.DefaultMaxConcurrentReconciles,
+		PolicyStaleness:              operator.DefaultPolicyStaleness,
 	}
-	if e.changeOptions != nil {
-		e.changeOptions(&options)
+	for _, change := range []func(*operator.Options){e.changeOptions, e.ManagerOptions} {
+		if change != nil {
+			change(&options)
+		}
 	}
 	mgr, err := operator.New(cmp.Or(e.ManagerConfig, e.Config), options)
 	if err != nil {

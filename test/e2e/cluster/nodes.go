@@ -52,11 +52,11 @@ func (c *Cluster) AddNode(ctx context.Context) (_ string, err error) {
 // pod sandboxes stopped and removed, then kube-proxy, kubelet and containerd, its network and
 // cgroups; then its Node and the pods still bound to it are deleted from the API server.
 func (c *Cluster) RemoveNode(ctx context.Context, name string) error {
-	i := slices.IndexFunc(c.nodes, func(n *node) bool { return n.name == name })
-	if i < 1 {
-		return fmt.Errorf("%s is not a node AddNode added", name)
+	n, err := c.added(name)
+	if err != nil {
+		return err
 	}
-	err := c.stopNode(c.nodes[i])
+	err = c.stopNode(n)
 	pods := &corev1.PodList{}
 	if listErr := c.Client.List(ctx, pods, client.MatchingFields{"spec.nodeName": name}); listErr != nil {
 		return errors.Join(err, listErr)
@@ -256,7 +256,7 @@ func (c *Cluster) CutNode(ctx context.Context, name string) error {
 	if err != nil {
 		return err
 	}
-	return nft(ctx, fmt.Sprintf(`table inet %[1]s {
+	return nft(ctx, "", fmt.Sprintf(`table inet %[1]s {
 	chain input { type filter hook input priority -310; iifname %[2]q drop; }
 	chain forward { type filter hook forward priority -310; iifname %[2]q drop; oifname %[2]q drop; }
 	chain output { type filter hook output priority -310; oifname %[2]q drop; }
@@ -269,14 +269,52 @@ func (c *Cluster) RestoreNode(ctx context.Context, name string) error {
 	if _, err := c.linkOf(name); err != nil {
 		return err
 	}
-	return nft(ctx, "delete table inet "+cutTable(name)+"\n")
+	return nft(ctx, "", "delete table inet "+cutTable(name)+"\n")
+}
+
+// CutFromAPIServer drops, in an added node's network namespace, every packet its pod at address
+// sends to kube-apiserver, as a firewall rule or a broken route between a node's pods and the
+// control plane would: the pod can no longer reach the API server, while kube-apiserver's calls
+// to the pod, and the node's own traffic (kubelet's among it), go on. ReconnectToAPIServer undoes
+// it.
+func (c *Cluster) CutFromAPIServer(ctx context.Context, name, address string) error {
+	n, err := c.added(name)
+	if err != nil {
+		return err
+	}
+	return nft(ctx, n.netns, fmt.Sprintf(`table ip %s {
+	chain forward { type filter hook forward priority -310; ip saddr %s ip daddr %s tcp dport %d drop; }
+}
+`, apiServerCutTable(address), address, APIServerIP, APIServerPort))
+}
+
+// ReconnectToAPIServer restores what CutFromAPIServer cut.
+func (c *Cluster) ReconnectToAPIServer(ctx context.Context, name, address string) error {
+	n, err := c.added(name)
+	if err != nil {
+		return err
+	}
+	return nft(ctx, n.netns, "delete table ip "+apiServerCutTable(address)+"\n")
+}
+
+// apiServerCutTable is the nftables table that cuts the pod at address off kube-apiserver.
+func apiServerCutTable(address string) string {
+	return "e2e-api-cut-" + strings.ReplaceAll(address, ".", "_")
+}
+
+// added is the node AddNode added by that name.
+func (c *Cluster) added(name string) (*node, error) {
+	i := slices.IndexFunc(c.nodes, func(n *node) bool { return n.name == name })
+	if i < 1 {
+		return nil, fmt.Errorf("%s is not a node AddNode added", name)
+	}
+	return c.nodes[i], nil
 }
 
 // linkOf is the test's end of an added node's link.
 func (c *Cluster) linkOf(name string) (string, error) {
-	i := slices.IndexFunc(c.nodes, func(n *node) bool { return n.name == name })
-	if i < 1 {
-		return "", fmt.Errorf("%s is not a node AddNode added", name)
+	if _, err := c.added(name); err != nil {
+		return "", err
 	}
 	return nodeLink(slices.Index(NodeNames, name)), nil
 }
@@ -286,9 +324,12 @@ func cutTable(name string) string {
 	return "e2e-cut-" + strings.ReplaceAll(name, "-", "_")
 }
 
-// nft applies an nftables ruleset in the test's network namespace.
-func nft(ctx context.Context, ruleset string) error {
+// nft applies an nftables ruleset in the network namespace at netns, or the test's when empty.
+func nft(ctx context.Context, netns, ruleset string) error {
 	cmd := exec.CommandContext(ctx, "nft", "-f", "-")
+	if netns != "" {
+		cmd = exec.CommandContext(ctx, "nsenter", "--net="+netns, "--", "nft", "-f", "-")
+	}
 	cmd.Stdin = strings.NewReader(ruleset)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("nft: %w: %s", err, out)
