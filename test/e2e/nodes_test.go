@@ -14,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -38,9 +39,12 @@ const (
 const partitionLeftMargin = 10 * time.Second
 
 // partitionBackBound bounds how long after its link is back a cut-off replica takes to be a ready
-// endpoint again: its next question to the API server (a tenth of the staleness), its watch's
-// catching up, kubelet's next probe, and the EndpointSlice's update.
-const partitionBackBound = operator.DefaultPolicyStaleness/10 + 15*time.Second
+// endpoint again. Its connection to the API server, silent through the cut, resumes at TCP's next
+// retransmission (seconds apart by then) or is replaced once client-go's HTTP/2 health check gives
+// up on it (no frame for 30 s, then a ping unanswered for 15 s: at most about 16 s after a cut of
+// 29 s); then its watch catches up, its next question (a tenth of the staleness) confirms the
+// policy, kubelet probes and the EndpointSlice follows.
+const partitionBackBound = 30 * time.Second
 
 // nodeLossLeftBound bounds how long after its node is cut off a replica stays a ready endpoint of
 // the webhook Service: kube-controller-manager notices the Lease not renewed within its grace
@@ -159,14 +163,12 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		expectNoExits(rec, exitsBefore)
 	}, SpecTimeout(8*time.Minute))
 
-	It("drains a node that runs both replicas: kubectl waits on the disruption budget, the replicas move to the other nodes, every request admitted", func(ctx SpecContext) {
-		crowded := cluster.NodeNames[1]
-		others := slices.DeleteFunc(slices.Clone(cluster.NodeNames), func(n string) bool { return n == crowded })
+	// The first node, so that the replicas end on the two added nodes, where the specs after this
+	// one need them; only the manager's pods, as the first node also runs cert-manager.
+	It("drains the node that runs both replicas: kubectl waits on the disruption budget, the replicas move to the other nodes, every request admitted", func(ctx SpecContext) {
+		crowded := cluster.NodeName
 		By("running both replicas on " + crowded + ", the others cordoned")
 		pods := restartManagerOn(ctx, crowded)
-		for _, pod := range pods {
-			Expect(pod.Spec.NodeName).To(Equal(crowded), "pod %s", pod.Name)
-		}
 		AddReportEntry("crowded drain: the replicas before", placement(pods))
 		exitsBefore := len(rec.exits())
 		load := startCRLoad(ctx, loadOptions{namespace: nodesCrowdedNamespace, perKind: loadPerKind, interval: loadInterval, maxRequests: 900})
@@ -178,7 +180,8 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		}, NodeTimeout(time.Minute))
 
 		start := time.Now()
-		_, stderr, err := kubectl(ctx, "drain", crowded, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=3m")
+		selector := labels.SelectorFromSet(managerDeployment(ctx, Default).Spec.Selector.MatchLabels).String()
+		_, stderr, err := kubectl(ctx, "drain", crowded, "--pod-selector="+selector, "--delete-emptydir-data", "--timeout=3m")
 		Expect(err).NotTo(HaveOccurred(), "kubectl drain %s:\n%s", crowded, stderr)
 		AddReportEntry("crowded drain: kubectl drain of "+crowded+" took", time.Since(start).Round(time.Millisecond).String())
 		blocked := strings.Count(stderr, "Cannot evict pod as it would violate the pod's disruption budget")
@@ -191,7 +194,7 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		for _, pod := range after {
 			nodes = append(nodes, pod.Spec.NodeName)
 		}
-		Expect(nodes).To(ConsistOf(others), "one replica on each of the other nodes")
+		Expect(nodes).To(ConsistOf(cluster.NodeNames[1:]), "one replica on each of the other nodes")
 		Expect(endpoints.fewestReadySince(start)).To(BeNumerically(">=", 1), "a replica was in the webhook Service throughout")
 		finishLoadWithoutFailures(ctx, load, "drain of the node of both replicas")
 		for _, pod := range pods {
@@ -200,10 +203,72 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		expectNoExits(rec, exitsBefore)
 	}, SpecTimeout(8*time.Minute))
 
+	It("takes a replica cut off from the API server out of the Service within the policy staleness, so that none answers under a policy changed meanwhile, and back once it reaches the API server", func(ctx SpecContext) {
+		pods := replicasOffTheFirstNode(ctx)
+		exitsBefore := len(rec.exits())
+		leader := liveLeader(ctx, pods)
+		cutPod := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name != leader })]
+		survivor := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == leader })]
+		address := cutPod.Status.PodIP
+		review := newReplicaReview(ctx, nodesPartitionNamespace, "moving", "nginx:latest")
+		load := startCRLoad(ctx, loadOptions{namespace: nodesPartitionNamespace, perKind: loadPerKind, interval: loadInterval, maxRequests: 900})
+		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 10))
+		endpoints := trackReadyEndpoints(ctx)
+
+		By("cutting " + cutPod.Name + ", which does not lead, off the API server")
+		cut := time.Now()
+		Expect(kube.CutFromAPIServer(ctx, cutPod.Spec.NodeName, address)).To(Succeed())
+		reconnected := false
+		DeferCleanup(func(ctx SpecContext) {
+			if !reconnected {
+				Expect(kube.ReconnectToAPIServer(ctx, cutPod.Spec.NodeName, address)).To(Succeed())
+			}
+		}, NodeTimeout(time.Minute))
+		Eventually(func() bool {
+			_, left := endpoints.leftAt(address, cut)
+			return left
+		}).WithContext(ctx).WithTimeout(operator.DefaultPolicyStaleness+partitionLeftMargin).Should(BeTrue(), "the cut-off replica left the webhook Service")
+		left, _ := endpoints.leftAt(address, cut)
+		AddReportEntry("partition: the cut-off replica out of the webhook Service after", left.Sub(cut).Round(time.Millisecond).String())
+		// It asks the API server every tenth of the staleness: its last answer came at most that
+		// long before the cut.
+		Expect(left.Sub(cut)).To(BeNumerically(">=", operator.DefaultPolicyStaleness*9/10), "the replica left before the staleness ran out")
+
+		By("changing the AdmissionPolicy meanwhile: a moving tag is only a warning")
+		policy := &policyv1alpha1.AdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
+			Spec:       policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{{ID: "deployobject.image.pinned", Action: policyv1alpha1.Warn}}},
+		}
+		Expect(k8s.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) {
+			Expect(client.IgnoreNotFound(k8s.Delete(ctx, policy))).To(Succeed())
+		}, NodeTimeout(time.Minute))
+		Eventually(func(g Gomega) {
+			g.Expect(review.on(ctx, g, survivor).Allowed).To(BeTrue(), "the replica that reaches the API server applies the new policy")
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		Expect(review.on(ctx, Default, cutPod).Allowed).To(BeFalse(), "the cut-off replica holds the policy of before the cut, out of the Service")
+
+		By("reconnecting it")
+		back := time.Now()
+		Expect(kube.ReconnectToAPIServer(ctx, cutPod.Spec.NodeName, address)).To(Succeed())
+		reconnected = true
+		Eventually(func() bool {
+			_, joined := endpoints.joinedAt(address, back)
+			return joined
+		}).WithContext(ctx).WithTimeout(partitionBackBound).Should(BeTrue(), "the replica is back in the webhook Service")
+		joined, _ := endpoints.joinedAt(address, back)
+		AddReportEntry("partition: back in the webhook Service after its link came back", joined.Sub(back).Round(time.Millisecond).String())
+		answer := review.on(ctx, Default, cutPod)
+		Expect(answer.Allowed).To(BeTrue(), "the replica is back under the policy changed while it was cut off: %v", answer.Result)
+
+		Expect(endpoints.fewestReadySince(cut)).To(BeNumerically(">=", 1), "a replica was in the webhook Service throughout")
+		finishLoadWithoutFailures(ctx, load, "partition")
+		Expect(k8s.Delete(ctx, policy)).To(Succeed())
+		expectNoExits(rec, exitsBefore)
+	}, SpecTimeout(6*time.Minute))
 	It("loses the leader's node: admissions time out only until its replica leaves the Service, the other replica leads, the node's pods move, and it comes back clean", func(ctx SpecContext) {
-		By("moving both replicas off the first node, which shares the suite's network and cannot be cut off")
-		pods := restartManagerOn(ctx, cluster.NodeNames[1:]...)
-		expectSpread(ctx, "with the first node cordoned")
+		pods := replicasOffTheFirstNode(ctx)
+		expectSpread(ctx, "off the first node")
 
 		leader := liveLeader(ctx, pods)
 		lostPod := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == leader })]
@@ -286,71 +351,6 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		converged := load.waitConverged(ctx, 3*time.Minute)
 		AddReportEntry("node loss: time to converge after the load stopped", converged.Round(time.Millisecond).String())
 	}, SpecTimeout(10*time.Minute))
-
-	It("takes a replica cut off from the API server out of the Service within the policy staleness, so that none answers under a policy changed meanwhile, and back once it reaches the API server", func(ctx SpecContext) {
-		By("moving both replicas off the first node, which shares the suite's network")
-		pods := restartManagerOn(ctx, cluster.NodeNames[1:]...)
-		exitsBefore := len(rec.exits())
-		leader := liveLeader(ctx, pods)
-		cutPod := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name != leader })]
-		survivor := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == leader })]
-		address := cutPod.Status.PodIP
-		review := newReplicaReview(ctx, nodesPartitionNamespace, "moving", "nginx:latest")
-		load := startCRLoad(ctx, loadOptions{namespace: nodesPartitionNamespace, perKind: loadPerKind, interval: loadInterval, maxRequests: 900})
-		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 10))
-		endpoints := trackReadyEndpoints(ctx)
-
-		By("cutting " + cutPod.Name + ", which does not lead, off the API server")
-		cut := time.Now()
-		Expect(kube.CutFromAPIServer(ctx, cutPod.Spec.NodeName, address)).To(Succeed())
-		reconnected := false
-		DeferCleanup(func(ctx SpecContext) {
-			if !reconnected {
-				Expect(kube.ReconnectToAPIServer(ctx, cutPod.Spec.NodeName, address)).To(Succeed())
-			}
-		}, NodeTimeout(time.Minute))
-		Eventually(func() bool {
-			_, left := endpoints.leftAt(address, cut)
-			return left
-		}).WithContext(ctx).WithTimeout(operator.DefaultPolicyStaleness+partitionLeftMargin).Should(BeTrue(), "the cut-off replica left the webhook Service")
-		left, _ := endpoints.leftAt(address, cut)
-		AddReportEntry("partition: the cut-off replica out of the webhook Service after", left.Sub(cut).Round(time.Millisecond).String())
-		// It asks the API server every tenth of the staleness: its last answer came at most that
-		// long before the cut.
-		Expect(left.Sub(cut)).To(BeNumerically(">=", operator.DefaultPolicyStaleness*9/10), "the replica left before the staleness ran out")
-
-		By("changing the AdmissionPolicy meanwhile: a moving tag is only a warning")
-		policy := &policyv1alpha1.AdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
-			Spec:       policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{{ID: "deployobject.image.pinned", Action: policyv1alpha1.Warn}}},
-		}
-		Expect(k8s.Create(ctx, policy)).To(Succeed())
-		DeferCleanup(func(ctx SpecContext) {
-			Expect(client.IgnoreNotFound(k8s.Delete(ctx, policy))).To(Succeed())
-		}, NodeTimeout(time.Minute))
-		Eventually(func(g Gomega) {
-			g.Expect(review.on(ctx, g, survivor).Allowed).To(BeTrue(), "the replica that reaches the API server applies the new policy")
-		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
-		Expect(review.on(ctx, Default, cutPod).Allowed).To(BeFalse(), "the cut-off replica holds the policy of before the cut, out of the Service")
-
-		By("reconnecting it")
-		back := time.Now()
-		Expect(kube.ReconnectToAPIServer(ctx, cutPod.Spec.NodeName, address)).To(Succeed())
-		reconnected = true
-		Eventually(func() bool {
-			_, joined := endpoints.joinedAt(address, back)
-			return joined
-		}).WithContext(ctx).WithTimeout(partitionBackBound).Should(BeTrue(), "the replica is back in the webhook Service")
-		joined, _ := endpoints.joinedAt(address, back)
-		AddReportEntry("partition: back in the webhook Service after its link came back", joined.Sub(back).Round(time.Millisecond).String())
-		answer := review.on(ctx, Default, cutPod)
-		Expect(answer.Allowed).To(BeTrue(), "the replica is back under the policy changed while it was cut off: %v", answer.Result)
-
-		Expect(endpoints.fewestReadySince(cut)).To(BeNumerically(">=", 1), "a replica was in the webhook Service throughout")
-		finishLoadWithoutFailures(ctx, load, "partition")
-		Expect(k8s.Delete(ctx, policy)).To(Succeed())
-		expectNoExits(rec, exitsBefore)
-	}, SpecTimeout(6*time.Minute))
 })
 
 // isCallTimeout reports whether msg, kube-apiserver's error for a webhook call, says the call
@@ -359,6 +359,19 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 func isCallTimeout(msg string) bool {
 	return strings.Contains(msg, "failed calling webhook") &&
 		(strings.Contains(msg, "context deadline exceeded") || strings.Contains(msg, "i/o timeout") || strings.Contains(msg, "Client.Timeout exceeded"))
+}
+
+// replicasOffTheFirstNode returns the manager's ready pods, once none runs on the first node,
+// which shares the suite's network and so cannot be cut off: as they are if none does, or else
+// restarted onto the added nodes (restartManagerOn).
+func replicasOffTheFirstNode(ctx context.Context) []corev1.Pod {
+	GinkgoHelper()
+	pods := waitManagerReady(ctx, 2*time.Minute)
+	if slices.ContainsFunc(pods, func(p corev1.Pod) bool { return p.Spec.NodeName == cluster.NodeName }) {
+		By("moving both replicas off the first node")
+		pods = restartManagerOn(ctx, cluster.NodeNames[1:]...)
+	}
+	return pods
 }
 
 // restartManagerOn restarts the manager (restartManager) with every node but nodes cordoned, so

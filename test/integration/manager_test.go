@@ -73,7 +73,7 @@ var _ = Describe("The Manager", func() {
 			code, body := get(ctx, "/readyz?verbose")
 			g.Expect(code).To(Equal(http.StatusInternalServerError), body)
 			g.Expect(body).To(ContainSubstring("[-]admission-policy failed"))
-		}).WithContext(ctx).WithTimeout(staleness+10*time.Second).Should(Succeed())
+		}).WithContext(ctx).WithTimeout(staleness + 10*time.Second).Should(Succeed())
 		_, body := get(ctx, "/readyz/admission-policy")
 		Expect(body).To(MatchRegexp(`the API server has not confirmed the policy in force for [\d.]+s, over the 2s allowed: `))
 

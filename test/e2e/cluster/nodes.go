@@ -272,18 +272,23 @@ func (c *Cluster) RestoreNode(ctx context.Context, name string) error {
 	return nft(ctx, "", "delete table inet "+cutTable(name)+"\n")
 }
 
-// CutFromAPIServer drops, in an added node's network namespace, every packet its pod at address
-// sends to kube-apiserver, as a firewall rule or a broken route between a node's pods and the
-// control plane would: the pod can no longer reach the API server, while kube-apiserver's calls
-// to the pod, and the node's own traffic (kubelet's among it), go on. ReconnectToAPIServer undoes
-// it.
+// CutFromAPIServer drops, in an added node's network namespace, every packet between its pod at
+// address and kube-apiserver's serving port, both ways, as a firewall rule or a broken route
+// between a node's pods and the control plane would: the pod can no longer reach the API server,
+// nor hear from it on the watches it holds open (dropping only what it sends would still let
+// kube-apiserver push watch events to it), while kube-apiserver's calls to the pod, and the node's
+// own traffic (kubelet's among it), go on. ReconnectToAPIServer undoes it.
 func (c *Cluster) CutFromAPIServer(ctx context.Context, name, address string) error {
 	n, err := c.added(name)
 	if err != nil {
 		return err
 	}
-	return nft(ctx, n.netns, fmt.Sprintf(`table ip %s {
-	chain forward { type filter hook forward priority -310; ip saddr %s ip daddr %s tcp dport %d drop; }
+	return nft(ctx, n.netns, fmt.Sprintf(`table ip %[1]s {
+	chain forward {
+		type filter hook forward priority -310;
+		ip saddr %[2]s ip daddr %[3]s tcp dport %[4]d drop;
+		ip saddr %[3]s tcp sport %[4]d ip daddr %[2]s drop;
+	}
 }
 `, apiServerCutTable(address), address, APIServerIP, APIServerPort))
 }
