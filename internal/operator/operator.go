@@ -166,7 +166,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 		"How long the replica stays ready while the API server has not confirmed that the AdmissionPolicy it enforces "+
 			"is the stored one, as when the replica is cut off from it: past that, it reports not ready, so that no "+
 			"admission request is answered under a policy that may have changed, until the API server answers again. "+
-			"0 keeps it ready however long that is.")
+			"At least 1s; 0 keeps it ready however long that is.")
 	fs.StringVar(&o.Certs.Secret, "cert-secret", "",
 		"namespace/name of a Secret in which the manager keeps its own CA and webhook serving certificate, renewing them and "+
 			"injecting the CA into the webhook configurations, for clusters without cert-manager; mount it at --webhook-cert-dir. "+
@@ -237,6 +237,10 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	imagePolicy, err := webhooks.NewImagePolicy(o.AllowedRegistries)
 	if err != nil {
 		return nil, fmt.Errorf("--allowed-registries: %w", err)
+	}
+	if o.PolicyStaleness != 0 && o.PolicyStaleness < minPolicyStaleness {
+		return nil, fmt.Errorf("--policy-staleness=%s: must be 0 (never unready) or at least %s, since the API server is asked every tenth of it",
+			o.PolicyStaleness, minPolicyStaleness)
 	}
 	server, err := newWebhookServer(o)
 	if err != nil {

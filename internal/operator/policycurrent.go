@@ -23,6 +23,10 @@ import (
 // restart of kube-apiserver or etcd (6 and 10 s in the e2e), short beside a node lost for good.
 const DefaultPolicyStaleness = 20 * time.Second
 
+// minPolicyStaleness is the shortest staleness allowed but 0: a question to the API server every
+// 100 ms at the most.
+const minPolicyStaleness = time.Second
+
 // policyConfirmation asks the API server, every tenth of its staleness, which AdmissionPolicy is
 // stored, and holds when it last answered with the one in force (or none, while none is). A
 // replica cut off from the API server keeps serving its cached policy, which an admin may have

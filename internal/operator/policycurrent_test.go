@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
@@ -126,4 +127,21 @@ func TestPolicyConfirmation(t *testing.T) {
 			t.Errorf("with a staleness of 0: %v", err)
 		}
 	})
+}
+
+// TestPolicyStalenessBounds: a staleness below a second but 0 is refused before anything starts,
+// naming the flag; 0 and a second are taken.
+func TestPolicyStalenessBounds(t *testing.T) {
+	cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+	for _, staleness := range []time.Duration{time.Millisecond, 999 * time.Millisecond, -time.Second} {
+		_, err := New(cfg, Options{PolicyStaleness: staleness})
+		if err == nil || !strings.Contains(err.Error(), "--policy-staleness="+staleness.String()+": must be 0") {
+			t.Errorf("--policy-staleness=%s: %v, want it refused", staleness, err)
+		}
+	}
+	for _, staleness := range []time.Duration{0, time.Second} {
+		if _, err := New(cfg, Options{PolicyStaleness: staleness, SkipControllerNameValidation: true}); err != nil && strings.Contains(err.Error(), "--policy-staleness") {
+			t.Errorf("--policy-staleness=%s refused: %v", staleness, err)
+		}
+	}
 }
