@@ -20,7 +20,6 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -240,11 +239,7 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		killed := time.Now()
 		killManager(ctx, rec, leaderPod)
 		// The dead replica is out of the Service once kubelet reports it not ready.
-		Eventually(func() bool {
-			_, left := endpoints.leftAt(leaderPod.Status.PodIP, killed)
-			return left
-		}).WithContext(ctx).WithTimeout(30*time.Second).Should(BeTrue(), "the killed leader left the webhook Service")
-		left, _ := endpoints.leftAt(leaderPod.Status.PodIP, killed)
+		left := endpoints.waitLeft(ctx, leaderPod.Status.PodIP, killed, 30*time.Second, "the killed leader")
 		AddReportEntry("failover: the killed leader out of the webhook Service after", left.Sub(killed).Round(time.Millisecond).String())
 
 		// Objects made now can only be reconciled by a new leader: the other replica, or the
@@ -376,15 +371,8 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 10))
 
 		endpoints := trackReadyEndpoints(ctx)
-		selector := labels.SelectorFromSet(managerDeployment(ctx, Default).Spec.Selector.MatchLabels).String()
-		DeferCleanup(func(ctx SpecContext) {
-			_, stderr, err := kubectl(ctx, "uncordon", cluster.NodeName)
-			Expect(err).NotTo(HaveOccurred(), stderr)
-		}, NodeTimeout(time.Minute))
 		start := time.Now()
-		// Only the manager's pods: the drain would otherwise evict cert-manager and the other
-		// specs' operands too.
-		_, stderr, err := kubectl(ctx, "drain", cluster.NodeName, "--pod-selector="+selector, "--delete-emptydir-data", "--timeout=20s")
+		stderr, _, err := drain(ctx, cluster.NodeName, managerPodSelector(ctx), "--delete-emptydir-data", "--timeout=20s")
 		Expect(err).To(HaveOccurred(), "kubectl drain evicted every replica:\n%s", stderr)
 		AddReportEntry("drain: kubectl drain of the only node, for 20 s", stderr)
 		Expect(stderr).To(ContainSubstring("Cannot evict pod as it would violate the pod's disruption budget"))
@@ -397,13 +385,13 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 			}
 		}
 		Expect(remaining).To(Equal(1), "the budget lets all replicas but one be evicted, one at a time")
-		Expect(endpoints.fewestReadySince(start)).To(BeNumerically(">=", 1), "a replica was in the webhook Service throughout")
+		endpoints.expectInServiceSince(start)
 
 		By("uncordoning the node, where the evicted replicas run again")
 		_, stderr, err = kubectl(ctx, "uncordon", cluster.NodeName)
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		waitManagerReady(ctx, 2*time.Minute)
-		Expect(endpoints.fewestReadySince(start)).To(BeNumerically(">=", 1), "a replica was in the webhook Service throughout")
+		endpoints.expectInServiceSince(start)
 		finishLoadWithoutFailures(ctx, load, "drain")
 		expectNoExits(rec, exitsBefore)
 	}, SpecTimeout(5*time.Minute))

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -16,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -169,13 +171,8 @@ func trackReadyEndpoints(ctx context.Context) *endpointTracker {
 // fewestReadySince is the fewest ready addresses the Service had at any moment from after on,
 // counting the snapshot in force at after.
 func (t *endpointTracker) fewestReadySince(after time.Time) int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	fewest := -1
-	for i, s := range t.history {
-		if s.at.Before(after) && i+1 < len(t.history) && t.history[i+1].at.Before(after) {
-			continue // replaced before after
-		}
+	for _, s := range t.since(after) {
 		if fewest < 0 || len(s.ready) < fewest {
 			fewest = len(s.ready)
 		}
@@ -183,16 +180,39 @@ func (t *endpointTracker) fewestReadySince(after time.Time) int {
 	return fewest
 }
 
+// since are the snapshots from after on, starting with the one in force at after.
+func (t *endpointTracker) since(after time.Time) []endpointSnapshot {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var snapshots []endpointSnapshot
+	for i, s := range t.history {
+		if s.at.Before(after) && i+1 < len(t.history) && t.history[i+1].at.Before(after) {
+			continue // replaced before after
+		}
+		snapshots = append(snapshots, s)
+	}
+	return snapshots
+}
+
+// expectInServiceSince asserts that a replica was in the webhook Service at every moment from
+// after on; when none was, it says when, with the Service's ready addresses over that time.
+func (t *endpointTracker) expectInServiceSince(after time.Time) {
+	GinkgoHelper()
+	if t.fewestReadySince(after) >= 1 {
+		return
+	}
+	var lines []string
+	for _, s := range t.since(after) {
+		lines = append(lines, fmt.Sprintf("%+.3fs: %s", s.at.Sub(after).Seconds(), strings.Join(s.ready, ", ")))
+	}
+	Fail("no replica was in the webhook Service at some moment: its ready addresses, from " +
+		after.Format("15:04:05.000") + " on:\n" + strings.Join(lines, "\n"))
+}
+
 // leftAt is the first time from after on that address was not a ready endpoint: after itself if
 // it was not one then.
 func (t *endpointTracker) leftAt(address string, after time.Time) (time.Time, bool) {
 	return t.firstAt(after, func(ready []string) bool { return !slices.Contains(ready, address) })
-}
-
-// joinedAt is the first time from after on that address was a ready endpoint: after itself if it
-// was one then.
-func (t *endpointTracker) joinedAt(address string, after time.Time) (time.Time, bool) {
-	return t.firstAt(after, func(ready []string) bool { return slices.Contains(ready, address) })
 }
 
 // firstAt is the first time from after on that the ready addresses were as wanted: after itself
@@ -216,6 +236,49 @@ func (t *endpointTracker) firstAt(after time.Time, wanted func(ready []string) b
 		}
 	}
 	return time.Time{}, false
+}
+
+// waitLeft waits up to timeout until address is not a ready endpoint from after on, and returns
+// when it first was not (leftAt); what names the replica in the failure.
+func (t *endpointTracker) waitLeft(ctx context.Context, address string, after time.Time, timeout time.Duration, what string) time.Time {
+	GinkgoHelper()
+	return t.waitFor(ctx, after, timeout, func(ready []string) bool { return !slices.Contains(ready, address) }, what+" left the webhook Service")
+}
+
+// waitJoined waits up to timeout until address is a ready endpoint from after on, and returns when
+// it first was; what names the replica in the failure.
+func (t *endpointTracker) waitJoined(ctx context.Context, address string, after time.Time, timeout time.Duration, what string) time.Time {
+	GinkgoHelper()
+	return t.waitFor(ctx, after, timeout, func(ready []string) bool { return slices.Contains(ready, address) }, what+" is back in the webhook Service")
+}
+
+func (t *endpointTracker) waitFor(ctx context.Context, after time.Time, timeout time.Duration, wanted func(ready []string) bool, description string) time.Time {
+	GinkgoHelper()
+	var at time.Time
+	Eventually(func() bool {
+		var ok bool
+		at, ok = t.firstAt(after, wanted)
+		return ok
+	}).WithContext(ctx).WithTimeout(timeout).Should(BeTrue(), description)
+	return at
+}
+
+// drain runs kubectl drain of node with args, after registering its uncordon for the spec's end,
+// and returns kubectl's stderr, how long it took, and its error.
+func drain(ctx context.Context, node string, args ...string) (string, time.Duration, error) {
+	DeferCleanup(func(ctx SpecContext) {
+		_, stderr, err := kubectl(ctx, "uncordon", node)
+		Expect(err).NotTo(HaveOccurred(), stderr)
+	}, NodeTimeout(time.Minute))
+	start := time.Now()
+	_, stderr, err := kubectl(ctx, append([]string{"drain", node}, args...)...)
+	return stderr, time.Since(start), err
+}
+
+// managerPodSelector is kubectl drain's flag that limits it to the manager's pods: a drain of the
+// first node would otherwise evict cert-manager and the other specs' operands too.
+func managerPodSelector(ctx context.Context) string {
+	return "--pod-selector=" + labels.SelectorFromSet(managerDeployment(ctx, Default).Spec.Selector.MatchLabels).String()
 }
 
 // servedAfterLeaving is how long a stopping replica went on serving (completing TLS handshakes on

@@ -14,7 +14,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -136,22 +135,18 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		load := startCRLoad(ctx, loadOptions{namespace: nodesDrainNamespace, perKind: loadPerKind, interval: loadInterval, maxRequests: 900})
 		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 10))
 		endpoints := trackReadyEndpoints(ctx)
-		DeferCleanup(func(ctx SpecContext) {
-			_, stderr, err := kubectl(ctx, "uncordon", drained)
-			Expect(err).NotTo(HaveOccurred(), stderr)
-		}, NodeTimeout(time.Minute))
 
 		start := time.Now()
-		_, stderr, err := kubectl(ctx, "drain", drained, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=3m")
+		stderr, took, err := drain(ctx, drained, "--ignore-daemonsets", "--delete-emptydir-data", "--force", "--timeout=3m")
 		Expect(err).NotTo(HaveOccurred(), "kubectl drain %s:\n%s", drained, stderr)
-		AddReportEntry("drain: kubectl drain of the leader's node "+drained+" took", time.Since(start).Round(time.Millisecond).String())
+		AddReportEntry("drain: kubectl drain of the leader's node "+drained+" took", took.Round(time.Millisecond).String())
 
 		after := waitManagerReady(ctx, 2*time.Minute)
 		AddReportEntry("drain: the replicas after", placement(after))
 		Expect(after).To(ContainElement(HaveField("UID", survivor.UID)), "the replica on the other node runs on")
 		replacement := after[slices.IndexFunc(after, func(p corev1.Pod) bool { return p.UID != survivor.UID })]
 		Expect(replacement.Spec.NodeName).To(Equal(third[0]), "the replacement runs on the node that had no replica")
-		Expect(endpoints.fewestReadySince(start)).To(BeNumerically(">=", 1), "a replica was in the webhook Service throughout")
+		endpoints.expectInServiceSince(start)
 		// The drained leader released the Lease on its way out; whichever replica asked first took
 		// it, the survivor or, as often, the replacement as it started.
 		AddReportEntry("drain: the new leader", liveLeader(ctx, after))
@@ -174,16 +169,11 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		load := startCRLoad(ctx, loadOptions{namespace: nodesCrowdedNamespace, perKind: loadPerKind, interval: loadInterval, maxRequests: 900})
 		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 10))
 		endpoints := trackReadyEndpoints(ctx)
-		DeferCleanup(func(ctx SpecContext) {
-			_, stderr, err := kubectl(ctx, "uncordon", crowded)
-			Expect(err).NotTo(HaveOccurred(), stderr)
-		}, NodeTimeout(time.Minute))
 
 		start := time.Now()
-		selector := labels.SelectorFromSet(managerDeployment(ctx, Default).Spec.Selector.MatchLabels).String()
-		_, stderr, err := kubectl(ctx, "drain", crowded, "--pod-selector="+selector, "--delete-emptydir-data", "--timeout=3m")
+		stderr, took, err := drain(ctx, crowded, managerPodSelector(ctx), "--delete-emptydir-data", "--timeout=3m")
 		Expect(err).NotTo(HaveOccurred(), "kubectl drain %s:\n%s", crowded, stderr)
-		AddReportEntry("crowded drain: kubectl drain of "+crowded+" took", time.Since(start).Round(time.Millisecond).String())
+		AddReportEntry("crowded drain: kubectl drain of "+crowded+" took", took.Round(time.Millisecond).String())
 		blocked := strings.Count(stderr, "Cannot evict pod as it would violate the pod's disruption budget")
 		AddReportEntry("crowded drain: evictions the disruption budget refused, each retried 5 s later", blocked)
 		Expect(blocked).To(BeNumerically(">=", 1), "kubectl drain never waited on the disruption budget:\n%s", stderr)
@@ -195,7 +185,7 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 			nodes = append(nodes, pod.Spec.NodeName)
 		}
 		Expect(nodes).To(ConsistOf(cluster.NodeNames[1:]), "one replica on each of the other nodes")
-		Expect(endpoints.fewestReadySince(start)).To(BeNumerically(">=", 1), "a replica was in the webhook Service throughout")
+		endpoints.expectInServiceSince(start)
 		finishLoadWithoutFailures(ctx, load, "drain of the node of both replicas")
 		for _, pod := range pods {
 			expectStoppedCleanly(ctx, rec, pod.Name)
@@ -224,11 +214,7 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 				Expect(kube.ReconnectToAPIServer(ctx, cutPod.Spec.NodeName, address)).To(Succeed())
 			}
 		}, NodeTimeout(time.Minute))
-		Eventually(func() bool {
-			_, left := endpoints.leftAt(address, cut)
-			return left
-		}).WithContext(ctx).WithTimeout(operator.DefaultPolicyStaleness+partitionLeftMargin).Should(BeTrue(), "the cut-off replica left the webhook Service")
-		left, _ := endpoints.leftAt(address, cut)
+		left := endpoints.waitLeft(ctx, address, cut, operator.DefaultPolicyStaleness+partitionLeftMargin, "the cut-off replica")
 		AddReportEntry("partition: the cut-off replica out of the webhook Service after", left.Sub(cut).Round(time.Millisecond).String())
 		// It asks the API server every tenth of the staleness: its last answer came at most that
 		// long before the cut.
@@ -252,16 +238,12 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		back := time.Now()
 		Expect(kube.ReconnectToAPIServer(ctx, cutPod.Spec.NodeName, address)).To(Succeed())
 		reconnected = true
-		Eventually(func() bool {
-			_, joined := endpoints.joinedAt(address, back)
-			return joined
-		}).WithContext(ctx).WithTimeout(partitionBackBound).Should(BeTrue(), "the replica is back in the webhook Service")
-		joined, _ := endpoints.joinedAt(address, back)
+		joined := endpoints.waitJoined(ctx, address, back, partitionBackBound, "the cut-off replica")
 		AddReportEntry("partition: back in the webhook Service after its link came back", joined.Sub(back).Round(time.Millisecond).String())
 		answer := review.on(ctx, Default, cutPod)
 		Expect(answer.Allowed).To(BeTrue(), "the replica is back under the policy changed while it was cut off: %v", answer.Result)
 
-		Expect(endpoints.fewestReadySince(cut)).To(BeNumerically(">=", 1), "a replica was in the webhook Service throughout")
+		endpoints.expectInServiceSince(cut)
 		finishLoadWithoutFailures(ctx, load, "partition")
 		Expect(k8s.Delete(ctx, policy)).To(Succeed())
 		expectNoExits(rec, exitsBefore)
@@ -287,11 +269,7 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 				Expect(kube.RestoreNode(ctx, lost)).To(Succeed())
 			}
 		}, NodeTimeout(time.Minute))
-		Eventually(func() bool {
-			_, left := endpoints.leftAt(lostPod.Status.PodIP, cut)
-			return left
-		}).WithContext(ctx).WithTimeout(nodeLossLeftBound).Should(BeTrue(), "the lost replica left the webhook Service")
-		left, _ := endpoints.leftAt(lostPod.Status.PodIP, cut)
+		left := endpoints.waitLeft(ctx, lostPod.Status.PodIP, cut, nodeLossLeftBound, "the lost replica")
 		AddReportEntry("node loss: the lost replica out of the webhook Service after", left.Sub(cut).Round(time.Millisecond).String())
 		Expect(liveLeader(ctx, []corev1.Pod{survivor})).To(Equal(survivor.Name), "the replica on a node that is up leads")
 		AddReportEntry("node loss: the other replica leads after", time.Since(cut).Round(time.Millisecond).String())

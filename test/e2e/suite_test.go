@@ -9,10 +9,12 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,13 +22,16 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/docrun"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
+	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
@@ -168,8 +173,82 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 var _ = ReportAfterEach(func(report SpecReport) {
 	if report.Failed() && kube != nil {
 		AddReportEntry("logs", kube.LogDir)
+		if events := operatorWarnings(report.StartTime); events != "" {
+			AddReportEntry("warnings in "+fixtures.Namespace+" during the spec", events)
+		}
+		if lines := managerMilestones(kube.LogDir, report.StartTime); lines != "" {
+			AddReportEntry("the managers' errors, elections and stops during the spec", lines)
+		}
 	}
 })
+
+// managerMilestones are what the managers' logs the suite recorded (recordManagers) since start
+// say a replica went through: errors, leader elections, stops; the last 20, one short line each.
+func managerMilestones(logDir string, start time.Time) string {
+	files, _ := filepath.Glob(filepath.Join(logDir, "managers-*", "*.log"))
+	type line struct {
+		at   time.Time
+		text string
+	}
+	var lines []line
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			continue
+		}
+		pod := strings.TrimSuffix(filepath.Base(file), ".log")
+		pod = pod[strings.LastIndex(pod, "-")+1:]
+		for _, text := range strings.Split(string(data), "\n") {
+			var entry struct {
+				Level  string    `json:"level"`
+				TS     time.Time `json:"ts"`
+				Logger string    `json:"logger"`
+				Msg    string    `json:"msg"`
+				Error  string    `json:"error"`
+			}
+			if json.Unmarshal([]byte(text), &entry) != nil || entry.TS.Before(start.Truncate(time.Second)) {
+				continue
+			}
+			if entry.Level == "error" || entry.Logger == "leaderelection" || entry.Logger == "admission-policy" ||
+				strings.HasPrefix(entry.Msg, "Stopping and waiting for non leader") {
+				lines = append(lines, line{entry.TS, strings.TrimSuffix(fmt.Sprintf("%s %s %s: %s %.120s", entry.TS.Format("15:04:05"), pod, entry.Level, entry.Msg, entry.Error), " ")})
+			}
+		}
+	}
+	slices.SortStableFunc(lines, func(a, b line) int { return a.at.Compare(b.at) })
+	var out []string
+	for _, l := range lines[max(0, len(lines)-20):] {
+		out = append(out, l.text)
+	}
+	return strings.Join(out, "\n")
+}
+
+// operatorWarnings are the Warning Events of the operator's namespace since start (a failed
+// readiness probe, a container restarted, an eviction refused), the last 15, a line each: what a
+// failed spec's output must carry, as CI keeps no logs.
+// commonWarnings are the reasons of warnings every pod of the suite's cluster gets: no DNS server,
+// cgroup v1.
+var commonWarnings = []string{"MissingClusterDNS", "CgroupV1"}
+
+func operatorWarnings(start time.Time) string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list := &corev1.EventList{}
+	if err := k8s.List(ctx, list, client.InNamespace(fixtures.Namespace), client.MatchingFields{"type": corev1.EventTypeWarning}); err != nil {
+		return "listing them: " + err.Error()
+	}
+	last := func(e corev1.Event) time.Time {
+		return slices.MaxFunc([]time.Time{e.EventTime.Time, e.FirstTimestamp.Time, e.LastTimestamp.Time, ptr.Deref(e.Series, corev1.EventSeries{}).LastObservedTime.Time}, time.Time.Compare)
+	}
+	var lines []string
+	for _, e := range list.Items {
+		if at := last(e); !at.Before(start) && !slices.Contains(commonWarnings, e.Reason) {
+			lines = append(lines, fmt.Sprintf("%s %s/%s %s (x%d): %.160s", at.Format("15:04:05"), e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, max(e.Count, 1), e.Message))
+		}
+	}
+	slices.Sort(lines)
+	return strings.Join(lines[max(0, len(lines)-15):], "\n")
+}
 
 // kubectl runs the kubectl built with the cluster as the admin, returning stdout and stderr.
 func kubectl(ctx context.Context, args ...string) (string, string, error) {

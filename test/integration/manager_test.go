@@ -52,10 +52,16 @@ var _ = Describe("The Manager", func() {
 		link := &cuttableLink{}
 		cfg := rest.CopyConfig(env.Config)
 		cfg.Dial = link.dial
+		suiteOptions := env.ManagerOptions
 		env.ManagerConfig = cfg
-		env.ManagerOptions = func(o *operator.Options) { o.PolicyStaleness = staleness }
+		env.ManagerOptions = func(o *operator.Options) {
+			if suiteOptions != nil {
+				suiteOptions(o)
+			}
+			o.PolicyStaleness = staleness
+		}
 		DeferCleanup(func(ctx SpecContext) {
-			env.ManagerConfig, env.ManagerOptions = nil, nil
+			env.ManagerConfig, env.ManagerOptions = nil, suiteOptions
 			link.restore()
 			Expect(env.RestartManager()).To(Succeed())
 			deletePolicy(ctx)

@@ -40,8 +40,8 @@ type Env struct {
 	// ManagerConfig, when set, is the rest config the Manager runs with from its next start on,
 	// such as one impersonating a ServiceAccount bound to config/rbac; Config otherwise.
 	ManagerConfig *rest.Config
-	// ManagerOptions, when set, changes the Manager's options from its next start on, after
-	// StartWith's Options.Manager.
+	// ManagerOptions, when set, changes the Manager's options from its next start on: StartWith's
+	// Options.Manager at first.
 	ManagerOptions func(*operator.Options)
 	// Client reads and writes through the API server directly, never through a cache.
 	Client client.Client
@@ -59,10 +59,8 @@ type Env struct {
 	ServerVersion *version.Version
 
 	environment *envtest.Environment
-	// changeOptions changes the Manager's options every time it is started.
-	changeOptions func(*operator.Options)
-	stopManager   context.CancelFunc
-	managerDone   chan error
+	stopManager context.CancelFunc
+	managerDone chan error
 }
 
 // Options change what StartWith starts, for a suite of its own.
@@ -104,11 +102,10 @@ func StartWith(o Options) (*Env, error) {
 		// CRDs, fails.
 		return nil, errors.Join(fmt.Errorf("starting envtest: %w", err), environment.Stop())
 	}
-	e := &Env{Config: cfg, environment: environment}
+	e := &Env{Config: cfg, ManagerOptions: o.Manager, environment: environment}
 	if e.ServerVersion, err = serverVersion(cfg); err != nil {
 		return nil, errors.Join(err, environment.Stop())
 	}
-	e.changeOptions = o.Manager
 	if err := e.startManager(); err != nil {
 		return nil, errors.Join(err, environment.Stop())
 	}
@@ -139,10 +136,8 @@ func (e *Env) startManager() error {
 		MaxConcurrentReconciles:      operator.DefaultMaxConcurrentReconciles,
 		PolicyStaleness:              operator.DefaultPolicyStaleness,
 	}
-	for _, change := range []func(*operator.Options){e.changeOptions, e.ManagerOptions} {
-		if change != nil {
-			change(&options)
-		}
+	if e.ManagerOptions != nil {
+		e.ManagerOptions(&options)
 	}
 	mgr, err := operator.New(cmp.Or(e.ManagerConfig, e.Config), options)
 	if err != nil {
