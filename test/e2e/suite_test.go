@@ -223,13 +223,13 @@ func managerMilestones(logDir string, start time.Time) string {
 	return strings.Join(out, "\n")
 }
 
-// operatorWarnings are the Warning Events of the operator's namespace since start (a failed
-// readiness probe, a container restarted, an eviction refused), the last 15, a line each: what a
-// failed spec's output must carry, as CI keeps no logs.
 // commonWarnings are the reasons of warnings every pod of the suite's cluster gets: no DNS server,
 // cgroup v1.
 var commonWarnings = []string{"MissingClusterDNS", "CgroupV1"}
 
+// operatorWarnings are the Warning Events of the operator's namespace since start (a failed
+// readiness probe, a container restarted, an eviction refused), the last 15, a line each: what a
+// failed spec's output must carry, as CI keeps no logs.
 func operatorWarnings(start time.Time) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
