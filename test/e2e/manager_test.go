@@ -168,18 +168,6 @@ func trackReadyEndpoints(ctx context.Context) *endpointTracker {
 	return t
 }
 
-// fewestReadySince is the fewest ready addresses the Service had at any moment from after on,
-// counting the snapshot in force at after.
-func (t *endpointTracker) fewestReadySince(after time.Time) int {
-	fewest := -1
-	for _, s := range t.since(after) {
-		if fewest < 0 || len(s.ready) < fewest {
-			fewest = len(s.ready)
-		}
-	}
-	return fewest
-}
-
 // since are the snapshots from after on, starting with the one in force at after.
 func (t *endpointTracker) since(after time.Time) []endpointSnapshot {
 	t.mu.Lock()
@@ -198,11 +186,12 @@ func (t *endpointTracker) since(after time.Time) []endpointSnapshot {
 // after on; when none was, it says when, with the Service's ready addresses over that time.
 func (t *endpointTracker) expectInServiceSince(after time.Time) {
 	GinkgoHelper()
-	if t.fewestReadySince(after) >= 1 {
+	snapshots := t.since(after)
+	if len(snapshots) > 0 && !slices.ContainsFunc(snapshots, func(s endpointSnapshot) bool { return len(s.ready) == 0 }) {
 		return
 	}
 	var lines []string
-	for _, s := range t.since(after) {
+	for _, s := range snapshots {
 		lines = append(lines, fmt.Sprintf("%+.3fs: %s", s.at.Sub(after).Seconds(), strings.Join(s.ready, ", ")))
 	}
 	Fail("no replica was in the webhook Service at some moment: its ready addresses, from " +
@@ -218,16 +207,7 @@ func (t *endpointTracker) leftAt(address string, after time.Time) (time.Time, bo
 // firstAt is the first time from after on that the ready addresses were as wanted: after itself
 // if they were then.
 func (t *endpointTracker) firstAt(after time.Time, wanted func(ready []string) bool) (time.Time, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	// From the snapshot in force at after: the last one before it, if any.
-	start := 0
-	for i, s := range t.history {
-		if s.at.Before(after) {
-			start = i
-		}
-	}
-	for _, s := range t.history[start:] {
+	for _, s := range t.since(after) {
 		if wanted(s.ready) {
 			if s.at.Before(after) {
 				return after, true
@@ -242,25 +222,29 @@ func (t *endpointTracker) firstAt(after time.Time, wanted func(ready []string) b
 // when it first was not (leftAt); what names the replica in the failure.
 func (t *endpointTracker) waitLeft(ctx context.Context, address string, after time.Time, timeout time.Duration, what string) time.Time {
 	GinkgoHelper()
-	return t.waitFor(ctx, after, timeout, func(ready []string) bool { return !slices.Contains(ready, address) }, what+" left the webhook Service")
+	return waitFor(ctx, timeout, func() (time.Time, bool) { return t.leftAt(address, after) }, what+" left the webhook Service")
 }
 
 // waitJoined waits up to timeout until address is a ready endpoint from after on, and returns when
 // it first was; what names the replica in the failure.
 func (t *endpointTracker) waitJoined(ctx context.Context, address string, after time.Time, timeout time.Duration, what string) time.Time {
 	GinkgoHelper()
-	return t.waitFor(ctx, after, timeout, func(ready []string) bool { return slices.Contains(ready, address) }, what+" is back in the webhook Service")
+	joinedAt := func() (time.Time, bool) {
+		return t.firstAt(after, func(ready []string) bool { return slices.Contains(ready, address) })
+	}
+	return waitFor(ctx, timeout, joinedAt, what+" is back in the webhook Service")
 }
 
-func (t *endpointTracker) waitFor(ctx context.Context, after time.Time, timeout time.Duration, wanted func(ready []string) bool, description string) time.Time {
+// waitFor waits up to timeout until at finds its time, and returns it.
+func waitFor(ctx context.Context, timeout time.Duration, at func() (time.Time, bool), description string) time.Time {
 	GinkgoHelper()
-	var at time.Time
+	var found time.Time
 	Eventually(func() bool {
 		var ok bool
-		at, ok = t.firstAt(after, wanted)
+		found, ok = at()
 		return ok
 	}).WithContext(ctx).WithTimeout(timeout).Should(BeTrue(), description)
-	return at
+	return found
 }
 
 // drain runs kubectl drain of node with args, after registering its uncordon for the spec's end,
