@@ -857,7 +857,7 @@ func servedCertificate(podIP string, caPEM []byte) (*x509.Certificate, error) {
 		return nil, errors.New("no CA certificate in the bundle")
 	}
 	dialer := &net.Dialer{Timeout: 5 * time.Second}
-	conn, err := tls.DialWithDialer(dialer, "tcp", net.JoinHostPort(podIP, "9443"), &tls.Config{
+	conn, err := tls.DialWithDialer(dialer, "tcp", net.JoinHostPort(podIP, webhookPort), &tls.Config{
 		RootCAs:    roots,
 		ServerName: fixtures.WebhookService + "." + fixtures.Namespace + ".svc",
 		MinVersion: tls.VersionTLS12,

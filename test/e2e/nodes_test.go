@@ -5,6 +5,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -51,10 +53,17 @@ const partitionBackBound = 30 * time.Second
 // next check, then marks the pods not ready, and the EndpointSlice follows.
 const nodeLossLeftBound = cluster.NodeMonitorGracePeriod + 10*time.Second
 
-// nodeLossCallMargin bounds how long after the lost replica left the Service a call to it may
-// still fail: one sent just before, waiting out the webhooks' timeoutSeconds (1 s), and
+// nodeLossCallMargin bounds how long after the lost replica left the Service a call resolved to
+// it may still fail: one sent just before, waiting out the webhooks' timeoutSeconds (1 s), and
 // kube-apiserver's own view of the EndpointSlice, a moment behind the suite's.
 const nodeLossCallMargin = 3 * time.Second
+
+// apiServerIdleConnTimeout is how long kube-apiserver keeps a connection to a webhook idle before
+// it closes it: its webhook clients' transport is client-go's, which takes net/http's default
+// (utilnet.SetTransportDefaults). A call goes out over a kept-alive connection without the
+// Service being resolved again, so one to a lost replica fails a call taken over it, the
+// Service's endpoints notwithstanding, until this long after its last answer.
+const apiServerIdleConnTimeout = 90 * time.Second
 
 // The highly available install on a cluster of three real nodes: the first node and two that
 // cluster.AddNode adds, each in a network namespace of its own. The other containers run on the
@@ -248,7 +257,7 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		Expect(k8s.Delete(ctx, policy)).To(Succeed())
 		expectNoExits(rec, exitsBefore)
 	}, SpecTimeout(6*time.Minute))
-	It("loses the leader's node: admissions time out only until its replica leaves the Service, the other replica leads, the node's pods move, and it comes back clean", func(ctx SpecContext) {
+	It("loses the leader's node: admissions time out only on calls to its replica, until it leaves the Service and over connections kept alive to it, the other replica leads, the node's pods move, and it comes back clean", func(ctx SpecContext) {
 		pods := replicasOffTheFirstNode(ctx)
 		expectSpread(ctx, "off the first node")
 
@@ -269,8 +278,16 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 				Expect(kube.RestoreNode(ctx, lost)).To(Succeed())
 			}
 		}, NodeTimeout(time.Minute))
+		// No connection to the lost replica can be made from now on (its SYN is dropped), so those
+		// kube-apiserver holds are all it will ever send a call over once the replica is out of
+		// the Service.
+		lostAddress := netip.MustParseAddrPort(net.JoinHostPort(lostPod.Status.PodIP, webhookPort))
+		kept, err := kube.APIServerConnectionsTo(lostAddress)
+		Expect(err).NotTo(HaveOccurred())
 		left := endpoints.waitLeft(ctx, lostPod.Status.PodIP, cut, nodeLossLeftBound, "the lost replica")
 		AddReportEntry("node loss: the lost replica out of the webhook Service after", left.Sub(cut).Round(time.Millisecond).String())
+		keptOut, err := kube.APIServerConnectionsTo(lostAddress)
+		Expect(err).NotTo(HaveOccurred())
 		Expect(liveLeader(ctx, []corev1.Pod{survivor})).To(Equal(survivor.Name), "the replica on a node that is up leads")
 		AddReportEntry("node loss: the other replica leads after", time.Since(cut).Round(time.Millisecond).String())
 
@@ -285,6 +302,15 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		AddReportEntry("node loss: a replacement replica Ready after", time.Since(cut).Round(time.Millisecond).String())
 		Expect(replacement.Spec.NodeName).NotTo(Equal(lost))
 		AddReportEntry("node loss: the replicas after", placement([]corev1.Pod{survivor, replacement}))
+
+		// Each connection closes when a call over it times out, or when it has been idle for
+		// kube-apiserver's idle timeout; its last use was before the cut.
+		Eventually(func() (int, error) { return kube.APIServerConnectionsTo(lostAddress) }).WithContext(ctx).
+			WithTimeout(time.Until(cut.Add(apiServerIdleConnTimeout+nodeLossCallMargin))).
+			Should(BeZero(), "kube-apiserver's connections to the lost replica")
+		closed := time.Now()
+		AddReportEntry("node loss: kube-apiserver's connections to the lost replica, at the cut / as it left the Service / none left after",
+			fmt.Sprintf("%d / %d / %s", kept, keptOut, closed.Sub(cut).Round(time.Second)))
 
 		By("restoring " + lost + "'s link")
 		Expect(kube.RestoreNode(ctx, lost)).To(Succeed())
@@ -308,21 +334,29 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		stats := load.stop()
 		reportLoad("node loss", stats, nil)
 		var first, last time.Time
+		var afterLeft []loadFailure
 		for _, f := range stats.admissionFailures {
 			// kube-apiserver names the Service's host in the error, not the address it dialled; a
 			// timeout is what a call to the replica that cannot answer comes to, and the other one
 			// answers.
 			Expect(isCallTimeout(f.err.Error())).To(BeTrue(), "a failure other than a call that timed out: %s", f)
 			Expect(f.at).To(BeTemporally(">", cut), "a call failed before the cut: %s", f)
-			Expect(f.at).To(BeTemporally("<=", left.Add(nodeLossCallMargin)), "a call failed %s after the lost replica left the Service: %s", f.at.Sub(left), f)
+			Expect(f.at).To(BeTemporally("<=", closed.Add(nodeLossCallMargin)), "a call failed after kube-apiserver's last connection to the lost replica closed: %s", f)
+			if f.at.After(left.Add(nodeLossCallMargin)) {
+				afterLeft = append(afterLeft, f)
+			}
 			if first.IsZero() {
 				first = f.at
 			}
 			last = f.at
 		}
+		// Out of the Service, the replica is sent only what goes over a connection already open
+		// to it, and such a call fails once: it closes the connection.
+		Expect(len(afterLeft)).To(BeNumerically("<=", kept), "calls that failed %s or more after the lost replica left the Service, more than kube-apiserver's %d connections to it:\n%s",
+			nodeLossCallMargin, kept, strings.Join(failureLines(afterLeft), "\n"))
 		window := "none failed"
 		if !first.IsZero() {
-			window = fmt.Sprintf("%s to %s after the cut", first.Sub(cut).Round(time.Millisecond), last.Sub(cut).Round(time.Millisecond))
+			window = fmt.Sprintf("%s to %s after the cut, %d after the replica left the Service", first.Sub(cut).Round(time.Millisecond), last.Sub(cut).Round(time.Millisecond), len(afterLeft))
 		}
 		AddReportEntry("node loss: failed admissions", fmt.Sprintf("%d of %d requests, %s", len(stats.admissionFailures), stats.creates+stats.updates+stats.deletes, window))
 		Expect(failureLines(stats.otherFailures)).To(BeEmpty(), "requests of the load failed for another reason than admission")

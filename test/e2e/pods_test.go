@@ -257,7 +257,7 @@ func watchServing(ctx context.Context, podIP string) *servingWatch {
 		failures := 0
 		for failures < 5 {
 			dialer := &net.Dialer{Timeout: time.Second}
-			conn, err := tls.DialWithDialer(dialer, "tcp", net.JoinHostPort(podIP, "9443"), &tls.Config{
+			conn, err := tls.DialWithDialer(dialer, "tcp", net.JoinHostPort(podIP, webhookPort), &tls.Config{
 				InsecureSkipVerify: true, //nolint:gosec // Only whether it answers matters here.
 				MinVersion:         tls.VersionTLS12,
 			})

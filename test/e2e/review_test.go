@@ -29,6 +29,10 @@ import (
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
+// webhookPort is the port the manager's webhook server listens on in its pod (the container port
+// the webhook Service targets).
+const webhookPort = "9443"
+
 // deployObjectValidatePath is the DeployObject's validating webhook.
 const deployObjectValidatePath = "/validate-app-seedlabs-dev-v1-deployobject"
 
@@ -98,7 +102,7 @@ func (r *replicaReview) onEachReplica(ctx context.Context, g Gomega) map[string]
 
 // on sends the review to pod, ready or not, and returns its answer.
 func (r *replicaReview) on(ctx context.Context, g Gomega, pod corev1.Pod) *admissionv1.AdmissionResponse {
-	url := "https://" + net.JoinHostPort(pod.Status.PodIP, "9443") + deployObjectValidatePath
+	url := "https://" + net.JoinHostPort(pod.Status.PodIP, webhookPort) + deployObjectValidatePath
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(r.body))
 	g.Expect(err).NotTo(HaveOccurred())
 	req.Header.Set("Content-Type", "application/json")
