@@ -159,13 +159,16 @@ test-deploy: manifests controlplane $(KUBEBUILDER_ASSETS)/kubectl $(KUSTOMIZE) $
 	KUBEBUILDER_ASSETS="$(KUBEBUILDER_ASSETS)" KUSTOMIZE="$(KUSTOMIZE)" HELM="$(HELM)" HELM3="$(HELM3)" PROMTOOL="$(PROMTOOL)" \
 		go test $(GO_TEST_FLAGS) ./test/deploy/
 
-# The fuzz targets of the admission webhooks' HTTP handlers (each kind's, the scale subresource's,
-# the AdmissionPolicy's, and any body to any of them), and of the matchConditions that skip the
-# validating webhooks (may-be-refused); FUZZTIME is per target, a duration or a count of runs
-# (5000x). Go 1.26 may fail a target that found nothing with "context deadline exceeded" as a
-# duration ends (golang/go#75804); a count never does, so CI gives one.
-FUZZ_TARGETS ?= FuzzWelcomeAdmission FuzzMemcachedAdmission FuzzDeployObjectAdmission FuzzMemcachedScaleAdmission \
-                FuzzDeployObjectSpec FuzzAdmissionPolicyAdmission FuzzAdmissionReviewBody FuzzWelcomeMayBeRefused FuzzMemcachedMayBeRefused
+# The fuzz targets, each package:target: the admission webhooks' HTTP handlers (each kind's, the
+# scale subresource's, the AdmissionPolicy's, and any body to any of them), the matchConditions
+# that skip the validating webhooks (may-be-refused), the conversion webhook and Welcome's
+# conversion data; FUZZTIME is per target, a duration or a count of runs (5000x). Go 1.26 may
+# fail a target that found nothing with "context deadline exceeded" as a duration ends
+# (golang/go#75804); a count never does, so CI gives one.
+FUZZ_TARGETS ?= $(addprefix webhooks:,FuzzWelcomeAdmission FuzzMemcachedAdmission FuzzDeployObjectAdmission \
+                FuzzMemcachedScaleAdmission FuzzDeployObjectSpec FuzzAdmissionPolicyAdmission FuzzAdmissionReviewBody \
+                FuzzWelcomeMayBeRefused FuzzMemcachedMayBeRefused FuzzConvertReview) \
+                api/auth/v1alpha1:FuzzWelcomeConversionData
 FUZZTIME     ?= 5m
 
 # test-oldest-kube runs the specs labelled admission (the CRDs' schemas, the webhook configurations
@@ -184,9 +187,9 @@ docs: ## Regenerate the rule table of docs/rules.md from kubectl webhook-operato
 	UPDATE_DOCS=1 go test ./test/deploy/ -run '^TestChartValuesPageIsInSync$$' -count=1
 
 .PHONY: fuzz
-fuzz: ## Fuzz the admission webhooks' HTTP handlers, FUZZTIME (default 5m) per target; a failing input lands in webhooks/testdata/fuzz.
+fuzz: ## Fuzz the admission and conversion webhooks, FUZZTIME (default 5m) per target; a failing input lands in the package's testdata/fuzz.
 	for target in $(FUZZ_TARGETS); do \
-		go test ./webhooks/ -run '^$$' -fuzz "^$${target}$$" -fuzztime $(FUZZTIME) || exit 1; \
+		go test ./$${target%%:*}/ -run '^$$' -fuzz "^$${target#*:}$$" -fuzztime $(FUZZTIME) || exit 1; \
 	done
 
 # make bench: BENCH_FLAGS=-quick tries it out in two minutes.

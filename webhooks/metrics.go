@@ -4,6 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
@@ -38,8 +39,15 @@ const (
 	actionAudited = "audited"
 )
 
+// malformedConversionData counts the Welcomes converted to v1alpha1 whose conversion-data
+// annotation was ignored, as authv1alpha1 counts them.
+var malformedConversionData = prometheus.NewCounterFunc(prometheus.CounterOpts{
+	Name: "webhook_operator_conversion_data_malformed_total",
+	Help: "Welcomes converted to auth.seedlabs.dev/v1alpha1 whose auth.seedlabs.dev/conversion-data annotation was not what a conversion writes, and was ignored: their spec.password is empty at v1alpha1.",
+}, func() float64 { return float64(authv1alpha1.MalformedConversionData()) })
+
 func init() {
-	metrics.Registry.MustRegister(ruleResults, decisions, refusalEventsSuppressed)
+	metrics.Registry.MustRegister(ruleResults, decisions, refusalEventsSuppressed, malformedConversionData)
 }
 
 // observe counts one validation request of kind: its decision, and each rule the policy's

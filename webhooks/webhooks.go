@@ -1,7 +1,8 @@
 // Package webhooks holds the admission webhooks: for each kind, its defaulting and validation
 // rules as plain functions (<kind>.go) and its Kind (kinds.go); the table of webhooks (this file),
 // and the adapters that serve them through controller-runtime (defaulting.go, validating.go, with
-// ratchet.go's judgement of an update on what it changes).
+// ratchet.go's judgement of an update on what it changes). Beside them, the table holds the
+// conversion webhook, controller-runtime's, which converts through each kind's hub version.
 //
 // The rules make no cluster calls, so the controllers re-run them to refuse a stored spec that
 // never passed admission.
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
@@ -42,17 +44,25 @@ func Setup(mgr ctrl.Manager, opts Options) {
 	}
 }
 
-// Handlers returns every admission webhook by the path the webhook configurations in
-// config/webhook call it on: the defaulting and validating webhooks of each of Kinds, the
-// validating webhooks of the memcacheds/scale subresource and of the AdmissionPolicy. The scheme
-// must know the kinds and autoscaling/v1 Scale.
+// Handlers returns every webhook by the path it is called on: those the webhook configurations
+// in config/webhook call (the defaulting and validating webhooks of each of Kinds, the validating
+// webhooks of the memcacheds/scale subresource and of the AdmissionPolicy), and the conversion
+// webhook, which a CRD that converts by webhook calls. The scheme must know the kinds, each
+// version of a kind that converts, and autoscaling/v1 Scale.
 func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 	handlers := make(map[string]http.Handler)
 	for path, webhook := range admissionWebhooks(scheme, opts) {
 		handlers[path] = webhook
 	}
+	// The versions convert by their own methods (conversion.Hub, conversion.Convertible), which
+	// envtest also reads to tell which CRDs convert; no converter is registered besides.
+	handlers[ConvertPath] = conversion.NewWebhookHandler(scheme, conversion.NewRegistry())
 	return handlers
 }
+
+// ConvertPath is the conversion webhook's path, where a CRD's spec.conversion.webhook sends
+// kube-apiserver's ConversionReviews.
+const ConvertPath = "/convert"
 
 // admissionWebhooks are the webhooks of Handlers, served by controller-runtime: it reads the
 // AdmissionReview, decodes the objects, recovers a panic into a 500 answer and refuses a body over

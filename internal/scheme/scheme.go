@@ -7,15 +7,17 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
-// New returns a scheme with the built-in types and the operator's four kinds.
+// New returns a scheme with the built-in types and every version of the operator's four kinds.
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(authv1.AddToScheme(s))
 	utilruntime.Must(authv1alpha1.AddToScheme(s))
 	utilruntime.Must(cachev1alpha1.AddToScheme(s))
 	utilruntime.Must(appv1.AddToScheme(s))

@@ -33,17 +33,20 @@ type project struct {
 		Path       string `json:"path"`
 		Version    string `json:"version"`
 		Webhooks   *struct {
-			Defaulting     bool   `json:"defaulting"`
-			Validation     bool   `json:"validation"`
-			WebhookVersion string `json:"webhookVersion"`
+			Conversion     bool     `json:"conversion"`
+			Defaulting     bool     `json:"defaulting"`
+			Spoke          []string `json:"spoke"`
+			Validation     bool     `json:"validation"`
+			WebhookVersion string   `json:"webhookVersion"`
 		} `json:"webhooks"`
 	} `json:"resources"`
 	Version string `json:"version"`
 }
 
 // TestProjectFileMatchesTheTree holds PROJECT, which kubebuilder's plugins read, to what the
-// tree has: one resource per CRD of config/crd/bases, with its scope, its API package, its
-// controller and the webhooks config/webhook registers for it.
+// tree has: one resource per version of each CRD of config/crd/bases, with its scope, its API
+// package, its controller (which reads the storage version), the webhooks config/webhook
+// registers for it, and, for the hub of a kind whose versions convert, the versions it converts.
 func TestProjectFileMatchesTheTree(t *testing.T) {
 	root := moduleRoot(t)
 	data, err := os.ReadFile(filepath.Join(root, "PROJECT"))
@@ -66,7 +69,7 @@ func TestProjectFileMatchesTheTree(t *testing.T) {
 	}
 
 	webhooks := readManifests(t, filepath.Join(root, "config", "webhook", "manifests.yaml"))
-	registered := func(kind, group, resource string) bool {
+	registered := func(kind, group, version, resource string) bool {
 		for _, o := range webhooks.ofKind(kind) {
 			var rules []admissionregistrationv1.RuleWithOperations
 			switch kind {
@@ -80,7 +83,7 @@ func TestProjectFileMatchesTheTree(t *testing.T) {
 				}
 			}
 			for _, r := range rules {
-				if slices.Contains(r.APIGroups, group) && slices.Contains(r.Resources, resource) {
+				if slices.Contains(r.APIGroups, group) && slices.Contains(r.APIVersions, version) && slices.Contains(r.Resources, resource) {
 					return true
 				}
 			}
@@ -97,11 +100,20 @@ func TestProjectFileMatchesTheTree(t *testing.T) {
 		crd := decode[apiextensionsv1.CustomResourceDefinition](t, readManifests(t, path)[0])
 		group, _, _ := strings.Cut(crd.Spec.Group, ".")
 		for _, v := range crd.Spec.Versions {
+			var spokes []string
+			if isHub(t, filepath.Join(root, "api", group, v.Name), crd.Spec.Names.Kind) {
+				for _, other := range crd.Spec.Versions {
+					if other.Name != v.Name {
+						spokes = append(spokes, other.Name)
+					}
+				}
+			}
 			want = append(want, strings.Join([]string{group, v.Name, crd.Spec.Names.Kind,
 				"namespaced=" + boolString(crd.Spec.Scope == apiextensionsv1.NamespaceScoped),
-				"controller=" + boolString(dirExists(filepath.Join(root, "internal", "controller", strings.ToLower(crd.Spec.Names.Kind)))),
-				"defaulting=" + boolString(registered("MutatingWebhookConfiguration", crd.Spec.Group, crd.Spec.Names.Plural)),
-				"validation=" + boolString(registered("ValidatingWebhookConfiguration", crd.Spec.Group, crd.Spec.Names.Plural)),
+				"controller=" + boolString(v.Storage && dirExists(filepath.Join(root, "internal", "controller", strings.ToLower(crd.Spec.Names.Kind)))),
+				"defaulting=" + boolString(registered("MutatingWebhookConfiguration", crd.Spec.Group, v.Name, crd.Spec.Names.Plural)),
+				"validation=" + boolString(registered("ValidatingWebhookConfiguration", crd.Spec.Group, v.Name, crd.Spec.Names.Plural)),
+				"spokes=" + strings.Join(spokes, ","),
 			}, " "))
 		}
 	}
@@ -112,19 +124,43 @@ func TestProjectFileMatchesTheTree(t *testing.T) {
 		if wantPath := p.Repo + "/api/" + r.Group + "/" + r.Version; r.Path != wantPath || !dirExists(filepath.Join(root, "api", r.Group, r.Version)) {
 			t.Errorf("PROJECT resource %s: path %q, want %q, a package of the tree", r.Kind, r.Path, wantPath)
 		}
-		defaulting, validation := false, false
+		defaulting, validation, spokes := false, false, ""
 		if r.Webhooks != nil {
 			defaulting, validation = r.Webhooks.Defaulting, r.Webhooks.Validation
+			if r.Webhooks.Conversion != (len(r.Webhooks.Spoke) > 0) {
+				t.Errorf("PROJECT resource %s %s: conversion %t with spokes %v", r.Kind, r.Version, r.Webhooks.Conversion, r.Webhooks.Spoke)
+			}
+			spokes = strings.Join(r.Webhooks.Spoke, ",")
 		}
 		namespaced := r.API != nil && r.API.Namespaced
 		got = append(got, strings.Join([]string{r.Group, r.Version, r.Kind, "namespaced=" + boolString(namespaced),
-			"controller=" + boolString(r.Controller), "defaulting=" + boolString(defaulting), "validation=" + boolString(validation)}, " "))
+			"controller=" + boolString(r.Controller), "defaulting=" + boolString(defaulting), "validation=" + boolString(validation),
+			"spokes=" + spokes}, " "))
 	}
 	slices.Sort(want)
 	slices.Sort(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PROJECT resources differ from the tree (-tree +PROJECT):\n%s", diff)
 	}
+}
+
+// isHub reports whether the API package in dir marks kind as the hub of its conversions.
+func isHub(t *testing.T, dir, kind string) bool {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(data), "func (*"+kind+") Hub() {}") {
+			return true
+		}
+	}
+	return false
 }
 
 func boolString(b bool) string {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
@@ -259,50 +260,6 @@ func TestSchemaBoundsAndDefaultsAreTheGoConstants(t *testing.T) {
 		{"policyv1alpha1.MaxMatchLabelsProperties", policyv1alpha1.MaxMatchLabelsProperties, policy, "spec.rules[*].namespaces[*].selector", "rule", "self.matchLabels.size() <= %v"},
 		{"policyv1alpha1.MaxMatchExpressionsItems", policyv1alpha1.MaxMatchExpressionsItems, policy, "spec.rules[*].namespaces[*].selector", "rule", "self.matchExpressions.size() <= %v"},
 	}
-	schemas := map[string]apiextensionsv1.JSONSchemaProps{}
-	for _, file := range []string{welcome, memcached, deploy, policy} {
-		crd := decode[apiextensionsv1.CustomResourceDefinition](t, readManifests(t, filepath.Join(moduleRoot(t), "config", "crd", "bases", file))[0])
-		if len(crd.Spec.Versions) != 1 {
-			t.Fatalf("%s has %d versions; the test reads one", file, len(crd.Spec.Versions))
-		}
-		schemas[file] = *crd.Spec.Versions[0].Schema.OpenAPIV3Schema
-	}
-	for _, b := range bounds {
-		field, ok := schemaAt(schemas[b.file], b.path)
-		if !ok {
-			t.Errorf("%s: %s has no field %s", b.constant, b.file, b.path)
-			continue
-		}
-		want := fmt.Sprint(b.value)
-		var got string
-		switch b.what {
-		case "maxItems":
-			got = derefInt(field.MaxItems)
-		case "maxLength":
-			got = derefInt(field.MaxLength)
-		case "maxProperties":
-			got = derefInt(field.MaxProperties)
-		case "default":
-			got = "none"
-			if field.Default != nil {
-				var v any
-				if err := json.Unmarshal(field.Default.Raw, &v); err != nil {
-					t.Fatal(err)
-				}
-				got = fmt.Sprint(v)
-			}
-		case "rule":
-			expr := fmt.Sprintf(b.rule, b.value)
-			if !slices.ContainsFunc(field.XValidations, func(r apiextensionsv1.ValidationRule) bool { return strings.Contains(r.Rule, expr) }) {
-				t.Errorf("%s = %v, but no CEL rule of %s %s holds %q", b.constant, b.value, b.file, b.path, expr)
-			}
-			continue
-		}
-		if got != want {
-			t.Errorf("%s = %s, but %s %s has %s %s", b.constant, want, b.file, b.path, b.what, got)
-		}
-	}
-
 	// The rules list of a policy names each rule at most once, so its bound must leave room for
 	// every rule, and for every ID.
 	if n := len(webhooks.Rules()); n > policyv1alpha1.MaxRulesItems {
@@ -312,6 +269,60 @@ func TestSchemaBoundsAndDefaultsAreTheGoConstants(t *testing.T) {
 		if len(r.ID) > policyv1alpha1.MaxRuleIDLength {
 			t.Errorf("rule ID %s is longer than policyv1alpha1.MaxRuleIDLength (%d)", r.ID, policyv1alpha1.MaxRuleIDLength)
 		}
+	}
+
+	// Every version of a CRD that has the field holds the constant; a field may be missing from
+	// some (v1alpha1's spec.password, which Welcome v1 dropped), not from all.
+	versions := map[string][]apiextensionsv1.CustomResourceDefinitionVersion{}
+	for _, file := range []string{welcome, memcached, deploy, policy} {
+		crd := decode[apiextensionsv1.CustomResourceDefinition](t, readManifests(t, filepath.Join(moduleRoot(t), "config", "crd", "bases", file))[0])
+		versions[file] = crd.Spec.Versions
+	}
+	for _, b := range bounds {
+		found := false
+		for _, v := range versions[b.file] {
+			if field, ok := schemaAt(*v.Schema.OpenAPIV3Schema, b.path); ok {
+				found = true
+				checkBound(t, b.constant, b.value, b.file+" "+v.Name, b.path, b.what, b.rule, field)
+			}
+		}
+		if !found {
+			t.Errorf("%s: %s has no field %s in any version", b.constant, b.file, b.path)
+		}
+	}
+}
+
+// checkBound reports when field, at path of schema, does not hold constant's value as what:
+// maxItems, maxLength, maxProperties, its default, or a CEL rule (rule, with the value).
+func checkBound(t *testing.T, constant string, value any, schema, path, what, rule string, field apiextensionsv1.JSONSchemaProps) {
+	t.Helper()
+	want := fmt.Sprint(value)
+	var got string
+	switch what {
+	case "maxItems":
+		got = derefInt(field.MaxItems)
+	case "maxLength":
+		got = derefInt(field.MaxLength)
+	case "maxProperties":
+		got = derefInt(field.MaxProperties)
+	case "default":
+		got = "none"
+		if field.Default != nil {
+			var v any
+			if err := json.Unmarshal(field.Default.Raw, &v); err != nil {
+				t.Fatal(err)
+			}
+			got = fmt.Sprint(v)
+		}
+	case "rule":
+		expr := fmt.Sprintf(rule, value)
+		if !slices.ContainsFunc(field.XValidations, func(r apiextensionsv1.ValidationRule) bool { return strings.Contains(r.Rule, expr) }) {
+			t.Errorf("%s = %v, but no CEL rule of %s %s holds %q", constant, value, schema, path, expr)
+		}
+		return
+	}
+	if got != want {
+		t.Errorf("%s = %s, but %s %s has %s %s", constant, want, schema, path, what, got)
 	}
 }
 
@@ -340,4 +351,36 @@ func derefInt(i *int64) string {
 		return "none"
 	}
 	return strconv.FormatInt(*i, 10)
+}
+
+// TestWelcomeVersionsDifferOnlyByPassword holds Welcome's two versions to one shape: v1 is
+// v1alpha1 without spec.password, with the same bounds, defaults, columns and subresources, so
+// that the conversion has nothing else to carry and a manifest means the same at either version.
+func TestWelcomeVersionsDifferOnlyByPassword(t *testing.T) {
+	crd := decode[apiextensionsv1.CustomResourceDefinition](t, readManifests(t, filepath.Join(moduleRoot(t), "config", "crd", "bases", "auth.seedlabs.dev_welcomes.yaml"))[0])
+	byName := map[string]apiextensionsv1.CustomResourceDefinitionVersion{}
+	for _, v := range crd.Spec.Versions {
+		byName[v.Name] = *v.DeepCopy()
+	}
+	alpha, hub := byName["v1alpha1"], byName["v1"]
+	if alpha.Schema == nil || hub.Schema == nil {
+		t.Fatalf("the Welcome CRD lists %v, want v1alpha1 and v1", slices.Collect(maps.Keys(byName)))
+	}
+	if _, ok := alpha.Schema.OpenAPIV3Schema.Properties["spec"].Properties["password"]; !ok {
+		t.Fatal("v1alpha1 has no spec.password")
+	}
+	spec := alpha.Schema.OpenAPIV3Schema.Properties["spec"]
+	delete(spec.Properties, "password")
+	alpha.Schema.OpenAPIV3Schema.Properties["spec"] = spec
+	// The kinds' own descriptions say how the versions differ.
+	alpha.Schema.OpenAPIV3Schema.Description, hub.Schema.OpenAPIV3Schema.Description = "", ""
+	if diff := cmp.Diff(alpha.Schema, hub.Schema); diff != "" {
+		t.Errorf("Welcome v1's schema is not v1alpha1's without spec.password (-v1alpha1 +v1):\n%s", diff)
+	}
+	if diff := cmp.Diff(alpha.AdditionalPrinterColumns, hub.AdditionalPrinterColumns); diff != "" {
+		t.Errorf("the versions' columns differ (-v1alpha1 +v1):\n%s", diff)
+	}
+	if diff := cmp.Diff(alpha.Subresources, hub.Subresources); diff != "" {
+		t.Errorf("the versions' subresources differ (-v1alpha1 +v1):\n%s", diff)
+	}
 }

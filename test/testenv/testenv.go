@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
@@ -89,6 +90,11 @@ func StartWith(o Options) (*Env, error) {
 	environment := &envtest.Environment{
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		ErrorIfCRDPathMissing: true,
+		// The operator's scheme tells envtest which CRDs convert (those whose versions implement
+		// conversion.Hub and Convertible), which it points at the Manager's /convert; without it,
+		// envtest would read client-go's scheme, strip every CRD's conversion, and a conversion
+		// test pass without the webhook.
+		Scheme: scheme.New(),
 		WebhookInstallOptions: envtest.WebhookInstallOptions{
 			Paths: []string{filepath.Join(root, "config", "webhook")},
 		},

@@ -3,33 +3,27 @@ package v1alpha1
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 )
 
-// Defaults of a Welcome. The CRD's schema applies them before admission (the +kubebuilder:default
-// markers below, which a test holds equal to these); the mutating webhook fills what the schema
-// cannot: an empty serviceType, or a spec sent as null.
+// Defaults and structural bounds of a Welcome: those of v1, the hub, which v1alpha1's schema
+// holds too (the markers below, which a test holds equal to these).
 const (
 	// DefaultReplicas is the number of web server pods when spec.replicas is unset.
-	DefaultReplicas int32 = 1
+	DefaultReplicas = authv1.DefaultReplicas
 	// DefaultPort is the port the web server listens on when spec.port is unset.
-	DefaultPort int32 = 8088
+	DefaultPort = authv1.DefaultPort
 	// DefaultServiceType is how the web server is exposed when spec.serviceType is unset.
-	DefaultServiceType = corev1.ServiceTypeNodePort
-)
-
-// Structural bounds of a Welcome, which the CRD's schema holds (the markers below, which a test
-// holds equal to these) so that kube-apiserver refuses an absurd size before it calls any
-// validating webhook. They are far above the webhook's rules, which a cluster admin may relax.
-const (
+	DefaultServiceType = authv1.DefaultServiceType
 	// MaxGroupsItems is the most groups the schema allows; the webhook's rule allows 32.
-	MaxGroupsItems = 1024
+	MaxGroupsItems = authv1.MaxGroupsItems
 	// MaxStringLength is the most characters the schema allows in spec.name, each group,
 	// spec.email, spec.password and spec.image; the webhook's rules allow 256 bytes in the name,
 	// a group and the password, and 254 in the email.
-	MaxStringLength = 4096
-	// MaxServiceURLLength is the most characters of status.serviceURL; the operator writes at
-	// most 371 (a name of 253 characters, a namespace of 63).
-	MaxServiceURLLength = 1024
+	MaxStringLength = authv1.MaxStringLength
+	// MaxServiceURLLength is the most characters of status.serviceURL.
+	MaxServiceURLLength = authv1.MaxServiceURLLength
 )
 
 // WelcomeSpec is the desired state of a Welcome web app.
@@ -137,6 +131,7 @@ type WelcomeStatus struct {
 // Welcome is a small web app that greets a user by name.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=wlc,categories=seedlabs
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -1,0 +1,152 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/webhooks"
+)
+
+// welcomeCRD is the Welcome CRD's name.
+const welcomeCRD = "welcomes.auth.seedlabs.dev"
+
+// Welcome converts through the Manager's /convert, by the API server: config/crd lists v1 but does
+// not serve it yet, so these specs serve it, as the release that makes v1 served will, and write
+// and read each version through the other (storage stays v1alpha1).
+var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), func() {
+	BeforeAll(func(ctx SpecContext) {
+		crd := welcomeCRDObject(ctx)
+		strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
+		Expect(strategy).To(Equal("Webhook"), "envtest points a CRD whose versions convert at the Manager's /convert")
+		Expect(versionFlags(crd)).To(Equal(map[string]string{"v1alpha1": "served, storage", "v1": "not served"}), "config/crd's Welcome versions")
+		setWelcomeV1Served(ctx, true)
+		DeferCleanup(func(ctx SpecContext) { setWelcomeV1Served(ctx, false) })
+		Eventually(func() error { return k8s.List(ctx, &authv1.WelcomeList{}) }).WithContext(ctx).Should(Succeed(), "v1 served")
+	})
+
+	It("keeps a v1alpha1 password at v1 in the conversion-data annotation, shows neither at the other version, and loses nothing through a v1 update", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		calls := webhookCalls(webhooks.ConvertPath)
+		old := &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "converted", Namespace: ns},
+			Spec: authv1alpha1.WelcomeSpec{Name: "Ada", Password: "hunter2", Groups: []string{"admins"}}}
+		Expect(k8s.Create(ctx, old)).To(Succeed())
+
+		read := &authv1.Welcome{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(old), read)).To(Succeed())
+		Expect(read.Annotations).To(HaveKeyWithValue(authv1.ConversionDataAnnotation, `{"spec":{"password":"hunter2"}}`))
+		Expect(read.Spec).To(Equal(authv1.WelcomeSpec{Name: "Ada", Groups: []string{"admins"}, Replicas: ptr.To[int32](1), Port: ptr.To[int32](8088), ServiceType: "NodePort"}))
+		raw := &unstructured.Unstructured{}
+		raw.SetGroupVersionKind(authv1.GroupVersion.WithKind("Welcome"))
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(old), raw)).To(Succeed())
+		Expect(raw.Object["spec"]).NotTo(HaveKey("password"), "v1 has no spec.password")
+
+		// The controller's status writes may come between the read and the update.
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(old), read)).To(Succeed())
+			read.Spec.Replicas = ptr.To[int32](2)
+			g.Expect(k8s.Update(ctx, read)).To(Succeed(), "an update at v1, with the annotation it read")
+		}).WithContext(ctx).Should(Succeed())
+
+		back := &authv1alpha1.Welcome{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(old), back)).To(Succeed())
+		Expect(back.Spec.Password).To(Equal("hunter2"))
+		Expect(back.Spec.Replicas).To(HaveValue(BeEquivalentTo(2)))
+		Expect(back.Annotations).NotTo(HaveKey(authv1.ConversionDataAnnotation), "the v1alpha1 view does not show the annotation")
+		Expect(webhookCalls(webhooks.ConvertPath)).To(BeNumerically(">", calls), "the API server called /convert")
+	})
+
+	It("stores a v1 Welcome, admitted by the v1alpha1 webhooks, and reads it at either version", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		created := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "from-v1", Namespace: ns}, Spec: authv1.WelcomeSpec{Name: "Grace"}}
+		Expect(k8s.Create(ctx, created)).To(Succeed())
+		Expect(created.Spec.Port).To(HaveValue(BeEquivalentTo(8088)), "v1's schema defaults")
+
+		old := &authv1alpha1.Welcome{}
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(created), old)).To(Succeed())
+		Expect(old.Spec).To(Equal(authv1alpha1.WelcomeSpec{Name: "Grace", Replicas: ptr.To[int32](1), Port: ptr.To[int32](8088), ServiceType: "NodePort"}))
+		Expect(old.Annotations).To(BeEmpty())
+
+		refused := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: ns}, Spec: authv1.WelcomeSpec{Name: "Grace", Port: ptr.To[int32](70000)}}
+		err := k8s.Create(ctx, refused)
+		Expect(err).To(MatchError(ContainSubstring("spec.port")), "the validating webhook judges a v1 Welcome as it judges v1alpha1's")
+	})
+
+	It("ignores and counts a malformed conversion-data annotation, failing no write and no list", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		before := counterValue("webhook_operator_conversion_data_malformed_total", nil)
+		bad := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns,
+			Annotations: map[string]string{authv1.ConversionDataAnnotation: "{not json", "kept": "yes"}}, Spec: authv1.WelcomeSpec{Name: "Lin"}}
+		Expect(k8s.Create(ctx, bad)).To(Succeed())
+		Expect(k8s.Create(ctx, &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "good", Namespace: ns}, Spec: authv1.WelcomeSpec{Name: "Lin"}})).To(Succeed())
+
+		for _, list := range []client.ObjectList{&authv1alpha1.WelcomeList{}, &authv1.WelcomeList{}} {
+			Expect(k8s.List(ctx, list, client.InNamespace(ns))).To(Succeed())
+			Expect(metaNames(list)).To(ConsistOf("bad", "good"))
+		}
+		old := &authv1alpha1.Welcome{}
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "bad"}, old)).To(Succeed())
+		Expect(old.Spec.Password).To(BeEmpty())
+		Expect(old.Annotations).To(Equal(map[string]string{"kept": "yes"}))
+		Expect(counterValue("webhook_operator_conversion_data_malformed_total", nil)).To(BeNumerically(">", before))
+	})
+})
+
+// welcomeCRDObject is the Welcome CRD as the API server holds it.
+func welcomeCRDObject(ctx context.Context) *unstructured.Unstructured {
+	crd := &unstructured.Unstructured{}
+	crd.SetAPIVersion("apiextensions.k8s.io/v1")
+	crd.SetKind("CustomResourceDefinition")
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Name: welcomeCRD}, crd)).To(Succeed())
+	return crd
+}
+
+// versionFlags is each version of crd, "served" or "not served", and ", storage".
+func versionFlags(crd *unstructured.Unstructured) map[string]string {
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	flags := map[string]string{}
+	for _, v := range versions {
+		v := v.(map[string]any)
+		f := "not served"
+		if v["served"] == true {
+			f = "served"
+		}
+		if v["storage"] == true {
+			f += ", storage"
+		}
+		flags[v["name"].(string)] = f
+	}
+	return flags
+}
+
+// setWelcomeV1Served serves Welcome's v1, or stops serving it.
+func setWelcomeV1Served(ctx context.Context, served bool) {
+	crd := welcomeCRDObject(ctx)
+	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+	i := slices.IndexFunc(versions, func(v any) bool { return v.(map[string]any)["name"] == "v1" })
+	ExpectWithOffset(1, i).NotTo(Equal(-1), "the Welcome CRD lists v1")
+	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/versions/%d/name","value":"v1"},{"op":"replace","path":"/spec/versions/%d/served","value":%t}]`, i, i, served)
+	ExpectWithOffset(1, k8s.Patch(ctx, crd, client.RawPatch(types.JSONPatchType, []byte(patch)))).To(Succeed())
+}
+
+// metaNames are the names of list's items.
+func metaNames(list client.ObjectList) []string {
+	items, err := meta.ExtractList(list)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	names := make([]string, 0, len(items))
+	for _, item := range items {
+		names = append(names, item.(client.Object).GetName())
+	}
+	return names
+}
