@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -73,6 +74,20 @@ func TestConvertWelcome(t *testing.T) {
 				t.Errorf("to %s:\n got %s\nwant %s", tc.desired, gj, wj)
 			}
 		}
+	}
+}
+
+// A ConversionReview past MaxConversionReviewBytes is refused, not read whole.
+func TestConvertRefusesAnOversizedReview(t *testing.T) {
+	padding := strings.Repeat("x", MaxConversionReviewBytes)
+	big := `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"w","namespace":"ns","annotations":{"pad":"` + padding + `"}},"spec":{"name":"Ada"}}`
+	code, _ := convert(t, conversionReview(t, "auth.seedlabs.dev/v1", big))
+	if code != http.StatusBadRequest {
+		t.Fatalf("HTTP %d to a review of %d bytes, want 400", code, len(big))
+	}
+	small := strings.Replace(big, padding, padding[:MaxConversionReviewBytes-1024], 1)
+	if code, review := convert(t, conversionReview(t, "auth.seedlabs.dev/v1", small)); code != http.StatusOK || review.Response.Result.Status != "Success" {
+		t.Fatalf("HTTP %d, %+v to a review just under the cap, want it converted", code, review.Response)
 	}
 }
 

@@ -56,13 +56,20 @@ func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 	}
 	// The versions convert by their own methods (conversion.Hub, conversion.Convertible), which
 	// envtest also reads to tell which CRDs convert; no converter is registered besides.
-	handlers[ConvertPath] = conversion.NewWebhookHandler(scheme, conversion.NewRegistry())
+	// controller-runtime's handler reads any body whole: the cap keeps a caller from making it.
+	handlers[ConvertPath] = http.MaxBytesHandler(conversion.NewWebhookHandler(scheme, conversion.NewRegistry()), MaxConversionReviewBytes)
 	return handlers
 }
 
 // ConvertPath is the conversion webhook's path, where a CRD's spec.conversion.webhook sends
 // kube-apiserver's ConversionReviews.
 const ConvertPath = "/convert"
+
+// MaxConversionReviewBytes is the largest ConversionReview the conversion webhook reads: what
+// controller-runtime reads of an AdmissionReview. Past it, the answer is 400. kube-apiserver
+// converts a LIST page's objects in one review, so this must be weighed against a page of real
+// objects before a CRD sends its reads here.
+const MaxConversionReviewBytes = 7 << 20
 
 // admissionWebhooks are the webhooks of Handlers, served by controller-runtime: it reads the
 // AdmissionReview, decodes the objects, recovers a panic into a 500 answer and refuses a body over
