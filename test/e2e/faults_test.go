@@ -204,11 +204,13 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		// delete, is a failure of the product.
 		crashed, unexplained := splitCrashFailures(stats.admissionFailures, done)
 		var perKill []string
+		// leftAt is when each SIGKILLed replica left the webhook Service, by kill, when it did.
+		leftAt := map[int]time.Time{}
 		for _, k := range done {
 			if k.how == "SIGKILLed" {
 				left := "not seen"
 				if at, ok := endpoints.leftAt(k.ip, k.at); ok {
-					left = at.Sub(k.at).Round(time.Millisecond).String()
+					leftAt[k.n], left = at, at.Sub(k.at).Round(time.Millisecond).String()
 				}
 				perKill = append(perKill, fmt.Sprintf("#%d: %d (out of the Service after %s)", k.n, len(crashed[k.n]), left))
 			}
@@ -223,7 +225,7 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 			if k.how != "SIGKILLed" {
 				continue
 			}
-			left, ok := endpoints.leftAt(k.ip, k.at)
+			left, ok := leftAt[k.n]
 			Expect(ok && !left.After(k.at.Add(crashWindow))).To(BeTrue(), "kill #%d's crashed pod %s left the webhook Service within %s of its SIGKILL (left: %t, after %s)",
 				k.n, k.pod, crashWindow, ok, left.Sub(k.at))
 			for _, f := range crashed[k.n] {
