@@ -32,17 +32,11 @@ import (
 // webhookCalls is how many requests the in-process webhook server has answered on path, by
 // controller-runtime's own counter.
 func webhookCalls(path string) float64 {
-	families, err := metrics.Registry.Gather()
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	GinkgoHelper()
 	var total float64
-	for _, f := range families {
-		if f.GetName() != "controller_runtime_webhook_requests_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			if labelValue(m, "webhook") == path {
-				total += m.GetCounter().GetValue()
-			}
+	for _, m := range webhookCounters() {
+		if labelValue(m, "webhook") == path {
+			total += m.GetCounter().GetValue()
 		}
 	}
 	return total
@@ -50,17 +44,39 @@ func webhookCalls(path string) float64 {
 
 // allWebhookCalls is how many requests the in-process webhook server has answered, on every path.
 func allWebhookCalls() float64 {
-	families, err := metrics.Registry.Gather()
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	GinkgoHelper()
 	var total float64
-	for _, f := range families {
-		if f.GetName() == "controller_runtime_webhook_requests_total" {
-			for _, m := range f.GetMetric() {
-				total += m.GetCounter().GetValue()
-			}
-		}
+	for _, m := range webhookCounters() {
+		total += m.GetCounter().GetValue()
 	}
 	return total
+}
+
+// webhookCounters is controller-runtime's request counter of every webhook path, read once no
+// request is in flight. A request is counted when its handler returns, which may be after the API
+// server had its answer or had given up waiting for it: a call that timed out is still handled,
+// and without the wait it would be counted in whatever a spec measures next.
+func webhookCounters() []*dto.Metric {
+	GinkgoHelper()
+	var counters []*dto.Metric
+	Eventually(func(g Gomega) {
+		families, err := metrics.Registry.Gather()
+		g.Expect(err).NotTo(HaveOccurred())
+		counters = nil
+		var inFlight float64
+		for _, f := range families {
+			switch f.GetName() {
+			case "controller_runtime_webhook_requests_total":
+				counters = f.GetMetric()
+			case "controller_runtime_webhook_requests_in_flight":
+				for _, m := range f.GetMetric() {
+					inFlight += m.GetGauge().GetValue()
+				}
+			}
+		}
+		g.Expect(inFlight).To(BeZero(), "webhook requests still being handled")
+	}).Should(Succeed())
+	return counters
 }
 
 // webhookLatency is the count and mean of the in-process webhook server's handling time per path,
