@@ -18,6 +18,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -124,7 +125,7 @@ func (c rolloverClient) Update(ctx context.Context, obj client.Object, opts ...c
 			}
 		}
 	case *unstructured.Unstructured:
-		if o.GroupVersionKind().Group == admissionregistrationv1.GroupName {
+		if g := o.GroupVersionKind().Group; g == admissionregistrationv1.GroupName || g == apiextensionsv1.GroupName {
 			if err := c.rollover.injectStoredCA(ctx, o); err != nil {
 				return err
 			}
@@ -186,8 +187,8 @@ func (r *caRollover) keepServingCertificate(ctx context.Context, s *corev1.Secre
 	return nil
 }
 
-// injectStoredCA sets every caBundle of the webhook configuration u to the ca.crt the Secret
-// holds now.
+// injectStoredCA sets every caBundle of the webhook configuration, or the CRD's conversion
+// webhook, u to the ca.crt the Secret holds now.
 func (r *caRollover) injectStoredCA(ctx context.Context, u *unstructured.Unstructured) error {
 	stored := &corev1.Secret{}
 	if err := r.api.Get(ctx, r.secret, stored); err != nil {
@@ -196,6 +197,16 @@ func (r *caRollover) injectStoredCA(ctx context.Context, u *unstructured.Unstruc
 	ca := stored.Data[caCertKey]
 	if len(parseCertificates(ca)) == 0 {
 		return fmt.Errorf("the certificate Secret %s holds no CA to inject", r.secret)
+	}
+	bundle := base64.StdEncoding.EncodeToString(ca)
+	if u.GroupVersionKind().Group == apiextensionsv1.GroupName {
+		switch _, found, err := unstructured.NestedMap(u.Object, "spec", "conversion", "webhook", "clientConfig"); {
+		case err != nil:
+			return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
+		case !found:
+			return fmt.Errorf("%s %s has no conversion webhook", u.GetKind(), u.GetName())
+		}
+		return unstructured.SetNestedField(u.Object, bundle, "spec", "conversion", "webhook", "clientConfig", "caBundle")
 	}
 	webhooks, _, err := unstructured.NestedSlice(u.Object, "webhooks")
 	if err != nil {
@@ -206,7 +217,7 @@ func (r *caRollover) injectStoredCA(ctx context.Context, u *unstructured.Unstruc
 		if !ok {
 			return fmt.Errorf("%s %s: webhook %d is not an object", u.GetKind(), u.GetName(), i)
 		}
-		if err := unstructured.SetNestedField(hook, base64.StdEncoding.EncodeToString(ca), "clientConfig", "caBundle"); err != nil {
+		if err := unstructured.SetNestedField(hook, bundle, "clientConfig", "caBundle"); err != nil {
 			return fmt.Errorf("%s %s: %w", u.GetKind(), u.GetName(), err)
 		}
 	}

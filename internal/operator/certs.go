@@ -10,6 +10,7 @@ import (
 	"time"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -38,23 +39,29 @@ type CertOptions struct {
 	// caBundles must verify the serving certificate before the server starts; with Secret, the CA
 	// is injected into them.
 	MutatingWebhookConfiguration, ValidatingWebhookConfiguration string
+	// ConversionCRDs are the CustomResourceDefinitions whose conversion webhook the server serves:
+	// their caBundles must verify the serving certificate too, and with Secret the CA is injected
+	// into them as well.
+	ConversionCRDs []string
 }
 
 // checksTrust reports whether the server waits for the webhook configurations to trust its
 // certificate: always with Secret (validate requires both names), and in cert-manager mode when
 // they are named.
 func (c CertOptions) checksTrust() bool {
-	return c.Secret != "" || c.MutatingWebhookConfiguration != "" || c.ValidatingWebhookConfiguration != ""
+	return c.Secret != "" || c.MutatingWebhookConfiguration != "" || c.ValidatingWebhookConfiguration != "" || len(c.ConversionCRDs) > 0
 }
 
 // validate refuses options that name part of what their mode needs: the server waits for both
-// configurations, and with Secret the certificate needs its DNS names and its CA goes into both.
+// configurations (and any conversion CRDs beside them), and with Secret the certificate needs its
+// DNS names and its CA goes into both.
 func (c CertOptions) validate() error {
 	switch {
 	case c.Secret != "" && (len(c.DNSNames) == 0 || c.MutatingWebhookConfiguration == "" || c.ValidatingWebhookConfiguration == ""):
 		return errors.New("--cert-secret needs --cert-dns-names, --cert-mutating-webhook-configuration and --cert-validating-webhook-configuration")
 	case c.MutatingWebhookConfiguration == "" || c.ValidatingWebhookConfiguration == "":
-		return errors.New("--cert-mutating-webhook-configuration and --cert-validating-webhook-configuration go together")
+		return errors.New("--cert-mutating-webhook-configuration and --cert-validating-webhook-configuration go together, " +
+			"and --cert-conversion-crds needs them")
 	}
 	return nil
 }
@@ -96,16 +103,26 @@ func addCertRotator(mgr ctrl.Manager, c CertOptions, certDir string, ready chan 
 		DNSName:        c.DNSNames[0],
 		ExtraDNSNames:  c.DNSNames[1:],
 		IsReady:        ready,
-		Webhooks: []rotator.WebhookInfo{
-			{Name: c.MutatingWebhookConfiguration, Type: rotator.Mutating},
-			{Name: c.ValidatingWebhookConfiguration, Type: rotator.Validating},
-		},
+		Webhooks:       c.rotatorWebhooks(),
 		FieldOwner:     EventSource,
 		ControllerName: controllerName,
 		// Every replica serves the webhooks, so every replica must get its certificate, leader
 		// or not.
 		RequireLeaderElection: false,
 	})
+}
+
+// rotatorWebhooks are what cert-controller injects the CA into: both webhook configurations and
+// the conversion webhook of every CRD named.
+func (c CertOptions) rotatorWebhooks() []rotator.WebhookInfo {
+	webhooks := []rotator.WebhookInfo{
+		{Name: c.MutatingWebhookConfiguration, Type: rotator.Mutating},
+		{Name: c.ValidatingWebhookConfiguration, Type: rotator.Validating},
+	}
+	for _, crd := range c.ConversionCRDs {
+		webhooks = append(webhooks, rotator.WebhookInfo{Name: crd, Type: rotator.CRDConversion})
+	}
+	return webhooks
 }
 
 // rotatorsInProcess counts the cert rotators of managers that skip the controller name check.
@@ -183,15 +200,15 @@ func servesTrusted(reader client.Reader, c CertOptions, certFile string) func(co
 	}
 }
 
-// namedWebhook is one webhook of either configuration.
+// namedWebhook is one webhook of either configuration, or a CRD's conversion webhook.
 type namedWebhook struct {
-	// name is configuration/webhook.
+	// name is configuration/webhook, or the CRD's name.
 	name         string
 	clientConfig admissionregistrationv1.WebhookClientConfig
 }
 
-// readWebhooks reads, past the cache, every webhook of both configurations; missing names a
-// configuration that does not exist.
+// readWebhooks reads, past the cache, every webhook of both configurations and the conversion
+// webhook of every CRD named; missing names a configuration or CRD that does not exist.
 func readWebhooks(ctx context.Context, reader client.Reader, c CertOptions) (webhooks []namedWebhook, missing []string, err error) {
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	switch err := reader.Get(ctx, client.ObjectKey{Name: c.MutatingWebhookConfiguration}, mutating); {
@@ -213,5 +230,35 @@ func readWebhooks(ctx context.Context, reader client.Reader, c CertOptions) (web
 	for _, w := range validating.Webhooks {
 		webhooks = append(webhooks, namedWebhook{name: validating.Name + "/" + w.Name, clientConfig: w.ClientConfig})
 	}
+	for _, name := range c.ConversionCRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		switch err := reader.Get(ctx, client.ObjectKey{Name: name}, crd); {
+		case apierrors.IsNotFound(err):
+			missing = append(missing, "CustomResourceDefinition "+name)
+			continue
+		case err != nil:
+			return nil, nil, fmt.Errorf("reading CustomResourceDefinition %s: %w", name, err)
+		}
+		w, err := conversionWebhook(crd)
+		if err != nil {
+			return nil, nil, err
+		}
+		webhooks = append(webhooks, w)
+	}
 	return webhooks, missing, nil
+}
+
+// conversionWebhook is crd's conversion webhook; a CRD without one is an error, since the
+// options say the server serves it.
+func conversionWebhook(crd *apiextensionsv1.CustomResourceDefinition) (namedWebhook, error) {
+	conversion := crd.Spec.Conversion
+	if conversion == nil || conversion.Strategy != apiextensionsv1.WebhookConverter || conversion.Webhook == nil || conversion.Webhook.ClientConfig == nil {
+		return namedWebhook{}, fmt.Errorf("CustomResourceDefinition %s has no conversion webhook", crd.Name)
+	}
+	cc := conversion.Webhook.ClientConfig
+	w := namedWebhook{name: crd.Name, clientConfig: admissionregistrationv1.WebhookClientConfig{URL: cc.URL, CABundle: cc.CABundle}}
+	if s := cc.Service; s != nil {
+		w.clientConfig.Service = &admissionregistrationv1.ServiceReference{Namespace: s.Namespace, Name: s.Name, Path: s.Path, Port: s.Port}
+	}
+	return w, nil
 }

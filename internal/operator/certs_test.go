@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -19,6 +20,7 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -121,6 +123,60 @@ func TestServesTrusted(t *testing.T) {
 			err := servesTrusted(reconciletest.NewClient(t, nil, tt.objects...), testCertOptions, certFile)(context.Background())
 			if trusted := err == nil; trusted != tt.trusted {
 				t.Errorf("servesTrusted() = %v, want trusted %t", err, tt.trusted)
+			}
+		})
+	}
+}
+
+func conversionCRD(caBundle []byte) *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "welcomes.auth.seedlabs.dev"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{Conversion: &apiextensionsv1.CustomResourceConversion{
+			Strategy: apiextensionsv1.WebhookConverter,
+			Webhook: &apiextensionsv1.WebhookConversion{ClientConfig: &apiextensionsv1.WebhookClientConfig{
+				Service:  &apiextensionsv1.ServiceReference{Namespace: "system", Name: "webhook-service", Path: ptr.To("/convert")},
+				CABundle: caBundle,
+			}},
+		}},
+	}
+}
+
+// TestServesTrustedChecksTheConversionWebhooks: a CRD whose conversion webhook the server serves
+// must trust its certificate as the webhook configurations do, or the API server could not read
+// the objects stored at another version.
+func TestServesTrustedChecksTheConversionWebhooks(t *testing.T) {
+	current, other := newTestCA(t, time.Hour), newTestCA(t, time.Hour)
+	opts := testCertOptions
+	opts.ConversionCRDs = []string{"welcomes.auth.seedlabs.dev"}
+	configurations := []client.Object{mutatingConfiguration(bundle(current)), validatingConfiguration(bundle(current))}
+	noConversion := conversionCRD(nil)
+	noConversion.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+	for _, tc := range []struct {
+		name string
+		crd  client.Object
+		want string
+	}{
+		{name: "its caBundle is the CA of the served certificate", crd: conversionCRD(bundle(current))},
+		{name: "its caBundle holds another CA", crd: conversionCRD(bundle(other)), want: "webhook welcomes.auth.seedlabs.dev does not verify"},
+		{name: "its caBundle is empty yet", crd: conversionCRD(nil), want: "webhook welcomes.auth.seedlabs.dev does not verify"},
+		{name: "it has no conversion webhook", crd: noConversion, want: "has no conversion webhook"},
+		{name: "it is missing", want: "CustomResourceDefinition welcomes.auth.seedlabs.dev not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			certFile := filepath.Join(t.TempDir(), "tls.crt")
+			if err := os.WriteFile(certFile, current.serving.CertPEM, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			objects := configurations
+			if tc.crd != nil {
+				objects = append(slices.Clone(configurations), tc.crd)
+			}
+			err := servesTrusted(reconciletest.NewClient(t, nil, objects...), opts, certFile)(context.Background())
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("servesTrusted() = %v, want trusted", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("servesTrusted() = %v, want an error saying %q", err, tc.want)
 			}
 		})
 	}
@@ -242,6 +298,40 @@ func TestInjectStoredCA(t *testing.T) {
 		if got != base64.StdEncoding.EncodeToString(stored) {
 			t.Errorf("webhook %d: caBundle is not the Secret's ca.crt", i)
 		}
+	}
+}
+
+// TestInjectStoredCAIntoAConversionWebhook: cert-controller injects into a CRD's conversion
+// webhook through the same client, so it gets the stored ca.crt too.
+func TestInjectStoredCAIntoAConversionWebhook(t *testing.T) {
+	current, previous := newTestCA(t, time.Hour), newTestCA(t, time.Hour)
+	stored := bundle(current, previous)
+	c := reconciletest.NewClient(t, nil, certSecret(map[string][]byte{caCertKey: stored}))
+	r := &caRollover{opts: testCertOptions, secret: types.NamespacedName{Namespace: "system", Name: "server-cert"}, api: c}
+	crd := conversionCRD(bundle(previous))
+	crd.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	object, err := runtime.DefaultUnstructuredConverter.ToUnstructured(crd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: object}
+	if err := r.injectStoredCA(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	got, _, _ := unstructured.NestedString(u.Object, "spec", "conversion", "webhook", "clientConfig", "caBundle")
+	if got != base64.StdEncoding.EncodeToString(stored) {
+		t.Errorf("the conversion webhook's caBundle is %q, not the Secret's ca.crt", got)
+	}
+
+	none := conversionCRD(nil)
+	none.Spec.Conversion = nil
+	none.SetGroupVersionKind(apiextensionsv1.SchemeGroupVersion.WithKind("CustomResourceDefinition"))
+	object, err = runtime.DefaultUnstructuredConverter.ToUnstructured(none)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.injectStoredCA(context.Background(), &unstructured.Unstructured{Object: object}); err == nil || !strings.Contains(err.Error(), "has no conversion webhook") {
+		t.Errorf("injecting into a CRD without a conversion webhook: %v, want an error saying so", err)
 	}
 }
 
@@ -370,6 +460,7 @@ func TestTrustCheckNamesBothConfigurations(t *testing.T) {
 		{CertOptions{ValidatingWebhookConfiguration: "v"}, "go together"},
 		{CertOptions{Secret: "system/cert", MutatingWebhookConfiguration: "m", ValidatingWebhookConfiguration: "v"}, "--cert-secret needs --cert-dns-names"},
 		{CertOptions{Secret: "system/cert", DNSNames: []string{"svc"}, MutatingWebhookConfiguration: "m"}, "--cert-secret needs"},
+		{CertOptions{ConversionCRDs: []string{"welcomes.auth.seedlabs.dev"}}, "--cert-conversion-crds needs them"},
 	} {
 		s, err := newWebhookServer(Options{Certs: tc.certs, WebhookCertDir: t.TempDir()})
 		if err != nil {

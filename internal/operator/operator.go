@@ -186,6 +186,18 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.Certs.ValidatingWebhookConfiguration, "cert-validating-webhook-configuration", "",
 		"The ValidatingWebhookConfiguration whose every caBundle must verify the serving certificate before the webhook "+
 			"server starts and the manager turns ready; with --cert-secret, the manager injects its CA into it.")
+	fs.Func("cert-conversion-crds",
+		"Comma-separated CustomResourceDefinitions whose conversion webhook the server serves: like the webhook "+
+			"configurations, their caBundle must verify the serving certificate before the webhook server starts and the "+
+			"manager turns ready; with --cert-secret, the manager injects its CA into them.",
+		func(value string) error {
+			for _, n := range strings.Split(value, ",") {
+				if n = strings.TrimSpace(n); n != "" {
+					o.Certs.ConversionCRDs = append(o.Certs.ConversionCRDs, n)
+				}
+			}
+			return nil
+		})
 	fs.Func("allowed-registries",
 		"Comma-separated registries a DeployObject's image may come from, such as docker.io,registry.local:5000; "+
 			"unset allows any. May be repeated.",

@@ -2,6 +2,7 @@
 package scheme
 
 import (
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -13,10 +14,12 @@ import (
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
-// New returns a scheme with the built-in types and every version of the operator's four kinds.
+// New returns a scheme with the built-in types, CustomResourceDefinitions (the manager reads the
+// conversion webhooks of its own), and every version of the operator's four kinds.
 func New() *runtime.Scheme {
 	s := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(s))
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(authv1.AddToScheme(s))
 	utilruntime.Must(authv1alpha1.AddToScheme(s))
 	utilruntime.Must(cachev1alpha1.AddToScheme(s))

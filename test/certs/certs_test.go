@@ -37,6 +37,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -52,6 +53,7 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/certs"
 	"github.com/seedlabs/webhook-operator/internal/operator"
@@ -89,6 +91,9 @@ var (
 	installerCA *certs.CA
 	// first is the manager the suite starts with; the last spec starts a second.
 	first *replica
+	// conversionCRDs are the CRDs installed with config/crd's conversion webhook, whose CA the
+	// managers inject as well.
+	conversionCRDs []string
 )
 
 var _ = BeforeSuite(func() {
@@ -125,6 +130,9 @@ var _ = BeforeSuite(func() {
 	installerCA, err = certs.NewCA("installer", time.Hour)
 	Expect(err).NotTo(HaveOccurred())
 	Expect(installWebhooks(ctx, filepath.Join(root, "config", "webhook", "manifests.yaml"))).To(Succeed())
+	conversionCRDs, err = installConversionWebhooks(ctx, filepath.Join(root, "config", "crd", "patches"))
+	Expect(err).NotTo(HaveOccurred())
+	Expect(conversionCRDs).NotTo(BeEmpty())
 
 	first = startReplica("first")
 })
@@ -179,6 +187,43 @@ func installWebhooks(ctx context.Context, path string) error {
 	}
 }
 
+// installConversionWebhooks gives each CRD a patch in dir (config/crd/patches) names the
+// conversion webhook the patch gives it, on the webhook Service and trusting the installer's CA,
+// as installWebhooks does the configurations; it returns their names.
+func installConversionWebhooks(ctx context.Context, dir string) ([]string, error) {
+	patches, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, path := range patches {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		patch := &apiextensionsv1.CustomResourceDefinition{}
+		if err := utilyaml.Unmarshal(data, patch); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		c := patch.Spec.Conversion
+		if c == nil || c.Webhook == nil || c.Webhook.ClientConfig == nil || c.Webhook.ClientConfig.Service == nil {
+			continue
+		}
+		c.Webhook.ClientConfig.Service.Namespace, c.Webhook.ClientConfig.Service.Name = namespace, serviceName
+		c.Webhook.ClientConfig.CABundle = installerCA.CertPEM
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := k8s.Get(ctx, types.NamespacedName{Name: patch.Name}, crd); err != nil {
+			return nil, err
+		}
+		crd.Spec.Conversion = c
+		if err := k8s.Update(ctx, crd); err != nil {
+			return nil, err
+		}
+		names = append(names, crd.Name)
+	}
+	return names, nil
+}
+
 // replica is one manager, a replica of the Deployment, in this process.
 type replica struct {
 	name         string
@@ -216,6 +261,7 @@ func startReplica(name string, configure ...func(*operator.Options)) *replica {
 			DNSNames:                       []string{serviceHost},
 			MutatingWebhookConfiguration:   mutatingConfiguration,
 			ValidatingWebhookConfiguration: validatingConfiguration,
+			ConversionCRDs:                 conversionCRDs,
 		},
 		SkipControllerNameValidation: true,
 		MaxConcurrentReconciles:      operator.DefaultMaxConcurrentReconciles,
@@ -326,7 +372,8 @@ func secret(ctx context.Context) (*corev1.Secret, error) {
 	return s, k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: secretName}, s)
 }
 
-// caBundles are the caBundle of every webhook of both configurations, by configuration/webhook.
+// caBundles are the caBundle of every webhook of both configurations, by configuration/webhook,
+// and of every conversion webhook, by CRD.
 func caBundles(ctx context.Context) (map[string][]byte, error) {
 	bundles := map[string][]byte{}
 	m := &admissionregistrationv1.MutatingWebhookConfiguration{}
@@ -342,6 +389,13 @@ func caBundles(ctx context.Context) (map[string][]byte, error) {
 	}
 	for _, w := range v.Webhooks {
 		bundles[v.Name+"/"+w.Name] = w.ClientConfig.CABundle
+	}
+	for _, name := range conversionCRDs {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := k8s.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
+			return nil, err
+		}
+		bundles[name] = crd.Spec.Conversion.Webhook.ClientConfig.CABundle
 	}
 	return bundles, nil
 }
@@ -393,6 +447,23 @@ func (l *admissionLoad) finish(what string) {
 	Expect(l.failed.Load()).To(BeZero(), "last failure: %v", l.lastFailure.Load())
 }
 
+// setServed serves, or stops serving, version of the CRD name.
+func setServed(ctx context.Context, name, version string, served bool) {
+	GinkgoHelper()
+	Eventually(func(ctx context.Context) error {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := k8s.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
+			return err
+		}
+		i := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == version })
+		if i < 0 {
+			return StopTrying(fmt.Sprintf("CustomResourceDefinition %s has no version %s", name, version))
+		}
+		crd.Spec.Versions[i].Served = served
+		return k8s.Update(ctx, crd)
+	}).WithContext(ctx).Should(Succeed())
+}
+
 func welcome(name string, port int32) *authv1alpha1.Welcome {
 	return &authv1alpha1.Welcome{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
@@ -418,7 +489,7 @@ var _ = Describe("The manager keeping its own certificate (--cert-secret)", Orde
 				"the installer's CA stays until the manager serves its own certificate")
 			bundles, err := caBundles(ctx)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(bundles).To(HaveLen(8))
+			g.Expect(bundles).To(HaveLen(8+len(conversionCRDs)), "the configurations' 8 webhooks and the conversion webhooks")
 			g.Expect(bundles).To(HaveEach(Equal(s.Data["ca.crt"])))
 		}).WithContext(ctx).Should(Succeed())
 
@@ -454,6 +525,21 @@ var _ = Describe("The manager keeping its own certificate (--cert-secret)", Orde
 		err = k8s.Create(ctx, welcome("greeting", 70000), client.DryRunAll)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("spec.port"))
+
+		// Through the API server, the conversion webhook: a Welcome stored at v1alpha1, read at
+		// v1 (served for the moment, as the next release serves it), is converted by /convert on
+		// the Service's endpoint, which the API server trusts by the CA the manager injected.
+		stored := welcome("converted", 8080)
+		stored.Spec.Password = "hunter2"
+		Expect(k8s.Create(ctx, stored)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, stored))).To(Succeed()) })
+		setServed(ctx, "welcomes.auth.seedlabs.dev", "v1", true)
+		DeferCleanup(func(ctx SpecContext) { setServed(ctx, "welcomes.auth.seedlabs.dev", "v1", false) })
+		Eventually(func(g Gomega, ctx context.Context) {
+			read := &authv1.Welcome{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stored), read)).To(Succeed())
+			g.Expect(read.Annotations).To(HaveKeyWithValue(authv1.ConversionDataAnnotation, `{"spec":{"password":"hunter2"}}`))
+		}).WithContext(ctx).Should(Succeed(), "the API server converts a Welcome through the manager's /convert")
 
 		// Every ready endpoint serves the manager's certificate: the installer's CA goes.
 		Eventually(func(g Gomega, ctx context.Context) {

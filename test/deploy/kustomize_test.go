@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,12 +26,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
 	"github.com/seedlabs/webhook-operator/internal/operator"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/test/testenv"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // What config/default names things.
@@ -241,23 +246,81 @@ func checkInstall(t *testing.T, root string, m manifests, namespace string) {
 		checkUserRoles(t, m)
 	})
 
-	t.Run("installs the four CRDs, without CA injection as none has a conversion webhook", func(t *testing.T) {
-		var names []string
-		for _, o := range m.ofKind("CustomResourceDefinition") {
-			names = append(names, o.GetName())
+	t.Run("installs the four CRDs; a kind the manager converts calls /convert on the webhook Service, trusted as the admission webhooks are", func(t *testing.T) {
+		converted := checkConversionWebhooks(t, m, namespace)
+		for _, name := range converted {
+			o := m.get(t, "CustomResourceDefinition", name)
+			if got, want := o.GetAnnotations()["cert-manager.io/inject-ca-from"], namespace+"/"+servingCertificate; got != want {
+				t.Errorf("%s: cert-manager.io/inject-ca-from=%q, want %q", o.key(), got, want)
+			}
+		}
+	})
+}
+
+// checkConversionWebhooks holds the CRDs of m to the scheme: the four are installed, the CRD of a
+// kind the manager converts (a hub and its spokes, controller-runtime's test) has a conversion
+// webhook on the webhook Service's /convert, and only those; a CRD without one has no CA
+// injection; and the manager waits for each caBundle it names in --cert-conversion-crds, which
+// are those. It returns their names.
+func checkConversionWebhooks(t *testing.T, m manifests, namespace string) []string {
+	t.Helper()
+	s := scheme.New()
+	svc := get[corev1.Service](t, m, "Service", webhookService)
+	var names, converted []string
+	for _, o := range m.ofKind("CustomResourceDefinition") {
+		names = append(names, o.GetName())
+		crd := decode[apiextensionsv1.CustomResourceDefinition](t, o)
+		obj, err := s.New(schema.GroupVersionKind{Group: crd.Spec.Group, Version: crd.Spec.Versions[0].Name, Kind: crd.Spec.Names.Kind})
+		if err != nil {
+			t.Fatalf("%s: %v", o.key(), err)
+		}
+		convertible, err := conversion.IsConvertible(s, obj)
+		if err != nil {
+			t.Fatalf("%s: %v", o.key(), err)
+		}
+		conv := crd.Spec.Conversion
+		hasWebhook := conv != nil && conv.Strategy == apiextensionsv1.WebhookConverter
+		switch {
+		case convertible && !hasWebhook:
+			t.Errorf("%s: the manager converts %s between its versions, but the CRD has no conversion webhook", o.key(), crd.Spec.Names.Kind)
+			continue
+		case !convertible && hasWebhook:
+			t.Errorf("%s has a conversion webhook, but the manager does not convert %s", o.key(), crd.Spec.Names.Kind)
+			continue
+		case !convertible:
 			if a, ok := o.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
 				t.Errorf("%s has cert-manager.io/inject-ca-from=%q but no conversion webhook", o.key(), a)
 			}
-			if strategy, _, _ := unstructuredString(o, "spec", "conversion", "strategy"); strategy == "Webhook" {
-				t.Errorf("%s has a conversion webhook; config/crd would need its CA injection patch", o.key())
-			}
+			continue
 		}
-		slices.Sort(names)
-		want := []string{"admissionpolicies.policy.seedlabs.dev", "deployobjects.app.seedlabs.dev", "memcacheds.cache.seedlabs.dev", "welcomes.auth.seedlabs.dev"}
-		if diff := cmp.Diff(want, names); diff != "" {
-			t.Errorf("CRDs (-want +got):\n%s", diff)
+		converted = append(converted, crd.Name)
+		cc := conv.Webhook.ClientConfig
+		if cc == nil || cc.URL != nil || cc.Service == nil || cc.Service.Name != svc.Name || cc.Service.Namespace != namespace {
+			t.Errorf("%s: the conversion webhook calls %+v, want Service %s/%s", o.key(), cc, namespace, svc.Name)
+			continue
 		}
-	})
+		if got := ptr.Deref(cc.Service.Path, ""); got != webhooks.ConvertPath {
+			t.Errorf("%s: the conversion webhook calls path %q, want %s", o.key(), got, webhooks.ConvertPath)
+		}
+		port := ptr.Deref(cc.Service.Port, 443)
+		if !slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool { return p.Port == port }) {
+			t.Errorf("%s: the conversion webhook calls port %d, which Service %s does not expose", o.key(), port, svc.Name)
+		}
+		// controller-runtime's /convert reads and answers apiextensions.k8s.io/v1 ConversionReviews.
+		if !slices.Equal(conv.Webhook.ConversionReviewVersions, []string{"v1"}) {
+			t.Errorf("%s: conversionReviewVersions %v, want [v1]", o.key(), conv.Webhook.ConversionReviewVersions)
+		}
+	}
+	slices.Sort(names)
+	want := []string{"admissionpolicies.policy.seedlabs.dev", "deployobjects.app.seedlabs.dev", "memcacheds.cache.seedlabs.dev", "welcomes.auth.seedlabs.dev"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("CRDs (-want +got):\n%s", diff)
+	}
+	slices.Sort(converted)
+	if diff := cmp.Diff(converted, slices.Sorted(slices.Values(getManager(t, m).opts.Certs.ConversionCRDs)), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("--cert-conversion-crds (-CRDs with a conversion webhook +flag):\n%s", diff)
+	}
+	return converted
 }
 
 func TestOptionalOverlaysBuildAlone(t *testing.T) {

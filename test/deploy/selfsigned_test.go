@@ -62,9 +62,17 @@ func TestConfigSelfSigned(t *testing.T) {
 				t.Errorf("%s still asks cert-manager to inject its CA (%s)", configuration.key(), a)
 			}
 		}
+		// The manager injects its CA into the conversion webhooks --cert-conversion-crds names,
+		// which checkConversionWebhooks holds to the CRDs that have one.
+		for _, name := range checkConversionWebhooks(t, m, ns) {
+			crd := m.get(t, "CustomResourceDefinition", name)
+			if a, ok := crd.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
+				t.Errorf("%s still asks cert-manager to inject its CA (%s)", crd.key(), a)
+			}
+		}
 	})
 
-	t.Run("grants the manager its Secret and the caBundle of its two webhook configurations, and no other write", func(t *testing.T) {
+	t.Run("grants the manager its Secret and the caBundles of its two webhook configurations and its conversion webhooks, and no other write", func(t *testing.T) {
 		var namespaced, cluster []rbacv1.PolicyRule
 		for _, ref := range roleRefs(t, m, ns, mgr.pod.ServiceAccountName) {
 			kind, name, _ := strings.Cut(ref, " ")
@@ -112,6 +120,24 @@ func TestConfigSelfSigned(t *testing.T) {
 				if allows(cluster, "admissionregistration.k8s.io", resource, "someone-elses-webhooks", verb) {
 					t.Errorf("the manager may %s every one of the cluster's %s; want only an update of its own", verb, resource)
 				}
+			}
+		}
+		if len(certs.ConversionCRDs) == 0 {
+			t.Error("--cert-conversion-crds names no CRD")
+		}
+		for _, verb := range []string{"list", "watch"} {
+			if !allows(cluster, "apiextensions.k8s.io", "customresourcedefinitions", "", verb) {
+				t.Errorf("the manager cannot %s CustomResourceDefinitions, which cert-controller's informer does", verb)
+			}
+		}
+		for _, name := range certs.ConversionCRDs {
+			if !allows(cluster, "apiextensions.k8s.io", "customresourcedefinitions", name, "update") {
+				t.Errorf("the manager cannot update CustomResourceDefinition %s, to inject its CA", name)
+			}
+		}
+		for _, verb := range []string{"create", "update", "patch", "delete"} {
+			if allows(cluster, "apiextensions.k8s.io", "customresourcedefinitions", "someone-elses.example.com", verb) {
+				t.Errorf("the manager may %s every CustomResourceDefinition; want only an update of its own", verb)
 			}
 		}
 	})

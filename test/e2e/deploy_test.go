@@ -113,7 +113,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		}
 	}, SpecTimeout(3*time.Minute))
 
-	It("gets its serving certificate from cert-manager, with the CA injected into both webhook configurations", func(ctx SpecContext) {
+	It("gets its serving certificate from cert-manager, with the CA injected into both webhook configurations and the conversion webhook", func(ctx SpecContext) {
 		Eventually(certificateReady).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 		secret := servingSecretData(ctx)
 		Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
@@ -121,7 +121,8 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 
 		Eventually(caBundles).WithContext(ctx).WithTimeout(time.Minute).Should(HaveEach(Equal(secret.Data["ca.crt"])),
 			"every webhook's caBundle is the serving Secret's ca.crt")
-		Expect(caBundles(ctx)).To(HaveLen(generatedWebhooks()), "one caBundle per webhook config/webhook generates")
+		Expect(caBundles(ctx)).To(HaveLen(generatedWebhooks()+conversionWebhooks()),
+			"one caBundle per webhook config/webhook generates, and one per conversion webhook of config/crd")
 
 		leaf := parseCertificate(secret.Data["tls.crt"])
 		Expect(leaf.DNSNames).To(ContainElement(fixtures.WebhookService + "." + fixtures.Namespace + ".svc"))
@@ -821,7 +822,8 @@ func servingSecretData(ctx context.Context) *corev1.Secret {
 	return secret
 }
 
-// caBundles returns the caBundle of every webhook in both configurations.
+// caBundles returns the caBundle of every webhook in both configurations, and of the conversion
+// webhook of every CRD of the operator's that has one.
 func caBundles(ctx context.Context) ([][]byte, error) {
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := k8s.Get(ctx, types.NamespacedName{Name: fixtures.MutatingWebhookConfiguration}, mutating); err != nil {
@@ -838,7 +840,33 @@ func caBundles(ctx context.Context) ([][]byte, error) {
 	for _, w := range validating.Webhooks {
 		bundles = append(bundles, w.ClientConfig.CABundle)
 	}
+	crds := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := k8s.List(ctx, crds); err != nil {
+		return nil, err
+	}
+	for _, crd := range crds.Items {
+		if c := crd.Spec.Conversion; strings.HasSuffix(crd.Spec.Group, ".seedlabs.dev") && c != nil && c.Webhook != nil && c.Webhook.ClientConfig != nil {
+			bundles = append(bundles, c.Webhook.ClientConfig.CABundle)
+		}
+	}
 	return bundles, nil
+}
+
+// conversionWebhooks is how many CRDs config/crd gives a conversion webhook (its patches).
+func conversionWebhooks() int {
+	patches, err := filepath.Glob(filepath.Join(cfg.root, "config", "crd", "patches", "*.yaml"))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	n := 0
+	for _, path := range patches {
+		data, err := os.ReadFile(path)
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		var crd apiextensionsv1.CustomResourceDefinition
+		ExpectWithOffset(1, yaml.Unmarshal(data, &crd)).To(Succeed(), path)
+		if c := crd.Spec.Conversion; c != nil && c.Strategy == apiextensionsv1.WebhookConverter {
+			n++
+		}
+	}
+	return n
 }
 
 func parseCertificate(pemData []byte) *x509.Certificate {

@@ -153,3 +153,17 @@ Services selecting nothing.
 {{- fail (printf "%s: the chart sets these labels itself" (join ", " .)) }}
 {{- end }}
 {{- end }}
+
+{{/*
+conversionCRDs lists, comma-separated, the CRDs whose conversion webhook the manager serves: those
+of files/crd-conversion (config/crd/patches), when the chart installs the CRDs.
+*/}}
+{{- define "webhook-operator.conversionCRDs" -}}
+{{- $names := list -}}
+{{- if .Values.crds.install }}
+{{- range $path, $_ := .Files.Glob "files/crd-conversion/*.yaml" }}
+{{- $names = append $names ($.Files.Get $path | fromYaml).metadata.name }}
+{{- end }}
+{{- end }}
+{{- sortAlpha $names | join "," }}
+{{- end }}
