@@ -10,7 +10,9 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
@@ -22,8 +24,10 @@ func New() *runtime.Scheme {
 	utilruntime.Must(apiextensionsv1.AddToScheme(s))
 	utilruntime.Must(authv1.AddToScheme(s))
 	utilruntime.Must(authv1alpha1.AddToScheme(s))
+	utilruntime.Must(cachev1.AddToScheme(s))
 	utilruntime.Must(cachev1alpha1.AddToScheme(s))
 	utilruntime.Must(appv1.AddToScheme(s))
+	utilruntime.Must(policyv1.AddToScheme(s))
 	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	return s
 }

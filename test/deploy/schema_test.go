@@ -384,3 +384,39 @@ func TestWelcomeVersionsDifferOnlyByPassword(t *testing.T) {
 		t.Errorf("the versions' subresources differ (-v1alpha1 +v1):\n%s", diff)
 	}
 }
+
+// TestNoneKindsVersionsAreIdentical holds the versions of the kinds the CRDs convert with strategy
+// None (the API server only rewrites apiVersion) to one shape: the same schema, columns and
+// subresources, and no conversion webhook, so that an object stored at either version is valid,
+// and means the same, at the other.
+func TestNoneKindsVersionsAreIdentical(t *testing.T) {
+	for _, file := range []string{"cache.seedlabs.dev_memcacheds.yaml", "policy.seedlabs.dev_admissionpolicies.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			crd := decode[apiextensionsv1.CustomResourceDefinition](t, readManifests(t, filepath.Join(moduleRoot(t), "config", "crd", "bases", file))[0])
+			if c := crd.Spec.Conversion; c != nil && c.Strategy != apiextensionsv1.NoneConverter {
+				t.Errorf("%s converts with strategy %s, want None", crd.Name, c.Strategy)
+			}
+			byName := map[string]apiextensionsv1.CustomResourceDefinitionVersion{}
+			for _, v := range crd.Spec.Versions {
+				byName[v.Name] = v
+			}
+			alpha, v1 := byName["v1alpha1"], byName["v1"]
+			if alpha.Schema == nil || v1.Schema == nil {
+				t.Fatalf("%s lists %v, want v1alpha1 and v1", crd.Name, slices.Sorted(maps.Keys(byName)))
+			}
+			if !alpha.Storage || !alpha.Served || v1.Served || v1.Storage {
+				t.Errorf("%s: v1alpha1 served %t, storage %t; v1 served %t, storage %t; want v1alpha1 served and stored, v1 listed alone",
+					crd.Name, alpha.Served, alpha.Storage, v1.Served, v1.Storage)
+			}
+			if diff := cmp.Diff(alpha.Schema, v1.Schema); diff != "" {
+				t.Errorf("the versions' schemas differ (-v1alpha1 +v1):\n%s", diff)
+			}
+			if diff := cmp.Diff(alpha.AdditionalPrinterColumns, v1.AdditionalPrinterColumns); diff != "" {
+				t.Errorf("the versions' columns differ (-v1alpha1 +v1):\n%s", diff)
+			}
+			if diff := cmp.Diff(alpha.Subresources, v1.Subresources); diff != "" {
+				t.Errorf("the versions' subresources differ (-v1alpha1 +v1):\n%s", diff)
+			}
+		})
+	}
+}

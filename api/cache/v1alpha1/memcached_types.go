@@ -2,35 +2,27 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 )
 
-// Defaults of a Memcached, which the CRD's schema applies before admission (the +kubebuilder:default
-// markers below, which a test holds equal to these; the mutating webhook fills them into a spec
-// sent as null), and the range the validating webhook allows.
+// Defaults, range and structural bounds of a Memcached: those of v1, which v1alpha1's schema
+// holds too (the markers below, which a test holds equal to these).
 const (
 	// DefaultSize is the number of memcached instances when spec.size is unset.
-	DefaultSize int32 = 1
+	DefaultSize = cachev1.DefaultSize
 	// MinSize is the fewest memcached instances a Memcached may ask for.
-	MinSize int32 = 1
+	MinSize = cachev1.MinSize
 	// MaxSize is the most memcached instances a Memcached may ask for.
-	MaxSize int32 = 3
+	MaxSize = cachev1.MaxSize
 	// DefaultContainerPort is memcached's port when spec.containerPort is unset.
-	DefaultContainerPort int32 = 11211
-	// Finalizer was put on every Memcached by earlier versions, to record a Deleting event. It
-	// guarded nothing and kept namespaces and the CRD from being deleted while the operator was
-	// gone, so the controller now takes it off wherever it finds it.
-	Finalizer = "cache.seedlabs.dev/finalizer"
-)
-
-// Structural bounds of a Memcached's status, which the CRD's schema holds (the markers below,
-// which a test holds equal to these) and the controller keeps what it writes within.
-const (
-	// MaxNodesItems is the most pod names status.nodes lists: a pool of more pods, which a relaxed
-	// memcached.size.range allows, lists the first of them.
-	MaxNodesItems = 1024
-	// MaxSelectorLength is the most characters status.selector holds; the operator writes at most
-	// 313 (a name of 253).
-	MaxSelectorLength = 1024
+	DefaultContainerPort = cachev1.DefaultContainerPort
+	// Finalizer was put on every Memcached by earlier versions (cachev1.Finalizer).
+	Finalizer = cachev1.Finalizer
+	// MaxNodesItems is the most pod names status.nodes lists.
+	MaxNodesItems = cachev1.MaxNodesItems
+	// MaxSelectorLength is the most characters status.selector holds.
+	MaxSelectorLength = cachev1.MaxSelectorLength
 )
 
 // MemcachedSpec is the desired state of a memcached pool.
@@ -95,6 +87,7 @@ type MemcachedStatus struct {
 // Memcached is a pool of memcached instances behind a Service.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=mc,categories=seedlabs

@@ -2,32 +2,32 @@ package v1alpha1
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
-// PolicyName is the name of the one AdmissionPolicy the operator reads.
-const PolicyName = "cluster"
-
-// Structural bounds of an AdmissionPolicy, which the CRD's schema holds (the markers and CEL
-// rules below, which a test holds equal to these) so that kube-apiserver refuses an absurd size
-// before it calls the validating webhook.
+// The one AdmissionPolicy's name and the structural bounds of an AdmissionPolicy: those of v1,
+// which v1alpha1's schema holds too (the markers and CEL rules below, which a test holds equal to
+// these).
 const (
+	// PolicyName is the name of the one AdmissionPolicy the operator reads.
+	PolicyName = policyv1.PolicyName
 	// MaxAllowedRegistriesItems is the most entries of spec.allowedRegistries.
-	MaxAllowedRegistriesItems = 256
-	// MaxRegistryLength is the most characters of one allowed registry: an image reference's
-	// name, registry host included, has at most 255.
-	MaxRegistryLength = 512
-	// MaxRulesItems is the most entries of spec.rules, more than three times the rules there are.
-	MaxRulesItems = 128
+	MaxAllowedRegistriesItems = policyv1.MaxAllowedRegistriesItems
+	// MaxRegistryLength is the most characters of one allowed registry.
+	MaxRegistryLength = policyv1.MaxRegistryLength
+	// MaxRulesItems is the most entries of spec.rules.
+	MaxRulesItems = policyv1.MaxRulesItems
 	// MaxRuleIDLength is the most characters of a rule's ID.
-	MaxRuleIDLength = 256
-	// MaxActionLength is the most characters of an action; the longest, Enforce, has 7.
-	MaxActionLength = 64
+	MaxRuleIDLength = policyv1.MaxRuleIDLength
+	// MaxActionLength is the most characters of an action.
+	MaxActionLength = policyv1.MaxActionLength
 	// MaxNamespacesItems is the most namespace overrides of one rule.
-	MaxNamespacesItems = 32
+	MaxNamespacesItems = policyv1.MaxNamespacesItems
 	// MaxMatchLabelsProperties is the most matchLabels of one override's selector.
-	MaxMatchLabelsProperties = 64
+	MaxMatchLabelsProperties = policyv1.MaxMatchLabelsProperties
 	// MaxMatchExpressionsItems is the most matchExpressions of one override's selector.
-	MaxMatchExpressionsItems = 64
+	MaxMatchExpressionsItems = policyv1.MaxMatchExpressionsItems
 )
 
 // Action is what admission does about a broken rule: Enforce, Warn or Audit. The schema refuses
@@ -35,14 +35,14 @@ const (
 // +kubebuilder:validation:MaxLength=64
 type Action string
 
+// The actions, as v1 names them.
 const (
 	// Enforce refuses the request.
-	Enforce Action = "Enforce"
+	Enforce = Action(policyv1.Enforce)
 	// Warn admits the request with a warning that names the violation.
-	Warn Action = "Warn"
-	// Audit admits the request and only counts the violation
-	// (webhook_operator_rule_results_total{action="audited"}).
-	Audit Action = "Audit"
+	Warn = Action(policyv1.Warn)
+	// Audit admits the request and only counts the violation.
+	Audit = Action(policyv1.Audit)
 )
 
 // AdmissionPolicySpec is what admission does about each rule, and which registries images may
@@ -146,6 +146,7 @@ type AdmissionPolicyStatus struct {
 // restart.
 //
 // +kubebuilder:object:root=true
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=ap,categories=seedlabs
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -1,0 +1,31 @@
+// Package v1 contains the cache.seedlabs.dev API, version v1.
+//
+// Memcached v1 has v1alpha1's shape, so the CRD converts between them with strategy None (the API
+// server rewrites apiVersion; a test holds the two schemas identical). The CRD lists it, not
+// served yet: v1alpha1 stays the version served and stored until the release that serves v1
+// (docs/upgrade.md).
+// +kubebuilder:object:generate=true
+// +groupName=cache.seedlabs.dev
+package v1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var (
+	// GroupVersion is the group and version of the objects in this package.
+	GroupVersion = schema.GroupVersion{Group: "cache.seedlabs.dev", Version: "v1"}
+
+	schemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
+
+	// AddToScheme adds the types of this package to a scheme.
+	AddToScheme = schemeBuilder.AddToScheme
+)
+
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &Memcached{}, &MemcachedList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
