@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -84,8 +85,17 @@ var crdEstablished = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		"its kind's controller waits for it, admission of the other kinds goes on.",
 }, []string{"crd"})
 
+// storageMigrationPending is 1 for each of the operator's CustomResourceDefinitions whose
+// status.storedVersions lists a version other than its storage version, as this replica sees them:
+// objects may still be stored at it, until the leader's storage migration has rewritten them.
+var storageMigrationPending = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "webhook_operator_storage_migration_pending",
+	Help: "1 while the CustomResourceDefinition crd lists a stored version other than its storage version: the leader rewrites " +
+		"its objects at the storage version, then trims status.storedVersions (docs/upgrade.md).",
+}, []string{"crd"})
+
 func init() {
-	metrics.Registry.MustRegister(crdEstablished)
+	metrics.Registry.MustRegister(crdEstablished, storageMigrationPending)
 }
 
 // crdWatch follows the operator's CustomResourceDefinitions on every replica, so that the manager
@@ -97,7 +107,8 @@ func init() {
 //
 // Each CRD is watched alone, by a field selector on its name, so that the manager may read its
 // own CRDs (RBAC resourceNames) and caches none of the cluster's others; and of each only its
-// name, its deletion and its Established condition.
+// name, its deletion, its Established condition and its versions' names, flags and stored
+// versions (which the storage migration follows).
 type crdWatch struct {
 	mgr      ctrl.Manager
 	cache    cache.Cache
@@ -110,7 +121,10 @@ type crdWatch struct {
 	mu          sync.Mutex
 	synced      bool
 	established map[string]bool
-	// changed is closed, and replaced, whenever a CRD's establishment changes.
+	// unmigrated holds the CRDs whose stored versions list one other than the storage version.
+	unmigrated map[string]bool
+	// changed is closed, and replaced, whenever a CRD's establishment, or whether it waits for a
+	// storage migration, changes.
 	changed chan struct{}
 	// acquiring holds one token per CRD: one caller at a time makes its kind's informer.
 	acquiring map[string]chan struct{}
@@ -126,6 +140,7 @@ func newCRDWatch(mgr ctrl.Manager) *crdWatch {
 		recorder:    mgr.GetEventRecorder(EventSource),
 		pod:         podFromEnv(os.Getenv),
 		established: make(map[string]bool, len(operatorCRDs)),
+		unmigrated:  make(map[string]bool, len(operatorCRDs)),
 		changed:     make(chan struct{}),
 		acquiring:   make(map[string]chan struct{}, len(operatorCRDs)),
 	}
@@ -176,9 +191,9 @@ func (w *crdWatch) Start(ctx context.Context) error {
 			return fmt.Errorf("watching the CustomResourceDefinition %s: %w", c.name, err)
 		}
 		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { w.observe(c, establishedCRD(obj)) },
-			UpdateFunc: func(_, obj any) { w.observe(c, establishedCRD(obj)) },
-			DeleteFunc: func(any) { w.observe(c, false) },
+			AddFunc:    func(obj any) { w.observe(c, establishedCRD(obj)); w.observeStorage(c, unmigrated(obj)) },
+			UpdateFunc: func(_, obj any) { w.observe(c, establishedCRD(obj)); w.observeStorage(c, unmigrated(obj)) },
+			DeleteFunc: func(any) { w.observe(c, false); w.observeStorage(c, false) },
 		})
 		if err != nil {
 			return fmt.Errorf("watching the CustomResourceDefinition %s: %w", c.name, err)
@@ -196,7 +211,8 @@ func (w *crdWatch) Start(ctx context.Context) error {
 }
 
 // keepEstablished is the transform of the watch's caches: of a CRD, what tells whether it is
-// established, and no more (a CRD's schemas can be large).
+// established and whether its stored objects wait for a storage migration (its versions' names
+// and flags, and its stored versions), and no more (a CRD's schemas can be large).
 func keepEstablished(obj any) (any, error) {
 	c, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
 	if !ok {
@@ -208,6 +224,10 @@ func keepEstablished(obj any) (any, error) {
 		ResourceVersion:   c.ResourceVersion,
 		DeletionTimestamp: c.DeletionTimestamp,
 	}}
+	for _, v := range c.Spec.Versions {
+		kept.Spec.Versions = append(kept.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v.Name, Served: v.Served, Storage: v.Storage})
+	}
+	kept.Status.StoredVersions = c.Status.StoredVersions
 	for _, cond := range c.Status.Conditions {
 		if cond.Type == apiextensionsv1.Established {
 			kept.Status.Conditions = []apiextensionsv1.CustomResourceDefinitionCondition{cond}
@@ -229,6 +249,54 @@ func establishedCRD(obj any) bool {
 		}
 	}
 	return false
+}
+
+// unmigrated reports whether obj is a CRD that may store objects at a version other than its
+// storage version: its status.storedVersions lists another.
+func unmigrated(obj any) bool {
+	c, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
+	if !ok || c.DeletionTimestamp != nil {
+		return false
+	}
+	storage := storageVersion(c)
+	return storage != "" && !slices.Equal(c.Status.StoredVersions, []string{storage})
+}
+
+// storageVersion is the version c stores its objects at; empty if it names none.
+func storageVersion(c *apiextensionsv1.CustomResourceDefinition) string {
+	for _, v := range c.Spec.Versions {
+		if v.Storage {
+			return v.Name
+		}
+	}
+	return ""
+}
+
+// observeStorage records whether c waits for a storage migration, in storageMigrationPending and
+// for the migration (unmigratedCRDs), which a change wakes.
+func (w *crdWatch) observeStorage(c crd, pending bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	storageMigrationPending.WithLabelValues(c.name).Set(map[bool]float64{false: 0, true: 1}[pending])
+	if w.unmigrated[c.name] == pending {
+		return
+	}
+	w.unmigrated[c.name] = pending
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// unmigratedCRDs are the CRDs that wait for a storage migration now, and a channel closed at the
+// next change of any CRD's state.
+func (w *crdWatch) unmigratedCRDs() (pending []crd, changed <-chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range operatorCRDs {
+		if w.unmigrated[c.name] {
+			pending = append(pending, c)
+		}
+	}
+	return pending, w.changed
 }
 
 // observe records what the watch of c saw, and reports a change once every CRD is cached.

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache/informertest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,14 +36,17 @@ func TestTheCRDCacheKeepsOfACRDWhetherItIsEstablished(t *testing.T) {
 		return &apiextensionsv1.CustomResourceDefinition{
 			ObjectMeta: metav1.ObjectMeta{Name: "welcomes.auth.seedlabs.dev", UID: "u1", ResourceVersion: "7", DeletionTimestamp: deletion,
 				Labels: map[string]string{"padding": "x"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
-			Spec:   apiextensionsv1.CustomResourceDefinitionSpec{Group: "auth.seedlabs.dev", Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1"}}},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "auth.seedlabs.dev", Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
+				{Name: "v1alpha1", Served: true, Storage: true, Schema: &apiextensionsv1.CustomResourceValidation{}},
+			}},
 			Status: apiextensionsv1.CustomResourceDefinitionStatus{Conditions: conditions, StoredVersions: []string{"v1alpha1"}},
 		}
 	}
 	kept := func(deletion *metav1.Time, conditions ...apiextensionsv1.CustomResourceDefinitionCondition) *apiextensionsv1.CustomResourceDefinition {
 		return &apiextensionsv1.CustomResourceDefinition{
 			ObjectMeta: metav1.ObjectMeta{Name: "welcomes.auth.seedlabs.dev", UID: "u1", ResourceVersion: "7", DeletionTimestamp: deletion},
-			Status:     apiextensionsv1.CustomResourceDefinitionStatus{Conditions: conditions},
+			Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true}}},
+			Status:     apiextensionsv1.CustomResourceDefinitionStatus{Conditions: conditions, StoredVersions: []string{"v1alpha1"}},
 		}
 	}
 	condition := func(t apiextensionsv1.CustomResourceDefinitionConditionType, s apiextensionsv1.ConditionStatus) apiextensionsv1.CustomResourceDefinitionCondition {
@@ -78,6 +82,43 @@ func TestTheCRDCacheKeepsOfACRDWhetherItIsEstablished(t *testing.T) {
 	}
 	if establishedCRD(nil) {
 		t.Error("nothing is established")
+	}
+}
+
+// TestACRDWaitsForAStorageMigrationWhileItListsAnotherStoredVersion: what crdWatch tells the
+// storage migration, from what its cache keeps of a CRD.
+func TestACRDWaitsForAStorageMigrationWhileItListsAnotherStoredVersion(t *testing.T) {
+	crd := func(storage string, stored ...string) *apiextensionsv1.CustomResourceDefinition {
+		c := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "welcomes.auth.seedlabs.dev"}}
+		for _, v := range []string{"v1alpha1", "v1"} {
+			c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: v == storage})
+		}
+		c.Status.StoredVersions = stored
+		return c
+	}
+	deleting := crd("v1", "v1alpha1", "v1")
+	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	for _, tc := range []struct {
+		name string
+		crd  *apiextensionsv1.CustomResourceDefinition
+		want bool
+	}{
+		{"stored at its storage version alone", crd("v1alpha1", "v1alpha1"), false},
+		{"the storage version changed", crd("v1", "v1alpha1", "v1"), true},
+		{"stored at the previous storage version alone, as after a storage version change in place", crd("v1", "v1alpha1"), true},
+		{"back to the earlier storage version", crd("v1alpha1", "v1alpha1", "v1"), true},
+		{"no storage version", crd("", "v1alpha1"), false},
+		{"being deleted", deleting, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			kept, err := keepEstablished(tc.crd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := unmigrated(kept); got != tc.want {
+				t.Errorf("unmigrated = %t, want %t", got, tc.want)
+			}
+		})
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -116,6 +117,10 @@ type Options struct {
 	// PolicyStaleness is how long the replica stays ready while the API server has not confirmed
 	// that the policy it enforces is the stored one; 0 keeps it ready however long that is.
 	PolicyStaleness time.Duration
+	// StorageMigration has the leader store the objects of a CRD whose stored versions list one
+	// other than its storage version at the storage version, and then trim them
+	// (storagemigration.go).
+	StorageMigration bool
 
 	// Certs, when Certs.Secret is set, have the manager keep its own webhook serving certificate.
 	Certs CertOptions
@@ -167,6 +172,10 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 			"is the stored one, as when the replica is cut off from it: past that, it reports not ready, so that no "+
 			"admission request is answered under a policy that may have changed, until the API server answers again. "+
 			"At least 1s; 0 keeps it ready however long that is.")
+	fs.BoolVar(&o.StorageMigration, "storage-migration", true,
+		"On the leader, store every object of the operator's CRDs at the CRD's storage version whenever the CRD lists "+
+			"another stored version, as after an upgrade that changed it, and then trim the CRD's status.storedVersions to "+
+			"the storage version. false leaves that to you (a StorageVersionMigration, docs/upgrade.md).")
 	fs.StringVar(&o.Certs.Secret, "cert-secret", "",
 		"namespace/name of a Secret in which the manager keeps its own CA and webhook serving certificate, renewing them and "+
 			"injecting the CA into the webhook configurations, for clusters without cert-manager; mount it at --webhook-cert-dir. "+
@@ -287,6 +296,16 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 	}
 	namespaces := cachedNamespaces{cache: mgr.GetCache()}
 	webhooks.Setup(mgr, webhooks.Options{Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource)})
+	if o.StorageMigration {
+		discovery, err := discovery.NewDiscoveryClientForConfigAndClient(cfg, mgr.GetHTTPClient())
+		if err != nil {
+			return nil, fmt.Errorf("adding the storage migration: %w", err)
+		}
+		if err := controllers.Add(&storageMigration{crds: crds, api: mgr.GetAPIReader(), writer: mgr.GetClient(), discovery: discovery,
+			log: mgr.GetLogger().WithName("storage-migration")}); err != nil {
+			return nil, fmt.Errorf("adding the storage migration: %w", err)
+		}
+	}
 	if err := addControllers(mgr, controllers, crds, o, guard.Guard{Policy: policy, Namespaces: namespaces, Recorder: mgr.GetEventRecorder(EventSource)}, policy); err != nil {
 		return nil, err
 	}

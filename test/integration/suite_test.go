@@ -48,6 +48,9 @@ func TestIntegration(t *testing.T) {
 	RegisterFailHandler(Fail)
 	SetDefaultEventuallyTimeout(20 * time.Second)
 	SetDefaultEventuallyPollingInterval(50 * time.Millisecond)
+	// An Eventually given the spec's context would otherwise poll until the spec ends, and a spec
+	// without a timeout never does: a failure would hang the suite instead of failing it.
+	EnforceDefaultTimeoutsWhenUsingContexts()
 	RunSpecs(t, "Integration suite")
 }
 

@@ -141,6 +141,7 @@ func (e *Env) startManager() error {
 		SkipControllerNameValidation: true,
 		MaxConcurrentReconciles:      operator.DefaultMaxConcurrentReconciles,
 		PolicyStaleness:              operator.DefaultPolicyStaleness,
+		StorageMigration:             true,
 	}
 	if e.ManagerOptions != nil {
 		e.ManagerOptions(&options)

@@ -1,0 +1,217 @@
+package operator
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
+	discoveryclient "k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// The manager trims the stored versions of its own CRDs, by name, once it has rewritten their
+// objects at the storage version.
+// +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions/status,verbs=patch,resourceNames=welcomes.auth.seedlabs.dev;memcacheds.cache.seedlabs.dev;deployobjects.app.seedlabs.dev;admissionpolicies.policy.seedlabs.dev
+
+// migrationPageSize is how many objects the storage migration lists at a time.
+const migrationPageSize = 500
+
+// How often, and how long, the storage migration asks the API server whether it stores a CRD's
+// objects at the storage version yet.
+const (
+	storageSwitchPoll    = 200 * time.Millisecond
+	storageSwitchTimeout = 30 * time.Second
+)
+
+// migrationRetry is how long the storage migration waits before it tries a CRD again after an
+// error, unless a CRD changes first.
+const migrationRetry = 30 * time.Second
+
+// storageMigrationObjects counts the objects the storage migration patched, by CRD and result:
+// rewritten (the API server stored it again, at the storage version), current (it was stored at
+// it already), gone (deleted meanwhile), conflict (written meanwhile, so at the storage version)
+// or failed.
+var storageMigrationObjects = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "webhook_operator_storage_migration_objects_total",
+	Help: "Objects the leader's storage migration patched, by crd and result: rewritten at the storage version, current " +
+		"(stored at it already), gone, conflict (written meanwhile) or failed.",
+}, []string{"crd", "result"})
+
+func init() {
+	metrics.Registry.MustRegister(storageMigrationObjects)
+}
+
+// storageMigration has the leader store every object of the operator's CRDs at the CRD's storage
+// version, and then trim the CRD's status.storedVersions to that version alone, as cluster-api's
+// crdmigrator does: a version can leave a CRD only once no object is stored at it, and only
+// storedVersions says so. It runs whenever a CRD lists a stored version other than its storage
+// version (crdWatch follows them), as after an upgrade that changed the storage version.
+//
+// Each object is rewritten by an empty merge patch of its /status (no admission webhook is called
+// for it) with its resourceVersion as precondition: the API server stores the object again only
+// when its encoding changes, as it does at another version, and bumps its resourceVersion only
+// then. storedVersions is trimmed under an optimistic lock on the CRD, so that a CRD changed
+// meanwhile (another storage version, another install) is read and migrated again.
+type storageMigration struct {
+	crds *crdWatch
+	// api lists past the cache; writer patches; discovery tells the storage version in use.
+	api       client.Reader
+	writer    client.Client
+	discovery discoveryclient.DiscoveryInterface
+	log       logr.Logger
+}
+
+// NeedLeaderElection implements manager.LeaderElectionRunnable: the leader alone migrates.
+func (m *storageMigration) NeedLeaderElection() bool { return true }
+
+// Start implements manager.Runnable: it migrates every CRD that waits for it, and again whenever
+// one does, until ctx is done.
+func (m *storageMigration) Start(ctx context.Context) error {
+	for {
+		pending, changed := m.crds.unmigratedCRDs()
+		var retry <-chan time.Time
+		for _, c := range pending {
+			if err := m.migrate(ctx, c.name); err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				m.log.Error(err, "the storage migration failed; it is tried again", "crd", c.name, "after", migrationRetry)
+				retry = time.After(migrationRetry)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-changed:
+		case <-retry:
+		}
+	}
+}
+
+// migrate stores every object of the CRD named name at its storage version, then trims its stored
+// versions to that one.
+func (m *storageMigration) migrate(ctx context.Context, name string) error {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := m.api.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	storage := storageVersion(crd)
+	if storage == "" || slices.Equal(crd.Status.StoredVersions, []string{storage}) {
+		return nil
+	}
+	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: crd.Spec.Names.Kind}
+	if err := m.awaitStorageVersion(ctx, crd, gvk); err != nil {
+		return err
+	}
+	// Every object is patched, even past one that fails (a webhook of someone else's on /status,
+	// say), so that one object holds back no other; the stored versions are trimmed only when none
+	// failed.
+	counts := map[string]int{}
+	var failures []error
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+	for token := ""; ; {
+		if err := m.api.List(ctx, list, client.Limit(migrationPageSize), client.Continue(token)); err != nil {
+			return fmt.Errorf("listing the %s to store them at %s: %w", crd.Spec.Names.Plural, storage, err)
+		}
+		for i := range list.Items {
+			result, err := m.rewrite(ctx, gvk, &list.Items[i])
+			storageMigrationObjects.WithLabelValues(name, result).Inc()
+			counts[result]++
+			if err != nil {
+				failures = append(failures, err)
+			}
+		}
+		if token = list.Continue; token == "" {
+			break
+		}
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("%d of the %s could not be stored at %s, so the stored versions stay %v: %w",
+			len(failures), crd.Spec.Names.Plural, storage, crd.Status.StoredVersions, errors.Join(failures...))
+	}
+	stored := crd.Status.StoredVersions
+	patch := client.MergeFromWithOptions(crd.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	crd.Status.StoredVersions = []string{storage}
+	if err := m.writer.Status().Patch(ctx, crd, patch, client.FieldOwner(EventSource)); err != nil {
+		return fmt.Errorf("trimming the stored versions %v to %s: %w", stored, storage, err)
+	}
+	m.log.Info("stored every object at the storage version, and trimmed the stored versions to it",
+		"crd", name, "storageVersion", storage, "storedVersions", stored, "objects", counts)
+	return nil
+}
+
+// awaitStorageVersion waits until the API server stores crd's objects at gvk's version: until its
+// discovery document gives the resource that version's storage version hash. The API server
+// switches a CRD's storage a moment after the CRD changes; an object rewritten before that would
+// be stored at the previous version again, with the stored versions trimmed as if it were not.
+// Behind several API servers, discovery comes from one of them: the others switch within about the
+// same moment, and the migration runs again at the next CRD change or leader start.
+func (m *storageMigration) awaitStorageVersion(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, gvk schema.GroupVersionKind) error {
+	want := discovery.StorageVersionHash(gvk.Group, gvk.Version, gvk.Kind)
+	i := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Served })
+	if i < 0 {
+		return nil // nothing served, nothing written
+	}
+	groupVersion := schema.GroupVersion{Group: gvk.Group, Version: crd.Spec.Versions[i].Name}.String()
+	var got string
+	err := wait.PollUntilContextTimeout(ctx, storageSwitchPoll, storageSwitchTimeout, true, func(context.Context) (bool, error) {
+		resources, err := m.discovery.ServerResourcesForGroupVersion(groupVersion)
+		if err != nil {
+			return false, nil //nolint:nilerr // not served yet: asked again
+		}
+		for _, r := range resources.APIResources {
+			if r.Name == crd.Spec.Names.Plural {
+				got = r.StorageVersionHash
+			}
+		}
+		return got == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the API server does not store %s at %s yet (storage version hash %q, want %q): %w",
+			crd.Spec.Names.Plural, gvk.Version, got, want, err)
+	}
+	return nil
+}
+
+// rewrite has the API server store obj again, at the storage version if it is stored at another,
+// and says what came of it.
+func (m *storageMigration) rewrite(ctx context.Context, gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) (result string, _ error) {
+	meta := map[string]any{"name": obj.Name, "resourceVersion": obj.ResourceVersion}
+	if obj.Namespace != "" {
+		meta["namespace"] = obj.Namespace
+	}
+	body, err := json.Marshal(map[string]any{"apiVersion": gvk.GroupVersion().String(), "kind": gvk.Kind, "metadata": meta})
+	if err != nil {
+		return "failed", err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(obj.Namespace)
+	u.SetName(obj.Name)
+	switch err := m.writer.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, body), client.FieldOwner(EventSource)); {
+	case apierrors.IsNotFound(err):
+		return "gone", nil
+	case apierrors.IsConflict(err):
+		return "conflict", nil
+	case err != nil:
+		return "failed", fmt.Errorf("storing %s %s at %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), gvk.Version, err)
+	case u.GetResourceVersion() == obj.ResourceVersion:
+		return "current", nil
+	}
+	return "rewritten", nil
+}

@@ -1,0 +1,102 @@
+package operator
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/endpoints/discovery"
+	fakediscovery "k8s.io/client-go/discovery/fake"
+	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
+)
+
+// TestStorageMigration: what the migration writes, by a fake API server (which keeps objects at
+// one version: the CRDs here go back to v1alpha1); kube-apiserver itself stores the objects in
+// the integration suite (test/integration/migration_test.go).
+func TestStorageMigration(t *testing.T) {
+	const name = "memcacheds.cache.seedlabs.dev"
+	crd := func(storage string, stored ...string) *apiextensionsv1.CustomResourceDefinition {
+		c := &apiextensionsv1.CustomResourceDefinition{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "cache.seedlabs.dev",
+				Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "memcacheds", Kind: "Memcached"}},
+			Status: apiextensionsv1.CustomResourceDefinitionStatus{StoredVersions: stored},
+		}
+		for _, v := range []string{"v1alpha1", "v1"} {
+			c.Spec.Versions = append(c.Spec.Versions, apiextensionsv1.CustomResourceDefinitionVersion{Name: v, Served: true, Storage: v == storage})
+		}
+		return c
+	}
+	memcached := func(name string) *cachev1alpha1.Memcached {
+		return &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+	}
+	for _, tc := range []struct {
+		name string
+		crd  *apiextensionsv1.CustomResourceDefinition
+		// refuse names an object whose patch fails.
+		refuse      string
+		wantPatched []string
+		wantStored  []string
+		wantErr     string
+	}{
+		{name: "stored at the storage version alone: nothing to do", crd: crd("v1alpha1", "v1alpha1"), wantStored: []string{"v1alpha1"}},
+		{name: "another storage version: every object patched, then the stored versions trimmed", crd: crd("v1alpha1", "v1", "v1alpha1"),
+			wantPatched: []string{"a", "b", "c"}, wantStored: []string{"v1alpha1"}},
+		{name: "one object refused: the others patched, the stored versions kept", crd: crd("v1alpha1", "v1", "v1alpha1"), refuse: "b",
+			wantPatched: []string{"a", "c"}, wantStored: []string{"v1", "v1alpha1"}, wantErr: "1 of the memcacheds could not be stored at v1alpha1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var patched []string
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).
+				WithObjects(tc.crd, memcached("a"), memcached("b"), memcached("c")).
+				WithStatusSubresource(&apiextensionsv1.CustomResourceDefinition{}, &cachev1alpha1.Memcached{}).
+				WithInterceptorFuncs(interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					if _, ok := obj.(*apiextensionsv1.CustomResourceDefinition); !ok {
+						if obj.GetName() == tc.refuse {
+							return errors.New("refused by a webhook")
+						}
+						if obj.GetObjectKind().GroupVersionKind().Version != storageVersion(tc.crd) {
+							t.Errorf("%s patched at %s, want the storage version", obj.GetName(), obj.GetObjectKind().GroupVersionKind().Version)
+						}
+						patched = append(patched, obj.GetName())
+					}
+					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				}}).Build()
+			disco := &fakediscovery.FakeDiscovery{Fake: &clienttesting.Fake{Resources: []*metav1.APIResourceList{{
+				GroupVersion: "cache.seedlabs.dev/v1alpha1",
+				APIResources: []metav1.APIResource{{Name: "memcacheds", Kind: "Memcached",
+					StorageVersionHash: discovery.StorageVersionHash("cache.seedlabs.dev", storageVersion(tc.crd), "Memcached")}},
+			}}}}
+			m := &storageMigration{api: c, writer: c, discovery: disco, log: logr.Discard()}
+
+			err := m.migrate(context.Background(), name)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Fatalf("migrate: %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Fatalf("migrate: %v, want an error saying %q", err, tc.wantErr)
+			}
+			if strings.Join(patched, ",") != strings.Join(tc.wantPatched, ",") {
+				t.Errorf("patched %v, want %v", patched, tc.wantPatched)
+			}
+			got := &apiextensionsv1.CustomResourceDefinition{}
+			if err := c.Get(context.Background(), client.ObjectKey{Name: name}, got); err != nil {
+				t.Fatal(err)
+			}
+			if strings.Join(got.Status.StoredVersions, ",") != strings.Join(tc.wantStored, ",") {
+				t.Errorf("stored versions %v, want %v", got.Status.StoredVersions, tc.wantStored)
+			}
+		})
+	}
+}

@@ -1,0 +1,148 @@
+package integration
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+)
+
+// migrationTimeout bounds how long the leader takes to migrate a handful of objects once their
+// CRD's storage version changed: it starts at the change, and each object is one patch.
+const migrationTimeout = 30 * time.Second
+
+// The manager's storage migration (internal/operator/storagemigration.go), by the API server:
+// these specs move a CRD's storage version to v1 and back, as an upgrade and a rollback would, and
+// the manager's leader must store every object at the new version and trim the CRD's stored
+// versions to it, through the conversion webhook for Welcome and strategy None for Memcached.
+var _ = Describe("The storage migration", Ordered, Label("conversion"), func() {
+	for _, tc := range []struct {
+		crd    string
+		create func(ctx context.Context, ns string, i int) client.Object
+		// check holds what a migrated object must still say.
+		check func(g Gomega, ctx context.Context, obj client.Object)
+	}{{
+		crd: "memcacheds.cache.seedlabs.dev",
+		create: func(ctx context.Context, ns string, i int) client.Object {
+			m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "migrated-" + string(rune('a'+i))},
+				Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To(int32(1 + i%3))}}
+			Expect(k8s.Create(ctx, m)).To(Succeed())
+			return m
+		},
+		check: func(g Gomega, ctx context.Context, obj client.Object) {
+			m := &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), m)).To(Succeed())
+			g.Expect(m.Spec).To(Equal(obj.(*cachev1alpha1.Memcached).Spec))
+		},
+	}, {
+		crd: welcomeCRD,
+		create: func(ctx context.Context, ns string, i int) client.Object {
+			w := &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "migrated-" + string(rune('a'+i))},
+				Spec: authv1alpha1.WelcomeSpec{Name: "Ada", Password: "hunter2"}}
+			Expect(k8s.Create(ctx, w)).To(Succeed())
+			return w
+		},
+		check: func(g Gomega, ctx context.Context, obj client.Object) {
+			w := &authv1alpha1.Welcome{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), w)).To(Succeed())
+			g.Expect(w.Spec.Password).To(Equal("hunter2"), "the password, kept at v1 in the conversion-data annotation")
+			hub := &authv1.Welcome{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), hub)).To(Succeed())
+			g.Expect(hub.Annotations).To(HaveKeyWithValue(authv1.ConversionDataAnnotation, `{"spec":{"password":"hunter2"}}`))
+		},
+	}} {
+		It("stores every object of "+tc.crd+" at v1 when v1 becomes the storage version, trims the stored versions to v1, and back", func(ctx SpecContext) {
+			ns := newNamespace(ctx)
+			objects := make([]client.Object, 3)
+			for i := range objects {
+				objects[i] = tc.create(ctx, ns, i)
+			}
+			Expect(crdObject(ctx, tc.crd).Status.StoredVersions).To(Equal([]string{"v1alpha1"}))
+			DeferCleanup(func(ctx SpecContext) {
+				setStorageVersion(ctx, tc.crd, "v1alpha1")
+				Eventually(func() []string { return crdObject(ctx, tc.crd).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
+					Should(Equal([]string{"v1alpha1"}))
+				setServed(ctx, tc.crd, "v1", false)
+			})
+
+			for _, version := range []string{"v1", "v1alpha1"} {
+				versions := map[string]string{}
+				for _, obj := range objects {
+					Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+					versions[obj.GetName()] = obj.GetResourceVersion()
+				}
+				// Every object is patched: rewritten, or found current or in conflict when the
+				// controller wrote it, at the new version, in the meantime; none fails.
+				count := func(results ...string) (n float64) {
+					for _, r := range results {
+						n += counterValue("webhook_operator_storage_migration_objects_total", map[string]string{"crd": tc.crd, "result": r})
+					}
+					return n
+				}
+				stored, failed := count("rewritten", "current", "conflict"), count("failed")
+
+				setStorageVersion(ctx, tc.crd, version)
+				Eventually(func() []string { return crdObject(ctx, tc.crd).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
+					Should(Equal([]string{version}), "the leader migrates the objects and trims the stored versions")
+
+				// Each object was stored again (a resourceVersion of its own), and means the same.
+				for _, obj := range objects {
+					Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+					Expect(obj.GetResourceVersion()).NotTo(Equal(versions[obj.GetName()]), "%s was not stored again at %s", obj.GetName(), version)
+					tc.check(Default, ctx, obj)
+				}
+				Expect(count("rewritten", "current", "conflict")).To(BeNumerically(">=", stored+float64(len(objects))))
+				Expect(count("failed")).To(Equal(failed))
+			}
+		}, SpecTimeout(3*migrationTimeout))
+	}
+})
+
+// crdObject is the CRD named name as the API server holds it.
+func crdObject(ctx context.Context, name string) *apiextensionsv1.CustomResourceDefinition {
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+	return crd
+}
+
+// setStorageVersion makes version of the CRD named name served and its storage version.
+func setStorageVersion(ctx context.Context, name, version string) {
+	GinkgoHelper()
+	updateVersions(ctx, name, func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
+		v.Storage = v.Name == version
+		v.Served = v.Served || v.Name == version
+	})
+}
+
+// setServed serves version of the CRD named name, or stops serving it.
+func setServed(ctx context.Context, name, version string, served bool) {
+	GinkgoHelper()
+	updateVersions(ctx, name, func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
+		if v.Name == version {
+			v.Served = served
+		}
+	})
+}
+
+// updateVersions changes every version of the CRD named name with change.
+func updateVersions(ctx context.Context, name string, change func(*apiextensionsv1.CustomResourceDefinitionVersion)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		crd := crdObject(ctx, name)
+		g.Expect(slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1" })).To(BeTrue())
+		for i := range crd.Spec.Versions {
+			change(&crd.Spec.Versions[i])
+		}
+		g.Expect(k8s.Update(ctx, crd)).To(Succeed())
+	}).WithContext(ctx).WithTimeout(migrationTimeout).Should(Succeed())
+}
