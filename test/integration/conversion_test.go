@@ -2,20 +2,25 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/test/testenv"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -81,6 +86,33 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 		refused := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: ns}, Spec: authv1.WelcomeSpec{Name: "Grace", Port: ptr.To[int32](70000)}}
 		err := k8s.Create(ctx, refused)
 		Expect(err).To(MatchError(ContainSubstring("spec.port")), "the validating webhook judges a v1 Welcome as it judges v1alpha1's")
+	})
+
+	It("takes a page of 500 Welcomes as kubectl applies and the controller reports them in one ConversionReview, within the size the webhook reads", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		root, err := testenv.ModuleRoot()
+		Expect(err).NotTo(HaveOccurred())
+		sample := readSample(filepath.Join(root, "config", "samples", "auth_v1alpha1_welcome.yaml"))
+		sample.SetNamespace(ns)
+		sample.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": mustJSON(sample.Object)})
+		Expect(k8s.Create(ctx, sample, client.FieldOwner("kubectl-client-side-apply"))).To(Succeed(), "as kubectl apply creates it")
+		// As the API server sends it: stored, with its managed fields and the controller's status.
+		stored := &unstructured.Unstructured{}
+		stored.SetGroupVersionKind(sample.GroupVersionKind())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(sample), stored)).To(Succeed())
+			conditions, _, _ := unstructured.NestedSlice(stored.Object, "status", "conditions")
+			g.Expect(conditions).To(HaveLen(4), "Ready, Reconciling, Stalled and Compliant")
+		}).WithContext(ctx).Should(Succeed())
+		page := make([]string, 500) // client-go's and kubectl's page size
+		for i := range page {
+			page[i] = mustJSON(stored.Object)
+		}
+		review := conversionReviewBytes("auth.seedlabs.dev/v1", page)
+		AddReportEntry("a Welcome as stored", fmt.Sprintf("%d bytes", len(page[0])))
+		AddReportEntry("a ConversionReview of 500 of them", fmt.Sprintf("%d bytes, %.0f%% of the %d the webhook reads",
+			review, 100*float64(review)/webhooks.MaxConversionReviewBytes, webhooks.MaxConversionReviewBytes))
+		Expect(review).To(BeNumerically("<", webhooks.MaxConversionReviewBytes/2), "a page of typical Welcomes fits twice over")
 	})
 
 	It("ignores and counts a malformed conversion-data annotation, failing no write and no list", func(ctx SpecContext) {
@@ -149,4 +181,24 @@ func metaNames(list client.ObjectList) []string {
 		names = append(names, item.(client.Object).GetName())
 	}
 	return names
+}
+
+// mustJSON is v as JSON.
+func mustJSON(v any) string {
+	data, err := json.Marshal(v)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return string(data)
+}
+
+// conversionReviewBytes is the size of the ConversionReview kube-apiserver sends to convert
+// objects to desired.
+func conversionReviewBytes(desired string, objects []string) int {
+	review := apiextensionsv1.ConversionReview{Request: &apiextensionsv1.ConversionRequest{UID: "u", DesiredAPIVersion: desired}}
+	review.APIVersion, review.Kind = "apiextensions.k8s.io/v1", "ConversionReview"
+	for _, o := range objects {
+		review.Request.Objects = append(review.Request.Objects, runtime.RawExtension{Raw: []byte(o)})
+	}
+	data, err := json.Marshal(review)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return len(data)
 }
