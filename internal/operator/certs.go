@@ -208,7 +208,7 @@ type namedWebhook struct {
 }
 
 // readWebhooks reads, past the cache, every webhook of both configurations and the conversion
-// webhook of every CRD named; missing names a configuration or CRD that does not exist.
+// webhook of every CRD named that exists; missing names a configuration that does not exist.
 func readWebhooks(ctx context.Context, reader client.Reader, c CertOptions) (webhooks []namedWebhook, missing []string, err error) {
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	switch err := reader.Get(ctx, client.ObjectKey{Name: c.MutatingWebhookConfiguration}, mutating); {
@@ -231,10 +231,11 @@ func readWebhooks(ctx context.Context, reader client.Reader, c CertOptions) (web
 		webhooks = append(webhooks, namedWebhook{name: validating.Name + "/" + w.Name, clientConfig: w.ClientConfig})
 	}
 	for _, name := range c.ConversionCRDs {
+		// A missing CRD has no object to convert, and the manager serves every other webhook
+		// without it (crds.go); the CA is injected into it once it is back.
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		switch err := reader.Get(ctx, client.ObjectKey{Name: name}, crd); {
 		case apierrors.IsNotFound(err):
-			missing = append(missing, "CustomResourceDefinition "+name)
 			continue
 		case err != nil:
 			return nil, nil, fmt.Errorf("reading CustomResourceDefinition %s: %w", name, err)

@@ -113,8 +113,18 @@ func (m *storageMigration) migrate(ctx context.Context, name string) error {
 	if storage == "" || slices.Equal(crd.Status.StoredVersions, []string{storage}) {
 		return nil
 	}
-	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: storage, Kind: crd.Spec.Names.Kind}
-	if err := m.awaitStorageVersion(ctx, crd, gvk); err != nil {
+	// The objects are read and written at the storage version, or at a version served if it is
+	// not: the API server stores them at the storage version whichever version a request names.
+	version := storage
+	if i := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Storage }); !crd.Spec.Versions[i].Served {
+		i = slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Served })
+		if i < 0 {
+			return nil // no version served: no object can be read or written
+		}
+		version = crd.Spec.Versions[i].Name
+	}
+	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind}
+	if err := m.awaitStorageVersion(ctx, crd, storage, gvk); err != nil {
 		return err
 	}
 	// Every object is patched, even past one that fails (a webhook of someone else's on /status,
@@ -155,22 +165,22 @@ func (m *storageMigration) migrate(ctx context.Context, name string) error {
 	return nil
 }
 
-// awaitStorageVersion waits until the API server stores crd's objects at gvk's version: until its
-// discovery document gives the resource that version's storage version hash. The API server
-// switches a CRD's storage a moment after the CRD changes; an object rewritten before that would
-// be stored at the previous version again, with the stored versions trimmed as if it were not.
-// Behind several API servers, discovery comes from one of them: the others switch within about the
-// same moment, and the migration runs again at the next CRD change or leader start.
-func (m *storageMigration) awaitStorageVersion(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, gvk schema.GroupVersionKind) error {
-	want := discovery.StorageVersionHash(gvk.Group, gvk.Version, gvk.Kind)
-	i := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Served })
-	if i < 0 {
-		return nil // nothing served, nothing written
+// awaitStorageVersion waits until the API server has taken storage for crd's storage version:
+// until its discovery document, at gvk's version, gives the resource that version's storage
+// version hash. The API server switches a CRD's storage a moment after the CRD changes, and its
+// discovery follows the same change of the CRD it caches; an object rewritten before the switch
+// would be stored at the previous version again, with the stored versions trimmed as if it were
+// not. Behind several API servers, discovery is one server's view: the others take the change
+// within about the same moment, and a CRD changed again is migrated again. Discovery gives no
+// hash for a storage version that is not served: then nothing is awaited.
+func (m *storageMigration) awaitStorageVersion(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, storage string, gvk schema.GroupVersionKind) error {
+	if gvk.Version != storage {
+		return nil
 	}
-	groupVersion := schema.GroupVersion{Group: gvk.Group, Version: crd.Spec.Versions[i].Name}.String()
+	want := discovery.StorageVersionHash(gvk.Group, storage, gvk.Kind)
 	var got string
 	err := wait.PollUntilContextTimeout(ctx, storageSwitchPoll, storageSwitchTimeout, true, func(context.Context) (bool, error) {
-		resources, err := m.discovery.ServerResourcesForGroupVersion(groupVersion)
+		resources, err := m.discovery.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 		if err != nil {
 			return false, nil //nolint:nilerr // not served yet: asked again
 		}
@@ -183,7 +193,7 @@ func (m *storageMigration) awaitStorageVersion(ctx context.Context, crd *apiexte
 	})
 	if err != nil {
 		return fmt.Errorf("the API server does not store %s at %s yet (storage version hash %q, want %q): %w",
-			crd.Spec.Names.Plural, gvk.Version, got, want, err)
+			crd.Spec.Names.Plural, storage, got, want, err)
 	}
 	return nil
 }
@@ -209,7 +219,7 @@ func (m *storageMigration) rewrite(ctx context.Context, gvk schema.GroupVersionK
 	case apierrors.IsConflict(err):
 		return "conflict", nil
 	case err != nil:
-		return "failed", fmt.Errorf("storing %s %s at %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), gvk.Version, err)
+		return "failed", fmt.Errorf("rewriting %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
 	case u.GetResourceVersion() == obj.ResourceVersion:
 		return "current", nil
 	}

@@ -2,11 +2,16 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -68,6 +73,13 @@ var _ = Describe("The storage migration", Ordered, Label("conversion"), func() {
 				objects[i] = tc.create(ctx, ns, i)
 			}
 			Expect(crdObject(ctx, tc.crd).Status.StoredVersions).To(Equal([]string{"v1alpha1"}))
+			group := crdObject(ctx, tc.crd).Spec.Group
+			etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{env.EtcdURL()}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
+			Expect(err).NotTo(HaveOccurred())
+			DeferCleanup(etcd.Close)
+			for _, obj := range objects {
+				Expect(storedAPIVersion(ctx, etcd, tc.crd, obj)).To(Equal(group+"/v1alpha1"), "%s as etcd holds it", obj.GetName())
+			}
 			DeferCleanup(func(ctx SpecContext) {
 				setStorageVersion(ctx, tc.crd, "v1alpha1")
 				Eventually(func() []string { return crdObject(ctx, tc.crd).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
@@ -95,8 +107,9 @@ var _ = Describe("The storage migration", Ordered, Label("conversion"), func() {
 				Eventually(func() []string { return crdObject(ctx, tc.crd).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
 					Should(Equal([]string{version}), "the leader migrates the objects and trims the stored versions")
 
-				// Each object was stored again (a resourceVersion of its own), and means the same.
+				// Each object is stored at the new version, as etcd holds it, and means the same.
 				for _, obj := range objects {
+					Expect(storedAPIVersion(ctx, etcd, tc.crd, obj)).To(Equal(group+"/"+version), "%s as etcd holds it", obj.GetName())
 					Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 					Expect(obj.GetResourceVersion()).NotTo(Equal(versions[obj.GetName()]), "%s was not stored again at %s", obj.GetName(), version)
 					tc.check(Default, ctx, obj)
@@ -145,4 +158,18 @@ func updateVersions(ctx context.Context, name string, change func(*apiextensions
 		}
 		g.Expect(k8s.Update(ctx, crd)).To(Succeed())
 	}).WithContext(ctx).WithTimeout(migrationTimeout).Should(Succeed())
+}
+
+// storedAPIVersion is the apiVersion obj, of the CRD named crd, is stored at: kube-apiserver keeps
+// a custom resource in etcd as JSON, under /registry/<group>/<plural>/<namespace>/<name>.
+func storedAPIVersion(ctx context.Context, etcd *clientv3.Client, crd string, obj client.Object) string {
+	plural, group, _ := strings.Cut(crd, ".")
+	got, err := etcd.Get(ctx, fmt.Sprintf("/registry/%s/%s/%s/%s", group, plural, obj.GetNamespace(), obj.GetName()))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	ExpectWithOffset(1, got.Kvs).To(HaveLen(1), "%s/%s in etcd", obj.GetNamespace(), obj.GetName())
+	var stored struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	ExpectWithOffset(1, json.Unmarshal(got.Kvs[0].Value, &stored)).To(Succeed())
+	return stored.APIVersion
 }

@@ -266,6 +266,10 @@ func (e *Env) RestartManager() error {
 // ManagerDone receives what the running Manager's Start returned, once it has stopped.
 func (e *Env) ManagerDone() <-chan error { return e.managerDone }
 
+// EtcdURL is where the control plane's etcd serves its clients: what a spec reads there is what
+// kube-apiserver stored.
+func (e *Env) EtcdURL() string { return e.environment.ControlPlane.Etcd.URL.String() }
+
 // Stop stops the Manager, then the control plane.
 func (e *Env) Stop() error {
 	e.stopManager()
