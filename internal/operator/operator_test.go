@@ -42,6 +42,7 @@ func TestBindFlagsDefaults(t *testing.T) {
 		MaxConcurrentReconciles: DefaultMaxConcurrentReconciles,
 		CacheSyncTimeout:        DefaultCacheSyncTimeout,
 		PolicyStaleness:         DefaultPolicyStaleness,
+		StorageMigration:        true,
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("defaults:\n got %+v\nwant %+v", got, want)
