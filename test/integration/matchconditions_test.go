@@ -42,14 +42,30 @@ func webhookCalls(path string) float64 {
 	return total
 }
 
-// allWebhookCalls is how many requests the in-process webhook server has answered, on every path.
+// allWebhookCalls is how many admission requests the in-process webhook server has answered, on
+// every path.
 func allWebhookCalls() float64 {
 	GinkgoHelper()
 	var total float64
-	for _, m := range webhookCounters() {
-		total += m.GetCounter().GetValue()
+	for _, calls := range webhookCallsByPath() {
+		total += calls
 	}
 	return total
+}
+
+// webhookCallsByPath is how many admission requests the in-process webhook server has answered on
+// each path, for a failure to say which webhooks were called. The conversion webhook's calls are
+// not admission: kube-apiserver converts whenever it reads or writes an object at another version
+// than the one it is stored or asked at, which no matchCondition governs.
+func webhookCallsByPath() map[string]float64 {
+	GinkgoHelper()
+	calls := map[string]float64{}
+	for _, m := range webhookCounters() {
+		if path := labelValue(m, "webhook"); path != webhooks.ConvertPath {
+			calls[path] += m.GetCounter().GetValue()
+		}
+	}
+	return calls
 }
 
 // webhookCounters is controller-runtime's request counter of every webhook path, read once no
@@ -221,7 +237,7 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 		}
 		objects = append(objects, outOfRange)
 		for _, obj := range objects {
-			before := allWebhookCalls()
+			before := webhookCallsByPath()
 			patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
 			obj.SetLabels(map[string]string{"team": "web"})
 			obj.SetAnnotations(map[string]string{"note": "hello"})
@@ -230,7 +246,7 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 			patch = client.MergeFrom(obj.DeepCopyObject().(client.Object))
 			obj.SetFinalizers(nil)
 			Expect(k8s.Patch(ctx, obj, patch)).To(Succeed())
-			Expect(allWebhookCalls()).To(Equal(before), "a metadata edit of %s %s called a webhook", kindOf(obj), obj.GetName())
+			Expect(webhookCallsByPath()).To(Equal(before), "a metadata edit of %s %s called a webhook", kindOf(obj), obj.GetName())
 		}
 
 		By("calling the validating webhooks for a spec edit of the same objects")
