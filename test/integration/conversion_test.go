@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -36,8 +35,8 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 		strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
 		Expect(strategy).To(Equal("Webhook"), "envtest points a CRD whose versions convert at the Manager's /convert")
 		Expect(versionFlags(crd)).To(Equal(map[string]string{"v1alpha1": "served, storage", "v1": "not served"}), "config/crd's Welcome versions")
-		setWelcomeV1Served(ctx, true)
-		DeferCleanup(func(ctx SpecContext) { setWelcomeV1Served(ctx, false) })
+		setServed(ctx, welcomeCRD, "v1", true)
+		DeferCleanup(func(ctx SpecContext) { setServed(ctx, welcomeCRD, "v1", false) })
 		Eventually(func() error { return k8s.List(ctx, &authv1.WelcomeList{}) }).WithContext(ctx).Should(Succeed(), "v1 served")
 	})
 
@@ -160,16 +159,6 @@ func versionFlags(crd *unstructured.Unstructured) map[string]string {
 		flags[v["name"].(string)] = f
 	}
 	return flags
-}
-
-// setWelcomeV1Served serves Welcome's v1, or stops serving it.
-func setWelcomeV1Served(ctx context.Context, served bool) {
-	crd := welcomeCRDObject(ctx)
-	versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-	i := slices.IndexFunc(versions, func(v any) bool { return v.(map[string]any)["name"] == "v1" })
-	ExpectWithOffset(1, i).NotTo(Equal(-1), "the Welcome CRD lists v1")
-	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/versions/%d/name","value":"v1"},{"op":"replace","path":"/spec/versions/%d/served","value":%t}]`, i, i, served)
-	ExpectWithOffset(1, k8s.Patch(ctx, crd, client.RawPatch(types.JSONPatchType, []byte(patch)))).To(Succeed())
 }
 
 // metaNames are the names of list's items.
