@@ -163,12 +163,12 @@ test-deploy: manifests controlplane $(KUBEBUILDER_ASSETS)/kubectl $(KUSTOMIZE) $
 # The fuzz targets, each package:target: the admission webhooks' HTTP handlers (each kind's, the
 # scale subresource's, the AdmissionPolicy's, and any body to any of them), the matchConditions
 # that skip the validating webhooks (may-be-refused), the conversion webhook and Welcome's
-# conversion data; FUZZTIME is per target, a duration or a count of runs (5000x). Go 1.26 may
+# conversion data, and the webhooks served ahead at v1 against those at v1alpha1; FUZZTIME is per target, a duration or a count of runs (5000x). Go 1.26 may
 # fail a target that found nothing with "context deadline exceeded" as a duration ends
 # (golang/go#75804); a count never does, so CI gives one.
 FUZZ_TARGETS ?= $(addprefix webhooks:,FuzzWelcomeAdmission FuzzMemcachedAdmission FuzzDeployObjectAdmission \
                 FuzzMemcachedScaleAdmission FuzzDeployObjectSpec FuzzAdmissionPolicyAdmission FuzzAdmissionReviewBody \
-                FuzzWelcomeMayBeRefused FuzzMemcachedMayBeRefused FuzzConvertReview) \
+                FuzzWelcomeMayBeRefused FuzzMemcachedMayBeRefused FuzzConvertReview FuzzVersionsAnswerAlike) \
                 api/auth/v1alpha1:FuzzWelcomeConversionData
 FUZZTIME     ?= 5m
 

@@ -67,6 +67,10 @@ type AnyKind interface {
 // Kinds are the kinds admission defaults and validates.
 func Kinds() []AnyKind { return []AnyKind{Welcome, Memcached, DeployObject} }
 
+// servedAhead are the kinds at versions whose webhooks are served before any webhook configuration
+// calls them: at v1, which the next release serves and routes admission of (docs/upgrade.md).
+func servedAhead() []AnyKind { return []AnyKind{WelcomeV1, MemcachedV1} }
+
 // KindOf is the kind of gvk, if admission defaults and validates it.
 func KindOf(gvk schema.GroupVersionKind) (AnyKind, bool) {
 	for _, k := range Kinds() {

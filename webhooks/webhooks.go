@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/conversion"
 
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 )
 
@@ -46,8 +47,9 @@ func Setup(mgr ctrl.Manager, opts Options) {
 
 // Handlers returns every webhook by the path it is called on: those the webhook configurations
 // in config/webhook call (the defaulting and validating webhooks of each of Kinds, the validating
-// webhooks of the memcacheds/scale subresource and of the AdmissionPolicy), and the conversion
-// webhook, which a CRD that converts by webhook calls. The scheme must know the kinds, each
+// webhooks of the memcacheds/scale subresource and of the AdmissionPolicy), those of the versions
+// served ahead of any configuration calling them (servedAhead, and the AdmissionPolicy's at v1),
+// and the conversion webhook, which a CRD that converts by webhook calls. The scheme must know the kinds, each
 // version of a kind that converts, and autoscaling/v1 Scale.
 func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 	handlers := make(map[string]http.Handler)
@@ -83,8 +85,12 @@ func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissi
 			func(_ *Policy, _, p *policyv1alpha1.AdmissionPolicy) (field.ErrorList, []Warning) {
 				return ValidateAdmissionPolicy(p), nil
 			}),
+		admissionPolicyV1Path: validatingWebhook(scheme, judge{},
+			func(_ *Policy, _, p *policyv1.AdmissionPolicy) (field.ErrorList, []Warning) {
+				return ValidateAdmissionPolicy(admissionPolicyV1alpha1(p)), nil
+			}),
 	}
-	for _, k := range Kinds() {
+	for _, k := range append(Kinds(), servedAhead()...) {
 		k.register(table, scheme, j)
 	}
 	return table

@@ -108,7 +108,7 @@ func TestRatchetLeavesItsInputAlone(t *testing.T) {
 // TestKindsAreTheSchemes holds each Kind's GVK, written by hand in the kind's file, equal to the
 // one the scheme registers its type under, which the serving adapters read.
 func TestKindsAreTheSchemes(t *testing.T) {
-	for _, k := range Kinds() {
+	for _, k := range append(Kinds(), servedAhead()...) {
 		gvks, _, err := testScheme.ObjectKinds(k.newObject())
 		if err != nil || len(gvks) != 1 || gvks[0] != k.Kind() {
 			t.Errorf("%s: the scheme registers %T as %v (%v)", k.Kind(), k.newObject(), gvks, err)
@@ -117,7 +117,9 @@ func TestKindsAreTheSchemes(t *testing.T) {
 }
 
 // TestHandlersServeEveryConfiguredPath holds Handlers to the paths the webhook configurations
-// generated into config/webhook call, so that no webhook answers 404.
+// generated into config/webhook call, so that no webhook answers 404, and to the paths served ahead
+// of any configuration calling them (servedAhead, and the AdmissionPolicy's at v1), so that the
+// release whose configuration calls them finds them served by the one before.
 func TestHandlersServeEveryConfiguredPath(t *testing.T) {
 	data, err := os.ReadFile("../config/webhook/manifests.yaml")
 	if err != nil {
@@ -129,10 +131,20 @@ func TestHandlersServeEveryConfiguredPath(t *testing.T) {
 			configured = append(configured, path)
 		}
 	}
+	ahead := []string{admissionPolicyV1Path}
+	for _, k := range servedAhead() {
+		ahead = append(ahead, k.(interface{ MutatePath() string }).MutatePath(), k.(interface{ ValidatePath() string }).ValidatePath())
+	}
 	served := slices.Collect(maps.Keys(fuzzHandlers(t)))
-	slices.Sort(configured)
+	want := append(slices.Clone(configured), ahead...)
+	slices.Sort(want)
 	slices.Sort(served)
-	if len(configured) == 0 || !slices.Equal(configured, served) {
-		t.Errorf("config/webhook calls %q, Handlers serves %q", configured, served)
+	if len(configured) == 0 || !slices.Equal(want, served) {
+		t.Errorf("config/webhook calls %q and %q are served ahead, Handlers serves %q", configured, ahead, served)
+	}
+	for _, path := range ahead {
+		if slices.Contains(configured, path) {
+			t.Errorf("%s is served ahead of any configuration calling it, and config/webhook calls it", path)
+		}
 	}
 }

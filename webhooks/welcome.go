@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 )
 
@@ -23,6 +24,45 @@ import (
 var Welcome = Kind[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
 	GVK:     authv1alpha1.GroupVersion.WithKind("Welcome"),
 	Default: DefaultWelcome, Validate: ValidateWelcome, bounds: welcomeBounds,
+}
+
+// WelcomeV1 is the admission of a Welcome at v1: Welcome's rules, judged on the object converted
+// to v1alpha1 as the conversion webhook converts it, with the password, which v1 keeps in the
+// conversion-data annotation, named there. No webhook configuration calls its paths yet: a release
+// serves a path before the release whose configuration calls it, so that kube-apiserver never
+// calls a replica of a rollout on a path it does not serve (docs/upgrade.md). Converting counts
+// a malformed conversion-data annotation, as the conversion webhook does.
+var WelcomeV1 = Kind[authv1.Welcome, *authv1.Welcome]{
+	GVK: authv1.GroupVersion.WithKind("Welcome"),
+	Default: func(w *authv1.Welcome) {
+		defaulted := welcomeV1alpha1(w)
+		DefaultWelcome(defaulted)
+		w.Spec = welcomeV1(defaulted).Spec
+	},
+	Validate: func(old, w *authv1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
+		return validateWelcomeAt(welcomeV1alpha1(old), welcomeV1alpha1(w), policy, conversionDataPassword)
+	},
+	bounds: func(w *authv1.Welcome) field.ErrorList { return welcomeBounds(welcomeV1alpha1(w)) },
+}
+
+// conversionDataPassword is where a v1 Welcome keeps v1alpha1's spec.password.
+var conversionDataPassword = field.NewPath("metadata", "annotations").Key(authv1.ConversionDataAnnotation).Child("spec", "password")
+
+// welcomeV1alpha1 is w converted to v1alpha1; nil for nil.
+func welcomeV1alpha1(w *authv1.Welcome) *authv1alpha1.Welcome {
+	if w == nil {
+		return nil
+	}
+	out := &authv1alpha1.Welcome{}
+	_ = out.ConvertFrom(w) // total: it returns no error
+	return out
+}
+
+// welcomeV1 is w converted to v1.
+func welcomeV1(w *authv1alpha1.Welcome) *authv1.Welcome {
+	out := &authv1.Welcome{}
+	_ = w.ConvertTo(out) // fails only to marshal a struct of one string, which never fails
+	return out
 }
 
 // maxUserID is the highest user ID a Welcome accepts.
@@ -62,6 +102,12 @@ func DefaultWelcome(w *authv1alpha1.Welcome) {
 // spec.image, when set, is held to the image rules of a DeployObject under the same policy's
 // image policy, so that a Welcome is no way around them; spec.replicas to the policy's cap.
 func ValidateWelcome(old, w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
+	return validateWelcomeAt(old, w, policy, field.NewPath("spec", "password"))
+}
+
+// validateWelcomeAt is ValidateWelcome, naming the password at password: where the version
+// kube-apiserver sent keeps it.
+func validateWelcomeAt(old, w *authv1alpha1.Welcome, policy *Policy, password *field.Path) (field.ErrorList, []Warning) {
 	if errs := welcomeBounds(w); len(errs) > 0 {
 		return errs, nil
 	}
@@ -70,8 +116,17 @@ func ValidateWelcome(old, w *authv1alpha1.Welcome, policy *Policy) (field.ErrorL
 		oldErrs, _ := validateWelcome(old, policy)
 		errs = ratchet(errs, oldErrs, old, w)
 	}
-	return errs, append(warnings, welcomeWarnings(&w.Spec, field.NewPath("spec"))...)
+	// After the ratchet, which finds each field in the objects as judged.
+	for _, e := range errs {
+		if e.Field == v1alpha1Password {
+			e.Field = password.String()
+		}
+	}
+	return errs, append(warnings, welcomeWarnings(&w.Spec, field.NewPath("spec"), password)...)
 }
+
+// v1alpha1Password is the password's field as the rules name it.
+var v1alpha1Password = field.NewPath("spec", "password").String()
 
 // welcomeImageRules are the image rules as a Welcome's.
 var welcomeImageRules = imageRules{
@@ -126,11 +181,11 @@ func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, maxReplicas int32, path
 	return errs
 }
 
-func welcomeWarnings(spec *authv1alpha1.WelcomeSpec, path *field.Path) []Warning {
+func welcomeWarnings(spec *authv1alpha1.WelcomeSpec, path, password *field.Path) []Warning {
 	var warnings []Warning
 	if spec.Password != "" {
 		warnings = append(warnings, warning(WelcomePassword,
-			"%s is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead", path.Child("password")))
+			"%s is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead", password))
 	}
 	if spec.Replicas != nil && *spec.Replicas == 0 {
 		warnings = append(warnings, warning(WelcomeReplicasZero, "%s is 0: no web server pod will run until it is raised", path.Child("replicas")))
