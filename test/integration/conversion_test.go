@@ -35,8 +35,8 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 		strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
 		Expect(strategy).To(Equal("Webhook"), "envtest points a CRD whose versions convert at the Manager's /convert")
 		Expect(versionFlags(crd)).To(Equal(map[string]string{"v1alpha1": "served, storage", "v1": "not served"}), "config/crd's Welcome versions")
-		setServed(ctx, welcomeCRD, "v1", true)
-		DeferCleanup(func(ctx SpecContext) { setServed(ctx, welcomeCRD, "v1", false) })
+		setV1Served(ctx, welcomeCRD, true)
+		DeferCleanup(func(ctx SpecContext) { setV1Served(ctx, welcomeCRD, false) })
 		Eventually(func() error { return k8s.List(ctx, &authv1.WelcomeList{}) }).WithContext(ctx).Should(Succeed(), "v1 served")
 	})
 

@@ -84,7 +84,7 @@ var _ = Describe("The storage migration", Ordered, Label("conversion"), func() {
 				setStorageVersion(ctx, tc.crd, "v1alpha1")
 				Eventually(func() []string { return crdObject(ctx, tc.crd).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
 					Should(Equal([]string{"v1alpha1"}))
-				setServed(ctx, tc.crd, "v1", false)
+				setV1Served(ctx, tc.crd, false)
 			})
 
 			for _, version := range []string{"v1", "v1alpha1"} {
@@ -137,11 +137,11 @@ func setStorageVersion(ctx context.Context, name, version string) {
 	})
 }
 
-// setServed serves version of the CRD named name, or stops serving it.
-func setServed(ctx context.Context, name, version string, served bool) {
+// setV1Served serves v1 of the CRD named name, or stops serving it.
+func setV1Served(ctx context.Context, name string, served bool) {
 	GinkgoHelper()
 	updateVersions(ctx, name, func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
-		if v.Name == version {
+		if v.Name == "v1" {
 			v.Served = served
 		}
 	})
