@@ -282,6 +282,11 @@ func (w *crdWatch) observeStorage(c crd, pending bool) {
 		return
 	}
 	w.unmigrated[c.name] = pending
+	w.notifyLocked()
+}
+
+// notifyLocked wakes whoever waits on the channel of a change, and gives the next change its own.
+func (w *crdWatch) notifyLocked() {
 	close(w.changed)
 	w.changed = make(chan struct{})
 }
@@ -307,8 +312,7 @@ func (w *crdWatch) observe(c crd, established bool) {
 		return
 	}
 	w.established[c.name] = established
-	close(w.changed)
-	w.changed = make(chan struct{})
+	w.notifyLocked()
 	if w.synced {
 		w.reportLocked(c, established, false)
 	}

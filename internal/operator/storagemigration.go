@@ -109,20 +109,19 @@ func (m *storageMigration) migrate(ctx context.Context, name string) error {
 	if err := m.api.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	storage := storageVersion(crd)
-	if storage == "" || slices.Equal(crd.Status.StoredVersions, []string{storage}) {
+	i := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Storage })
+	if i < 0 || slices.Equal(crd.Status.StoredVersions, []string{crd.Spec.Versions[i].Name}) {
 		return nil
 	}
+	storage := crd.Spec.Versions[i].Name
 	// The objects are read and written at the storage version, or at a version served if it is
 	// not: the API server stores them at the storage version whichever version a request names.
-	version := storage
-	if i := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Storage }); !crd.Spec.Versions[i].Served {
-		i = slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Served })
-		if i < 0 {
+	if !crd.Spec.Versions[i].Served {
+		if i = slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Served }); i < 0 {
 			return nil // no version served: no object can be read or written
 		}
-		version = crd.Spec.Versions[i].Name
 	}
+	version := crd.Spec.Versions[i].Name
 	gvk := schema.GroupVersionKind{Group: crd.Spec.Group, Version: version, Kind: crd.Spec.Names.Kind}
 	if err := m.awaitStorageVersion(ctx, crd, storage, gvk); err != nil {
 		return err
