@@ -1,6 +1,7 @@
 // Command kubectl-webhook_operator is webhook-operator's kubectl plugin: on PATH it runs as
 // `kubectl webhook-operator`. Its lint command runs the operator's admission over manifests
-// offline, so CI can check them before they reach a cluster.
+// offline, so CI can check them before they reach a cluster; its convert command rewrites them
+// at the API's next version.
 package main
 
 import (
@@ -22,6 +23,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/convert"
 	"github.com/seedlabs/webhook-operator/internal/lint"
 	"github.com/seedlabs/webhook-operator/internal/version"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -39,6 +41,8 @@ const usage = `Run webhook-operator's admission over manifests, offline.
 Usage:
   kubectl webhook-operator version                  print the version and commit the plugin was built from
   kubectl webhook-operator rules [-o text|json]     list the rules an AdmissionPolicy can name
+  kubectl webhook-operator convert -f FILENAME [-f FILENAME ...] [-R]
+                                                    write manifests' v1alpha1 objects at v1 (convert --help)
   kubectl webhook-operator lint -f FILENAME [-f FILENAME ...] [-R] [-o text|json] [-n NAMESPACE]
       [--policy=FILE [--namespace-labels=KEY=VALUE,...]] [--allowed-registries=LIST]
       [--operator-namespace=NAMESPACE]
@@ -70,6 +74,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "rules" {
 		return listRules(args[1:], stdout, stderr)
 	}
+	if len(args) > 0 && args[0] == "convert" {
+		return convertFiles(args[1:], stdin, stdout, stderr)
+	}
 	if len(args) == 1 && (args[0] == "version" || args[0] == "--version") {
 		_, _ = fmt.Fprintln(stdout, version.String("kubectl-webhook_operator"))
 		return exitValid
@@ -80,17 +87,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "--help" || args[0] == "help") {
 			return exitValid
 		}
-		_, _ = fmt.Fprintln(stderr, `error: unknown command; the commands are "lint", "rules" and "version"`)
+		_, _ = fmt.Fprintln(stderr, `error: unknown command; the commands are "lint", "rules", "convert" and "version"`)
 		return exitUsage
 	}
-	fs := pflag.NewFlagSet("lint", pflag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		_, _ = fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
-	files := fs.StringArrayP("filename", "f", nil, "A file, directory or - (standard input) to lint; may be repeated.")
-	recursive := fs.BoolP("recursive", "R", false, "Lint the files of directories' subdirectories too.")
+	fs, files, recursive := fileCommand("lint", usage, "lint", stderr)
 	output := fs.StringP("output", "o", "text", "Output format: text (kubectl's words) or json.")
 	registries := fs.StringSlice("allowed-registries", nil,
 		"Registries an image may come from, as the manager's --allowed-registries; unset allows any.")
@@ -101,15 +101,8 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		"The namespace of objects that name none; given, objects that name another are refused, as kubectl refuses them.")
 	operatorNamespace := fs.String("operator-namespace", lint.DefaultOperatorNamespace,
 		"The namespace the operator is installed in: the webhooks are not called for its objects, nor for kube-system's.")
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return exitValid
-		}
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		_, _ = fmt.Fprintf(stderr, "error: unexpected arguments %q; name files with -f\n", fs.Args())
-		return exitUsage
+	if code, ok := parseFileCommand(fs, args[1:], stderr); !ok {
+		return code
 	}
 	if *output != "text" && *output != "json" {
 		_, _ = fmt.Fprintf(stderr, "error: --output must be text or json, not %q\n", *output)
@@ -233,6 +226,90 @@ func listRules(args []string, stdout, stderr io.Writer) int {
 	return exitValid
 }
 
+const convertUsage = `Write manifests' Welcomes, Memcacheds and AdmissionPolicies at v1alpha1 at v1, as the API
+server converts them, to standard output.
+
+Usage:
+  kubectl webhook-operator convert -f FILENAME [-f FILENAME ...] [-R]
+
+A Welcome's spec.password, which v1 has no field for, goes into its annotation
+auth.seedlabs.dev/conversion-data; the other two kinds change only their apiVersion. Items of
+lists are converted where they are. A document with nothing to convert is written as it was;
+one that converts is written anew, keys sorted, without its comments. FILENAME is a file, a
+directory (its .yaml, .yml and .json files; -R for its subdirectories too) or - for standard
+input, which is also read when no -f is given; the documents of all of them are written in order,
+separated by ---. An object that does not decode as its kind (an unknown field, say) is an error,
+and nothing is written.
+
+Exit status: 0 when everything was written, 2 on bad usage or a file that cannot be read or
+converted.
+
+Flags:
+`
+
+// convertFiles converts the -f files to stdout.
+func convertFiles(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs, files, recursive := fileCommand("convert", convertUsage, "convert", stderr)
+	if code, ok := parseFileCommand(fs, args, stderr); !ok {
+		return code
+	}
+	sources, err := expand(*files, *recursive)
+	if err != nil {
+		_, _ = fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitUsage
+	}
+	var out strings.Builder
+	for _, source := range sources {
+		var converted strings.Builder
+		err := withSource(source, stdin, func(r io.Reader) error {
+			_, err := convert.Manifest(r, &converted)
+			return err
+		})
+		if err != nil {
+			_, _ = fmt.Fprintf(stderr, "error: %s: %v\n", source, err)
+			return exitUsage
+		}
+		if out.Len() > 0 && converted.Len() > 0 {
+			out.WriteString("---\n")
+		}
+		out.WriteString(converted.String())
+	}
+	if _, err := io.WriteString(stdout, out.String()); err != nil {
+		return exitUsage
+	}
+	return exitValid
+}
+
+// fileCommand is the flag set of the command name, whose usage is text, with the flags -f and -R
+// that name the files it reads to verb them.
+func fileCommand(name, text, verb string, stderr io.Writer) (fs *pflag.FlagSet, files *[]string, recursive *bool) {
+	fs = pflag.NewFlagSet(name, pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		_, _ = fmt.Fprint(stderr, text)
+		fs.PrintDefaults()
+	}
+	files = fs.StringArrayP("filename", "f", nil, "A file, directory or - (standard input) to "+verb+"; may be repeated.")
+	recursive = fs.BoolP("recursive", "R", false, strings.ToUpper(verb[:1])+verb[1:]+" the files of directories' subdirectories too.")
+	return fs, files, recursive
+}
+
+// parseFileCommand parses the arguments of a fileCommand, and reports false, with the exit status,
+// for --help, a bad flag or an argument that is not a flag.
+func parseFileCommand(fs *pflag.FlagSet, args []string, stderr io.Writer) (int, bool) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, pflag.ErrHelp) {
+			return exitValid, false
+		}
+		return exitUsage, false
+	}
+	if fs.NArg() > 0 {
+		_, _ = fmt.Fprintf(stderr, "error: unexpected arguments %q; name files with -f\n", fs.Args())
+		return exitUsage, false
+	}
+	return exitValid, true
+}
+
 // readPolicy reads an AdmissionPolicy from file, as strictly as kubectl would send it, and
 // compiles it with images where it names no registries, or says every reason the operator's
 // webhook would refuse it for.
@@ -256,16 +333,25 @@ func readPolicy(file string, images webhooks.ImagePolicy) (*webhooks.Policy, err
 }
 
 // lintSource lints the file source, or stdin for "-".
-func lintSource(linter lint.Linter, source string, stdin io.Reader) ([]lint.Result, error) {
+func lintSource(linter lint.Linter, source string, stdin io.Reader) (results []lint.Result, err error) {
+	err = withSource(source, stdin, func(r io.Reader) error {
+		results, err = linter.Lint(source, r)
+		return err
+	})
+	return results, err
+}
+
+// withSource calls read with the file source open, or with stdin for "-".
+func withSource(source string, stdin io.Reader, read func(io.Reader) error) error {
 	if source == "-" {
-		return linter.Lint(source, stdin)
+		return read(stdin)
 	}
 	f, err := os.Open(source)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer func() { _ = f.Close() }()
-	return linter.Lint(source, f)
+	return read(f)
 }
 
 // expand turns the -f arguments into the files to read, in order: a directory's manifests by

@@ -364,3 +364,46 @@ func TestLintNamespaces(t *testing.T) {
 		t.Errorf("in prod: exit %d, stderr %q", code, stderr)
 	}
 }
+
+// TestConvert converts the samples: each of the operator's kinds at v1alpha1 is written at v1, the
+// DeployObjects as they were, one document per file; what cannot be converted exits 2 and writes
+// nothing.
+func TestConvert(t *testing.T) {
+	code, stdout, stderr := lintRun(t, "", "convert", "-f", "../../config/samples")
+	if code != exitValid || stderr != "" {
+		t.Fatalf("exit %d; stderr:\n%s", code, stderr)
+	}
+	files, err := filepath.Glob("../../config/samples/*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Count(stdout, "\n---\n") + 1; got != len(files) {
+		t.Errorf("%d documents written for %d samples:\n%s", got, len(files), stdout)
+	}
+	for _, want := range []string{"apiVersion: auth.seedlabs.dev/v1\nkind: Welcome\n", "apiVersion: cache.seedlabs.dev/v1\nkind: Memcached\n", "apiVersion: app.seedlabs.dev/v1\nkind: DeployObject\n"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("no %q in:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(stdout, "v1alpha1") {
+		t.Errorf("a v1alpha1 object is left:\n%s", stdout)
+	}
+
+	for name, tc := range map[string]struct {
+		stdin string
+		args  []string
+		want  string
+	}{
+		"an unknown field": {"apiVersion: auth.seedlabs.dev/v1alpha1\nkind: Welcome\nmetadata: {name: w}\nspec: {nme: Ada}\n", []string{"convert"},
+			`error: -: document 1: Welcome w: strict decoding error: unknown field "spec.nme"`},
+		"an argument that is not a flag": {"", []string{"convert", "welcome.yaml"}, `error: unexpected arguments ["welcome.yaml"]; name files with -f`},
+		"a file that is not there":       {"", []string{"convert", "-f", "no-such-file.yaml"}, "error: stat no-such-file.yaml: no such file or directory"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			code, stdout, stderr := lintRun(t, tc.stdin, tc.args...)
+			if code != exitUsage || stdout != "" || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 2, nothing written, and %q", code, stdout, stderr, tc.want)
+			}
+		})
+	}
+}

@@ -23,15 +23,13 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/yaml"
 
-	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -130,17 +128,8 @@ type Linter struct {
 	OperatorNamespace string
 }
 
-// decoder decodes the operator's kinds strictly: an unknown or duplicate field is an error, as it
-// is for `kubectl apply`, whose field validation is Strict by default.
-var decoder = func() runtime.Decoder {
-	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{authv1alpha1.AddToScheme, cachev1alpha1.AddToScheme, appv1.AddToScheme} {
-		if err := add(scheme); err != nil {
-			panic(err)
-		}
-	}
-	return serializer.NewCodecFactory(scheme, serializer.EnableStrict).UniversalDeserializer()
-}()
+// decoder decodes the operator's kinds strictly, as `kubectl apply` sends them.
+var decoder = scheme.StrictDecoder()
 
 // Lint reads the YAML or JSON documents of source from r and returns a result per object. A
 // document that does not parse, has a key twice or is not a Kubernetes object is an Invalid

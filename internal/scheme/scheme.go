@@ -4,6 +4,7 @@ package scheme
 import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 
@@ -30,4 +31,10 @@ func New() *runtime.Scheme {
 	utilruntime.Must(policyv1.AddToScheme(s))
 	utilruntime.Must(policyv1alpha1.AddToScheme(s))
 	return s
+}
+
+// StrictDecoder decodes the scheme's kinds as the API server takes them from `kubectl apply`, whose
+// field validation is Strict by default: an unknown or duplicate field is an error, not dropped.
+func StrictDecoder() runtime.Decoder {
+	return serializer.NewCodecFactory(New(), serializer.EnableStrict).UniversalDeserializer()
 }

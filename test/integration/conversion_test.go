@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,9 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/convert"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -131,6 +134,38 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 		Expect(old.Spec.Password).To(BeEmpty())
 		Expect(old.Annotations).To(Equal(map[string]string{"kept": "yes"}))
 		Expect(counterValue("webhook_operator_conversion_data_malformed_total", nil)).To(BeNumerically(">", before))
+	})
+
+	It("takes from kubectl webhook-operator convert a manifest that makes at v1 the Welcome the original makes at v1alpha1", func(ctx SpecContext) {
+		original := []byte(`apiVersion: auth.seedlabs.dev/v1alpha1
+kind: Welcome
+metadata: {name: converted-manifest, annotations: {team: web}}
+spec: {name: Ada, password: hunter2, groups: [admins], email: ada@example.com, replicas: 2, serviceType: ClusterIP}
+`)
+		var converted bytes.Buffer
+		n, err := convert.Manifest(bytes.NewReader(original), &converted)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(n).To(Equal(1))
+		asWritten, asConverted := newNamespace(ctx), newNamespace(ctx)
+		for ns, manifest := range map[string][]byte{asWritten: original, asConverted: converted.Bytes()} {
+			obj := &unstructured.Unstructured{}
+			Expect(yaml.Unmarshal(manifest, &obj.Object)).To(Succeed())
+			obj.SetNamespace(ns)
+			Expect(k8s.Create(ctx, obj)).To(Succeed())
+		}
+		Expect(converted.String()).To(HavePrefix("apiVersion: auth.seedlabs.dev/v1\n"))
+		for _, version := range []string{"v1alpha1", "v1"} {
+			read := func(ns string) *unstructured.Unstructured {
+				obj := &unstructured.Unstructured{}
+				obj.SetGroupVersionKind(authv1.GroupVersion.WithKind("Welcome"))
+				obj.SetAPIVersion("auth.seedlabs.dev/" + version)
+				Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: "converted-manifest"}, obj)).To(Succeed())
+				return obj
+			}
+			a, b := read(asWritten), read(asConverted)
+			Expect(b.Object["spec"]).To(Equal(a.Object["spec"]), "spec at %s", version)
+			Expect(b.GetAnnotations()).To(Equal(a.GetAnnotations()), "annotations at %s", version)
+		}
 	})
 })
 
