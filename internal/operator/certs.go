@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -62,6 +64,9 @@ func (c CertOptions) validate() error {
 	case c.MutatingWebhookConfiguration == "" || c.ValidatingWebhookConfiguration == "":
 		return errors.New("--cert-mutating-webhook-configuration and --cert-validating-webhook-configuration go together, " +
 			"and --cert-conversion-crds needs them")
+	case c.Secret != "" && len(c.ConversionCRDs) > 1:
+		// cert-controller sees only what it keeps (namedOnly), and a list can be narrowed to one name.
+		return fmt.Errorf("--cert-secret injects the CA into one CRD's conversion webhook, and --cert-conversion-crds names %d", len(c.ConversionCRDs))
 	}
 	return nil
 }
@@ -95,7 +100,7 @@ func addCertRotator(mgr ctrl.Manager, c CertOptions, certDir string, ready chan 
 	if ptr.Deref(mgr.GetControllerOptions().SkipNameValidation, false) {
 		controllerName = fmt.Sprintf("%s-%d", controllerName, rotatorsInProcess.Add(1))
 	}
-	return rotator.AddRotator(rotatorManager{Manager: mgr, client: rollover.client(mgr.GetClient())}, &rotator.CertRotator{
+	return rotator.AddRotator(rotatorManager{Manager: mgr, client: rollover.client(mgr.GetClient()), config: c.narrowed(mgr.GetConfig(), key)}, &rotator.CertRotator{
 		SecretKey:      key,
 		CertDir:        certDir,
 		CAName:         "webhook-operator-ca",
@@ -129,15 +134,73 @@ func (c CertOptions) rotatorWebhooks() []rotator.WebhookInfo {
 var rotatorsInProcess atomic.Int64
 
 // rotatorManager is the manager cert-controller is added to: cert-controller writes the Secret
-// and the webhook configurations with the manager's client, and has no option for another.
+// and the webhook configurations with the manager's client, and reads them through a cache of its
+// own, made from the manager's config, and has no option for either.
 type rotatorManager struct {
 	ctrl.Manager
 	client client.Client
+	config *rest.Config
 }
 
 // GetClient implements manager.Manager.
 func (m rotatorManager) GetClient() client.Client {
 	return m.client
+}
+
+// GetConfig implements manager.Manager.
+func (m rotatorManager) GetConfig() *rest.Config {
+	return m.config
+}
+
+// narrowed is cfg for cert-controller's cache: it caches every object of each kind it reads (every
+// Secret of the namespace, every webhook configuration and every CRD of the cluster, whole), and
+// needs only the objects it keeps. A CRD alone takes 40 to 150 KiB of heap in such a cache
+// (BenchmarkCRDCacheBytes), so a cluster of a thousand CRDs would cost a replica over 100 MiB, and
+// reading every Secret of the namespace would let it read Helm's release Secrets there. So its
+// list and watch requests of each collection are narrowed to the object it keeps by a field
+// selector on its name (namedOnly), which RBAC can grant by resourceNames.
+func (c CertOptions) narrowed(cfg *rest.Config, secret types.NamespacedName) *rest.Config {
+	names := map[string]string{
+		"/api/v1/namespaces/" + secret.Namespace + "/secrets":                   secret.Name,
+		"/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations":   c.MutatingWebhookConfiguration,
+		"/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations": c.ValidatingWebhookConfiguration,
+	}
+	if len(c.ConversionCRDs) == 1 {
+		names["/apis/apiextensions.k8s.io/v1/customresourcedefinitions"] = c.ConversionCRDs[0]
+	}
+	narrowed := rest.CopyConfig(cfg)
+	narrowed.Wrap(func(rt http.RoundTripper) http.RoundTripper { return namedOnly{next: rt, names: names} })
+	return narrowed
+}
+
+// namedOnly narrows the requests that list or watch a collection of names, by the path that ends
+// in it (behind a proxy, the API server's URL may have a path of its own), to the one object of it
+// named: their field selector gets metadata.name=<name>, beside any it has.
+type namedOnly struct {
+	next  http.RoundTripper
+	names map[string]string
+}
+
+// RoundTrip implements http.RoundTripper.
+func (n namedOnly) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Method != http.MethodGet {
+		return n.next.RoundTrip(req)
+	}
+	for collection, name := range n.names {
+		if !strings.HasSuffix(req.URL.Path, collection) {
+			continue
+		}
+		req = req.Clone(req.Context())
+		query := req.URL.Query()
+		selector := "metadata.name=" + name
+		if s := query.Get("fieldSelector"); s != "" {
+			selector = s + "," + selector
+		}
+		query.Set("fieldSelector", selector)
+		req.URL.RawQuery = query.Encode()
+		break
+	}
+	return n.next.RoundTrip(req)
 }
 
 // gatedServer starts the webhook server only once ready is closed and trusted passes: before the

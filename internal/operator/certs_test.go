@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -470,5 +471,65 @@ func TestTrustCheckNamesBothConfigurations(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%+v: %v; want an error saying %q", tc.certs, err, tc.want)
 		}
+	}
+}
+
+// TestRotatorReadsOnlyWhatItKeeps: the config cert-controller's cache is made from narrows each
+// list and watch of a collection it reads to the object it keeps, behind an API server URL with a
+// path of its own too, and leaves every other request alone; with several conversion CRDs, which
+// no field selector narrows to, self-signed mode is refused.
+func TestRotatorReadsOnlyWhatItKeeps(t *testing.T) {
+	var seen []string
+	apiServer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		seen = append(seen, r.Method+" "+r.URL.Path+"?"+r.URL.Query().Get("fieldSelector"))
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{}`))
+	}))
+	defer apiServer.Close()
+	options := testCertOptions
+	options.ConversionCRDs = []string{"welcomes.auth.seedlabs.dev"}
+	key := types.NamespacedName{Namespace: "system", Name: "server-cert"}
+	cfg := options.narrowed(&rest.Config{Host: apiServer.URL + "/proxy/cluster-a"}, key)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, request := range []struct{ method, path string }{
+		{http.MethodGet, "/api/v1/namespaces/system/secrets?watch=true"},
+		{http.MethodGet, "/api/v1/namespaces/system/secrets?fieldSelector=type%3Dkubernetes.io%2Ftls"},
+		{http.MethodGet, "/api/v1/namespaces/system/secrets/server-cert"},
+		{http.MethodGet, "/api/v1/namespaces/other/secrets"},
+		{http.MethodGet, "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?limit=500"},
+		{http.MethodGet, "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations"},
+		{http.MethodGet, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"},
+		{http.MethodPut, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions/welcomes.auth.seedlabs.dev"},
+	} {
+		req, err := http.NewRequest(request.method, apiServer.URL+"/proxy/cluster-a"+request.path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+	}
+	want := []string{
+		"GET /proxy/cluster-a/api/v1/namespaces/system/secrets?metadata.name=server-cert",
+		"GET /proxy/cluster-a/api/v1/namespaces/system/secrets?type=kubernetes.io/tls,metadata.name=server-cert",
+		"GET /proxy/cluster-a/api/v1/namespaces/system/secrets/server-cert?",
+		"GET /proxy/cluster-a/api/v1/namespaces/other/secrets?",
+		"GET /proxy/cluster-a/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?metadata.name=" + options.MutatingWebhookConfiguration,
+		"GET /proxy/cluster-a/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations?metadata.name=" + options.ValidatingWebhookConfiguration,
+		"GET /proxy/cluster-a/apis/apiextensions.k8s.io/v1/customresourcedefinitions?metadata.name=welcomes.auth.seedlabs.dev",
+		"PUT /proxy/cluster-a/apis/apiextensions.k8s.io/v1/customresourcedefinitions/welcomes.auth.seedlabs.dev?",
+	}
+	if !slices.Equal(seen, want) {
+		t.Errorf("the API server saw\n%s\nwant\n%s", strings.Join(seen, "\n"), strings.Join(want, "\n"))
+	}
+
+	options.ConversionCRDs = append(options.ConversionCRDs, "memcacheds.cache.seedlabs.dev")
+	if err := options.validate(); err == nil || !strings.Contains(err.Error(), "one CRD") {
+		t.Errorf("self-signed mode with two conversion CRDs: %v", err)
 	}
 }

@@ -198,7 +198,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.Func("cert-conversion-crds",
 		"Comma-separated CustomResourceDefinitions whose conversion webhook the server serves: like the webhook "+
 			"configurations, their caBundle must verify the serving certificate before the webhook server starts and the "+
-			"manager turns ready; with --cert-secret, the manager injects its CA into them.",
+			"manager turns ready; with --cert-secret, the manager injects its CA into it (one CRD, then).",
 		func(value string) error {
 			for _, n := range strings.Split(value, ",") {
 				if n = strings.TrimSpace(n); n != "" {

@@ -718,50 +718,29 @@ func TestChartInstallsAsADependency(t *testing.T) {
 	}
 }
 
-// TestChartRefusesSelfSignedInSharedNamespaces: in self-signed mode the manager may read every
-// Secret of its namespace, so the chart refuses kube-system and default, named by the release's
-// namespace or by namespaceOverride, saying why and what to do instead; a namespace of the
-// operator's own is fine, whatever the release's namespace.
-func TestChartRefusesSelfSignedInSharedNamespaces(t *testing.T) {
-	const (
-		kubeSystem = "its Secrets are the cluster's own: the credentials of its controllers and add-ons"
-		dflt       = "it is where whatever names no namespace goes, so its Secrets are anyone's"
-	)
-	refusal := func(namespace, why string) string {
-		return "certificates.mode=self-signed cannot install into namespace " + namespace + ": in self-signed mode the manager " +
-			"may get, list and watch every Secret of its namespace (cert-controller watches them all to keep its own CA and " +
-			"serving certificate), and in " + namespace + " " + why + ". Install into a namespace of its own (helm install " +
-			"--namespace webhook-operator-system --create-namespace, or namespaceOverride), or use certificates.mode=cert-manager, " +
-			"where the manager reads no Secret"
-	}
-	for _, tc := range []struct {
-		releaseNamespace string
-		set              []string
-		want             string
-	}{
-		{"kube-system", nil, refusal("kube-system", kubeSystem)},
-		{"default", nil, refusal("default", dflt)},
-		{fixtures.Namespace, []string{"namespaceOverride=kube-system"}, refusal("kube-system", kubeSystem)},
-		{fixtures.Namespace, []string{"namespaceOverride=default"}, refusal("default", dflt)},
-	} {
-		set := append([]string{"certificates.mode=self-signed"}, tc.set...)
-		if _, err := runHelmTemplate(t, tc.releaseNamespace, set...); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("-n %s %v: %v\nwant the error %q", tc.releaseNamespace, tc.set, err, tc.want)
-		}
-	}
-
+// TestChartSelfSignedReadsNoOtherSecret: in self-signed mode the manager reads and writes only
+// its own Secret, so the chart installs into any namespace, kube-system and default too, with the
+// Role in the namespace it names.
+func TestChartSelfSignedReadsNoOtherSecret(t *testing.T) {
 	for _, tc := range []struct {
 		releaseNamespace string
 		set              []string
 		namespace        string
 	}{
 		{fixtures.Namespace, nil, fixtures.Namespace},
-		{"team-ops", nil, "team-ops"},
+		{"kube-system", nil, "kube-system"},
+		{"default", nil, "default"},
 		{"default", []string{"namespaceOverride=team-ops"}, "team-ops"},
 	} {
 		m := helmTemplate(t, tc.releaseNamespace, append([]string{"certificates.mode=self-signed"}, tc.set...)...)
-		if role := m.get(t, "Role", "webhook-operator-cert-rotation-role"); role.GetNamespace() != tc.namespace {
-			t.Errorf("-n %s %v: the Role that reads Secrets is in %q, want %s", tc.releaseNamespace, tc.set, role.GetNamespace(), tc.namespace)
+		role := get[rbacv1.Role](t, m, "Role", "webhook-operator-cert-rotation-role")
+		if role.Namespace != tc.namespace {
+			t.Errorf("-n %s %v: the Role that reads the Secret is in %q, want %s", tc.releaseNamespace, tc.set, role.Namespace, tc.namespace)
+		}
+		for _, verb := range []string{"get", "list", "watch"} {
+			if allows(role.Rules, "", "secrets", "", verb) || allows(role.Rules, "", "secrets", "sh.helm.release.v1.other.v1", verb) {
+				t.Errorf("-n %s %v: the manager may %s other Secrets of %s", tc.releaseNamespace, tc.set, verb, tc.namespace)
+			}
 		}
 	}
 }

@@ -72,72 +72,46 @@ func TestConfigSelfSigned(t *testing.T) {
 		}
 	})
 
-	t.Run("grants the manager its Secret and the caBundles of its two webhook configurations and its conversion webhooks, and no other write", func(t *testing.T) {
+	t.Run("grants the manager its Secret, its two webhook configurations and its conversion webhooks, each by name, and no other read or write of their kinds", func(t *testing.T) {
+		// Every role the manager has, the generated one too: it reads the CRDs by name.
 		var namespaced, cluster []rbacv1.PolicyRule
 		for _, ref := range roleRefs(t, m, ns, mgr.pod.ServiceAccountName) {
 			kind, name, _ := strings.Cut(ref, " ")
-			if !strings.Contains(name, "cert-rotation") {
-				continue
-			}
 			if kind == "Role" {
 				namespaced = append(namespaced, get[rbacv1.Role](t, m, kind, name).Rules...)
 			} else {
 				cluster = append(cluster, get[rbacv1.ClusterRole](t, m, kind, name).Rules...)
 			}
 		}
-		secret := strings.TrimPrefix(certs.Secret, ns+"/")
-		// cert-controller's informers list and watch without a name; it reads and writes by name.
-		for _, verb := range []string{"list", "watch"} {
-			if !allows(namespaced, "", "secrets", "", verb) {
-				t.Errorf("the manager cannot %s the Secrets of its namespace, which cert-controller's informer does", verb)
-			}
+		if len(certs.ConversionCRDs) != 1 {
+			t.Errorf("--cert-conversion-crds names %q; self-signed mode injects the CA into one CRD", certs.ConversionCRDs)
 		}
-		for _, verb := range []string{"get", "update"} {
-			if !allows(namespaced, "", "secrets", secret, verb) {
-				t.Errorf("the manager cannot %s its Secret %s", verb, secret)
-			}
-		}
-		for _, verb := range []string{"create", "update", "patch", "delete"} {
-			if allows(namespaced, "", "secrets", "another-secret", verb) {
-				t.Errorf("the manager may %s any Secret of its namespace; want only an update of its own", verb)
-			}
-		}
-		for resource, name := range map[string]string{
-			"mutatingwebhookconfigurations":   certs.MutatingWebhookConfiguration,
-			"validatingwebhookconfigurations": certs.ValidatingWebhookConfiguration,
+		// cert-controller's informers list and watch each kind narrowed to the object it keeps (a
+		// field selector on its name, which RBAC grants by resourceNames); it reads and writes by name.
+		for _, kept := range []struct {
+			rules           []rbacv1.PolicyRule
+			group, resource string
+			name            string
+		}{
+			{namespaced, "", "secrets", strings.TrimPrefix(certs.Secret, ns+"/")},
+			{cluster, "admissionregistration.k8s.io", "mutatingwebhookconfigurations", certs.MutatingWebhookConfiguration},
+			{cluster, "admissionregistration.k8s.io", "validatingwebhookconfigurations", certs.ValidatingWebhookConfiguration},
+			{cluster, "apiextensions.k8s.io", "customresourcedefinitions", certs.ConversionCRDs[0]},
 		} {
+			for _, verb := range []string{"get", "list", "watch", "update"} {
+				if !allows(kept.rules, kept.group, kept.resource, kept.name, verb) {
+					t.Errorf("the manager cannot %s %s %s", verb, kept.resource, kept.name)
+				}
+			}
 			for _, verb := range []string{"list", "watch"} {
-				if !allows(cluster, "admissionregistration.k8s.io", resource, "", verb) {
-					t.Errorf("the manager cannot %s %s, which cert-controller's informer does", verb, resource)
+				if allows(kept.rules, kept.group, kept.resource, "", verb) {
+					t.Errorf("the manager may %s every one of %s; want only %s", verb, kept.resource, kept.name)
 				}
 			}
-			for _, verb := range []string{"get", "update"} {
-				if !allows(cluster, "admissionregistration.k8s.io", resource, name, verb) {
-					t.Errorf("the manager cannot %s %s %s", verb, resource, name)
+			for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+				if allows(kept.rules, kept.group, kept.resource, "someone-elses", verb) {
+					t.Errorf("the manager may %s someone else's %s; want only its own, %s", verb, kept.resource, kept.name)
 				}
-			}
-			for _, verb := range []string{"create", "update", "patch", "delete"} {
-				if allows(cluster, "admissionregistration.k8s.io", resource, "someone-elses-webhooks", verb) {
-					t.Errorf("the manager may %s every one of the cluster's %s; want only an update of its own", verb, resource)
-				}
-			}
-		}
-		if len(certs.ConversionCRDs) == 0 {
-			t.Error("--cert-conversion-crds names no CRD")
-		}
-		for _, verb := range []string{"list", "watch"} {
-			if !allows(cluster, "apiextensions.k8s.io", "customresourcedefinitions", "", verb) {
-				t.Errorf("the manager cannot %s CustomResourceDefinitions, which cert-controller's informer does", verb)
-			}
-		}
-		for _, name := range certs.ConversionCRDs {
-			if !allows(cluster, "apiextensions.k8s.io", "customresourcedefinitions", name, "update") {
-				t.Errorf("the manager cannot update CustomResourceDefinition %s, to inject its CA", name)
-			}
-		}
-		for _, verb := range []string{"create", "update", "patch", "delete"} {
-			if allows(cluster, "apiextensions.k8s.io", "customresourcedefinitions", "someone-elses.example.com", verb) {
-				t.Errorf("the manager may %s every CustomResourceDefinition; want only an update of its own", verb)
 			}
 		}
 	})
