@@ -250,6 +250,28 @@ var vectorSelector = regexp.MustCompile(`([a-zA-Z_:][a-zA-Z0-9_:]*)\s*\{([^}]*)\
 // labelMatcher is one label matcher of a selector, its value a PromQL double-quoted string.
 var labelMatcher = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*("(?:[^"\\]|\\.)*")`)
 
+// selectsOurs requires the pattern of a selector of alert (a regular expression a label matches
+// whole) to match each of ours and not another's.
+func selectsOurs(t *testing.T, alert, selector, pattern string, ours []string, another string) {
+	t.Helper()
+	if pattern == "" {
+		t.Errorf("%s: %s selects none of %q by a pattern", alert, selector, ours)
+		return
+	}
+	re, err := regexp.Compile("^(?:" + pattern + ")$")
+	if err != nil {
+		t.Fatalf("%s: %s: %v", alert, selector, err)
+	}
+	for _, name := range ours {
+		if !re.MatchString(name) {
+			t.Errorf("%s: %s does not select %s", alert, selector, name)
+		}
+	}
+	if re.MatchString(another) {
+		t.Errorf("%s: %s selects another operator's %s", alert, selector, another)
+	}
+}
+
 // TestAlertsSelectTheInstall holds the alerts' selectors to what config/default installs, with
 // config/prometheus enabled: the manager's series are the ServiceMonitor's, those of
 // kube-state-metrics the Deployment's, those of kube-apiserver the webhooks'; and the latency
@@ -278,6 +300,13 @@ func TestAlertsSelectTheInstall(t *testing.T) {
 	if len(webhooks) == 0 {
 		t.Fatal("the build holds no webhooks")
 	}
+	var crds []string
+	for _, c := range m.ofKind("CustomResourceDefinition") {
+		crds = append(crds, c.GetName())
+	}
+	if len(crds) == 0 {
+		t.Fatal("the build holds no CRDs")
+	}
 
 	// What each source's selectors must match on; the manager's own series come through the
 	// ServiceMonitor.
@@ -303,23 +332,10 @@ func TestAlertsSelectTheInstall(t *testing.T) {
 			case strings.HasPrefix(name, "kube_deployment_"):
 				want = map[string]string{"namespace": deployment.Namespace, "deployment": deployment.Name}
 			case strings.HasPrefix(name, "apiserver_admission_webhook_"):
-				pattern, ok := matchers["name=~"]
-				if !ok {
-					t.Errorf("%s: %s selects no webhook by name", r.Alert, s[0])
-					continue
-				}
-				re, err := regexp.Compile("^(?:" + pattern + ")$")
-				if err != nil {
-					t.Fatalf("%s: %s: %v", r.Alert, s[0], err)
-				}
-				for _, w := range webhooks {
-					if !re.MatchString(w) {
-						t.Errorf("%s: %s does not select the webhook %s", r.Alert, s[0], w)
-					}
-				}
-				if re.MatchString("vother.example.com") {
-					t.Errorf("%s: %s selects another operator's webhook", r.Alert, s[0])
-				}
+				selectsOurs(t, r.Alert, s[0], matchers["name=~"], webhooks, "vother.example.com")
+				continue
+			case strings.HasPrefix(name, "apiserver_crd_conversion_webhook_"):
+				selectsOurs(t, r.Alert, s[0], matchers["crd_name=~"], crds, "others.example.com")
 				continue
 			default:
 				t.Errorf("%s reads %s, whose source this test does not know: add it", r.Alert, name)

@@ -58,14 +58,16 @@ var managerMetric = regexp.MustCompile(`^(?:webhook_operator|controller_runtime|
 
 // notServedByTheManager are the metrics the alerts read from others, which the manager does not
 // serve: Prometheus's own up of the scrape, kube-state-metrics' readiness of the Deployment, and
-// kube-apiserver's record of its calls to the webhooks.
+// kube-apiserver's record of its calls to the webhooks and of its conversions (which the
+// conversion specs find in kube-apiserver's metrics).
 var notServedByTheManager = map[string]bool{
 	"up":                                    true,
 	"kube_deployment_status_replicas_ready": true,
 	"kube_deployment_spec_replicas":         true,
-	"apiserver_admission_webhook_rejection_count": true,
-	"apiserver_admission_webhook_request_total":   true,
-	"apiserver_admission_webhook_fail_open_count": true,
+	"apiserver_admission_webhook_rejection_count":             true,
+	"apiserver_admission_webhook_request_total":               true,
+	"apiserver_admission_webhook_fail_open_count":             true,
+	"apiserver_crd_conversion_webhook_duration_seconds_count": true,
 }
 
 var _ = Describe("The admission metrics", func() {

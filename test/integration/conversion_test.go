@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -115,6 +117,19 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 		AddReportEntry("a ConversionReview of 500 of them", fmt.Sprintf("%d bytes, %.0f%% of the %d the webhook reads",
 			review, 100*float64(review)/webhooks.MaxConversionReviewBytes, webhooks.MaxConversionReviewBytes))
 		Expect(review).To(BeNumerically("<", webhooks.MaxConversionReviewBytes/2), "a page of typical Welcomes fits twice over")
+	})
+
+	It("is recorded by kube-apiserver in the series WebhookOperatorConversionFailing reads", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		w := newWelcome(ns, "counted", authv1alpha1.WelcomeSpec{Name: "Ada"})
+		Expect(k8s.Create(ctx, w)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), &authv1.Welcome{})).To(Succeed())
+		clientset, err := kubernetes.NewForConfig(env.Config)
+		Expect(err).NotTo(HaveOccurred())
+		data, err := clientset.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(strings.Split(string(data), "\n")).To(ContainElement(MatchRegexp(
+			`^apiserver_crd_conversion_webhook_duration_seconds_count\{crd_name="welcomes\.auth\.seedlabs\.dev",from_version="v1alpha1",succeeded="true",to_version="v1"\} [1-9]`)))
 	})
 
 	It("ignores and counts a malformed conversion-data annotation, failing no write and no list", func(ctx SpecContext) {
