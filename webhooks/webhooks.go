@@ -68,10 +68,10 @@ func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 const ConvertPath = "/convert"
 
 // MaxConversionReviewBytes is the largest ConversionReview the conversion webhook reads: what
-// controller-runtime reads of an AdmissionReview. Past it, the answer is 400. kube-apiserver
-// converts a LIST page's objects in one review: a page of 500 Welcomes as kubectl applies them and
-// the controller reports them takes a fifth of it (test/integration/conversion_test.go), so a page
-// fails only when its Welcomes average more than about 14 KiB.
+// controller-runtime reads of an AdmissionReview. Past it, the answer is 400. kube-apiserver 1.37
+// sends the objects of a LIST one to a review (test/integration/conversion_test.go serves a page of
+// 8 MB), and an object is at most 3 MiB; a review of a whole page of 500 Welcomes as kubectl
+// applies them and the controller reports them would take a fifth of it.
 const MaxConversionReviewBytes = 7 << 20
 
 // admissionWebhooks are the webhooks of Handlers, served by controller-runtime: it reads the

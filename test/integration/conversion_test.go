@@ -92,7 +92,27 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 		Expect(err).To(MatchError(ContainSubstring("spec.port")), "the validating webhook judges a v1 Welcome as it judges v1alpha1's")
 	})
 
-	It("takes a page of 500 Welcomes as kubectl applies and the controller reports them in one ConversionReview, within the size the webhook reads", func(ctx SpecContext) {
+	It("serves a LIST page at v1 larger than a ConversionReview the webhook reads: kube-apiserver does not send the page in one review", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		const welcomes, padBytes = 40, 200 << 10 // 8 MB in all, past MaxConversionReviewBytes
+		pad := strings.Repeat("x", padBytes)
+		for i := range welcomes {
+			w := newWelcome(ns, fmt.Sprintf("large-%d", i), authv1alpha1.WelcomeSpec{Name: "Ada"})
+			w.Annotations = map[string]string{"example.com/pad": pad}
+			Expect(k8s.Create(ctx, w)).To(Succeed())
+		}
+		Expect(welcomes * padBytes).To(BeNumerically(">", webhooks.MaxConversionReviewBytes))
+		calls := webhookCalls(webhooks.ConvertPath)
+		list := &authv1.WelcomeList{}
+		Expect(k8s.List(ctx, list, client.InNamespace(ns), client.Limit(500))).To(Succeed())
+		Expect(list.Items).To(HaveLen(welcomes))
+		for _, w := range list.Items {
+			Expect(w.Annotations).To(HaveKeyWithValue("example.com/pad", pad))
+		}
+		AddReportEntry("ConversionReviews of the LIST (kube-apiserver may reuse conversions it made before)", webhookCalls(webhooks.ConvertPath)-calls)
+	})
+
+	It("would take a page of 500 Welcomes as kubectl applies and the controller reports them in one ConversionReview, within the size the webhook reads", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		root, err := testenv.ModuleRoot()
 		Expect(err).NotTo(HaveOccurred())
