@@ -146,6 +146,9 @@ func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webh
 		log.Info("the AdmissionPolicy's CustomResourceDefinition is back without the AdmissionPolicy; the default policy is in force")
 	}
 	return check, mgr.Add(runnableFunc(func(ctx context.Context) error {
+		// Until it applies an AdmissionPolicy, the replica enforces none: the gauge says so even
+		// where a manager before it in the same process had set it.
+		policyGeneration.Set(0)
 		go confirmation.run(ctx, log)
 		namespaces, err := mgr.GetCache().GetInformer(ctx, &corev1.Namespace{})
 		if err != nil {
