@@ -155,7 +155,7 @@ func (m rotatorManager) GetConfig() *rest.Config {
 // narrowed is cfg for cert-controller's cache: it caches every object of each kind it reads (every
 // Secret of the namespace, every webhook configuration and every CRD of the cluster, whole), and
 // needs only the objects it keeps. A CRD alone takes 40 to 150 KiB of heap in such a cache
-// (BenchmarkCRDCacheBytes), so a cluster of a thousand CRDs would cost a replica over 100 MiB, and
+// (BenchmarkCRDCacheBytes), so a cluster of a thousand CRDs would cost a replica 40 to 150 MiB, and
 // reading every Secret of the namespace would let it read Helm's release Secrets there. So its
 // list and watch requests of each collection are narrowed to the object it keeps by a field
 // selector on its name (namedOnly), which RBAC can grant by resourceNames.

@@ -737,8 +737,21 @@ func TestChartSelfSignedReadsNoOtherSecret(t *testing.T) {
 		if role.Namespace != tc.namespace {
 			t.Errorf("-n %s %v: the Role that reads the Secret is in %q, want %s", tc.releaseNamespace, tc.set, role.Namespace, tc.namespace)
 		}
+		// Every role bound to the manager's ServiceAccount, in its namespace or the cluster's.
+		var rules []rbacv1.PolicyRule
+		for _, ref := range roleRefs(t, m, tc.namespace, getManager(t, m).Spec.Template.Spec.ServiceAccountName) {
+			kind, name, _ := strings.Cut(ref, " ")
+			if kind == "Role" {
+				rules = append(rules, get[rbacv1.Role](t, m, kind, name).Rules...)
+			} else {
+				rules = append(rules, get[rbacv1.ClusterRole](t, m, kind, name).Rules...)
+			}
+		}
 		for _, verb := range []string{"get", "list", "watch"} {
-			if allows(role.Rules, "", "secrets", "", verb) || allows(role.Rules, "", "secrets", "sh.helm.release.v1.other.v1", verb) {
+			if !allows(rules, "", "secrets", "webhook-operator-webhook-server-cert", verb) {
+				t.Errorf("-n %s %v: the manager cannot %s its own Secret", tc.releaseNamespace, tc.set, verb)
+			}
+			if allows(rules, "", "secrets", "", verb) || allows(rules, "", "secrets", "sh.helm.release.v1.other.v1", verb) {
 				t.Errorf("-n %s %v: the manager may %s other Secrets of %s", tc.releaseNamespace, tc.set, verb, tc.namespace)
 			}
 		}

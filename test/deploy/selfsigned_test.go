@@ -84,7 +84,7 @@ func TestConfigSelfSigned(t *testing.T) {
 			}
 		}
 		if len(certs.ConversionCRDs) != 1 {
-			t.Errorf("--cert-conversion-crds names %q; self-signed mode injects the CA into one CRD", certs.ConversionCRDs)
+			t.Fatalf("--cert-conversion-crds names %q; self-signed mode injects the CA into one CRD", certs.ConversionCRDs)
 		}
 		// cert-controller's informers list and watch each kind narrowed to the object it keeps (a
 		// field selector on its name, which RBAC grants by resourceNames); it reads and writes by name.

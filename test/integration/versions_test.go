@@ -115,10 +115,15 @@ var _ = Describe("The admission webhooks at v1, routed as the release that serve
 			Expect(after[path]-before[path]).To(BeNumerically(">=", 1), "%s; calls by path: %v", path, after)
 		}
 
+		before = webhookCallsByPath()
 		err = k8s.Create(ctx, &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: "not-the-cluster-policy"},
 			Spec: policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{{ID: "no.such.rule", Action: policyv1.Warn}}}})
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(causes(err)).To(ConsistOf("metadata.name", "spec.rules[0].id"))
+		after = webhookCallsByPath()
+		const v1Policy, v1alpha1Policy = "/validate-policy-seedlabs-dev-v1-admissionpolicy", "/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy"
+		Expect(after[v1Policy]-before[v1Policy]).To(BeNumerically(">=", 1), "calls by path: %v", after)
+		Expect(after[v1alpha1Policy]).To(Equal(before[v1alpha1Policy]), "calls by path: %v", after)
 	})
 })
 
