@@ -135,6 +135,10 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 					{Name: "LISTEN", Value: "8080,9090"},
 					{Name: "GREETING", Value: "hello from the spec"},
 				},
+				// Without a readiness probe a pod is ready once its container runs, before its
+				// process listens, and a request routed to it in between is refused: CI saw one.
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/", Port: intstr.FromInt32(8080)}},
+					PeriodSeconds: 1},
 			},
 		}
 		Expect(k8s.Create(ctx, d)).To(Succeed())
