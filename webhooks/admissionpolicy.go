@@ -15,27 +15,29 @@ import (
 
 // The validating webhook of the AdmissionPolicy holds it to ValidateAdmissionPolicy, so that a
 // policy the operator cannot apply is refused with every reason, and never stored.
-// +kubebuilder:webhook:path=/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=create;update,versions=v1alpha1,name=vadmissionpolicy.policy.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-policy-seedlabs-dev-v1-admissionpolicy,mutating=false,failurePolicy=fail,sideEffects=None,groups=policy.seedlabs.dev,resources=admissionpolicies,verbs=create;update,versions=v1,name=vadmissionpolicy.policy.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
 
-// admissionPolicyPath serves the validating webhook of the AdmissionPolicy.
-const admissionPolicyPath = "/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy"
+// admissionPolicyPath serves the validating webhook of the AdmissionPolicy at v1, which its
+// webhook configuration calls for both versions: kube-apiserver converts a v1alpha1 policy to v1
+// in process (conversion None), calling no webhook.
+const admissionPolicyPath = "/validate-policy-seedlabs-dev-v1-admissionpolicy"
 
-// admissionPolicyV1Path serves the validating webhook of the AdmissionPolicy at v1, which no
-// webhook configuration calls yet (WelcomeV1 says why): ValidateAdmissionPolicy, on the policy at
-// v1alpha1.
-const admissionPolicyV1Path = "/validate-policy-seedlabs-dev-v1-admissionpolicy"
+// admissionPolicyV1alpha1Path serves the validating webhook of the AdmissionPolicy at v1alpha1,
+// which the previous release's configuration calls, so that it may be called during an upgrade
+// from it: ValidateAdmissionPolicy, on the policy at v1.
+const admissionPolicyV1alpha1Path = "/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy"
 
-// admissionPolicyV1alpha1 is p at v1alpha1, which has the same fields
-// (TestNoneKindsVersionsAreIdentical), through JSON: the element types of their lists differ by
-// name, so Go cannot convert one to the other.
-func admissionPolicyV1alpha1(p *policyv1.AdmissionPolicy) *policyv1alpha1.AdmissionPolicy {
-	out := &policyv1alpha1.AdmissionPolicy{}
+// admissionPolicyV1 is p at v1, which has the same fields (TestNoneKindsVersionsAreIdentical),
+// through JSON: the element types of their lists differ by name, so Go cannot convert one to the
+// other.
+func admissionPolicyV1(p *policyv1alpha1.AdmissionPolicy) *policyv1.AdmissionPolicy {
+	out := &policyv1.AdmissionPolicy{}
 	data, err := json.Marshal(p)
 	if err == nil {
 		err = json.Unmarshal(data, out)
 	}
 	if err != nil {
-		panic(fmt.Sprintf("an AdmissionPolicy at v1 does not read at v1alpha1: %v", err)) // the same fields always do
+		panic(fmt.Sprintf("an AdmissionPolicy at v1alpha1 does not read at v1: %v", err)) // the same fields always do
 	}
 	return out
 }
@@ -60,20 +62,20 @@ func admissionPolicyV1alpha1(p *policyv1.AdmissionPolicy) *policyv1alpha1.Admiss
 // controllers read; ValidateAdmissionPolicy, for the reasons alone, which the AdmissionPolicy's
 // webhook refuses and its controller reports; and the kubectl plugin, which lints offline under
 // a policy file.
-func NewPolicy(p *policyv1alpha1.AdmissionPolicy, defaults ImagePolicy) (*Policy, field.ErrorList) {
+func NewPolicy(p *policyv1.AdmissionPolicy, defaults ImagePolicy) (*Policy, field.ErrorList) {
 	var errs field.ErrorList
-	if p.Name != policyv1alpha1.PolicyName {
+	if p.Name != policyv1.PolicyName {
 		errs = append(errs, field.Invalid(field.NewPath("metadata", "name"), p.Name,
-			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s", policyv1alpha1.PolicyName)))
+			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s", policyv1.PolicyName)))
 	}
 	spec := field.NewPath("spec")
 	rules, registries := p.Spec.Rules, p.Spec.AllowedRegistries
-	errs = append(errs, maxItems(spec.Child("rules"), len(rules), policyv1alpha1.MaxRulesItems)...)
-	errs = append(errs, maxItems(spec.Child("allowedRegistries"), len(registries), policyv1alpha1.MaxAllowedRegistriesItems)...)
-	rules = rules[:min(len(rules), policyv1alpha1.MaxRulesItems)]
+	errs = append(errs, maxItems(spec.Child("rules"), len(rules), policyv1.MaxRulesItems)...)
+	errs = append(errs, maxItems(spec.Child("allowedRegistries"), len(registries), policyv1.MaxAllowedRegistriesItems)...)
+	rules = rules[:min(len(rules), policyv1.MaxRulesItems)]
 	compiled := &Policy{images: defaults, rules: make(map[RuleID]rulePolicy, len(rules))}
 	if registries != nil {
-		images, imageErrs := compileImagePolicy(registries[:min(len(registries), policyv1alpha1.MaxAllowedRegistriesItems)], spec.Child("allowedRegistries"))
+		images, imageErrs := compileImagePolicy(registries[:min(len(registries), policyv1.MaxAllowedRegistriesItems)], spec.Child("allowedRegistries"))
 		compiled.images, errs = images, append(errs, imageErrs...)
 	}
 	if m := p.Spec.MaxReplicas; m != nil {
@@ -103,7 +105,7 @@ func NewPolicy(p *policyv1alpha1.AdmissionPolicy, defaults ImagePolicy) (*Policy
 
 // compileRule compiles one rule of a policy, or says why it cannot be applied; its selectors take
 // their labels and values from terms (selectorBounds).
-func compileRule(r policyv1alpha1.RulePolicy, path *field.Path, terms *int) (rulePolicy, field.ErrorList) {
+func compileRule(r policyv1.RulePolicy, path *field.Path, terms *int) (rulePolicy, field.ErrorList) {
 	var errs field.ErrorList
 	rule, known := ruleByID(RuleID(r.ID))
 	if !known {
@@ -111,8 +113,8 @@ func compileRule(r policyv1alpha1.RulePolicy, path *field.Path, terms *int) (rul
 	}
 	errs = append(errs, validateAction(rule, known, r.Action, path.Child("action"))...)
 	rp := rulePolicy{action: r.Action}
-	errs = append(errs, maxItems(path.Child("namespaces"), len(r.Namespaces), policyv1alpha1.MaxNamespacesItems)...)
-	for j, o := range r.Namespaces[:min(len(r.Namespaces), policyv1alpha1.MaxNamespacesItems)] {
+	errs = append(errs, maxItems(path.Child("namespaces"), len(r.Namespaces), policyv1.MaxNamespacesItems)...)
+	for j, o := range r.Namespaces[:min(len(r.Namespaces), policyv1.MaxNamespacesItems)] {
 		op := path.Child("namespaces").Index(j)
 		// Kubernetes' own validation of a selector names each bad key and value, in time that
 		// grows with them; parsing one that is invalid would join its errors into one message,
@@ -137,13 +139,13 @@ func compileRule(r policyv1alpha1.RulePolicy, path *field.Path, terms *int) (rul
 
 // ValidateAdmissionPolicy returns every reason the AdmissionPolicy cannot be applied whole: the
 // validating webhook refuses a policy with any, so that one is stored only past the webhook.
-func ValidateAdmissionPolicy(p *policyv1alpha1.AdmissionPolicy) field.ErrorList {
+func ValidateAdmissionPolicy(p *policyv1.AdmissionPolicy) field.ErrorList {
 	_, errs := NewPolicy(p, ImagePolicy{})
 	return errs
 }
 
 // validateAction requires an action the rule can take (Rule.Actions).
-func validateAction(rule Rule, known bool, action policyv1alpha1.Action, path *field.Path) field.ErrorList {
+func validateAction(rule Rule, known bool, action policyv1.Action, path *field.Path) field.ErrorList {
 	switch {
 	case !slices.Contains(anyAction, action):
 		return field.ErrorList{field.NotSupported(path, action, anyAction)}

@@ -39,7 +39,7 @@ func benchCases(b *testing.B) []benchCase {
 	handlers := fuzzHandlers(b)
 	var cases []benchCase
 	for _, k := range []testKind{welcomeKind, memcachedKind, deployObjectKind} {
-		sample := sampleSeeds(b, k.kind)[0]
+		sample := sampleSeeds(b, k.kind, k.resource.Version)[0]
 		defaulted := applyDefaults(b, handlers[k.mutate], k, sample)
 		edited, err := jsonpatch.MergePatch(sample, []byte(benchEdits[k.kind]))
 		if err != nil {

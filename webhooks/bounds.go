@@ -7,7 +7,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
 // The CRDs' schemas bound every list (api/, their maxItems and maxProperties), and kube-apiserver
@@ -69,9 +69,9 @@ const maxSelectorTerms = 4096
 
 // selectorBounds are the bounds of one namespace override's selector, which takes its labels and
 // values from terms, what is left of the policy's maxSelectorTerms.
-func selectorBounds(o policyv1alpha1.NamespaceAction, path *field.Path, terms *int) field.ErrorList {
-	errs := maxItems(path.Child("matchLabels"), len(o.Selector.MatchLabels), policyv1alpha1.MaxMatchLabelsProperties)
-	errs = append(errs, maxItems(path.Child("matchExpressions"), len(o.Selector.MatchExpressions), policyv1alpha1.MaxMatchExpressionsItems)...)
+func selectorBounds(o policyv1.NamespaceAction, path *field.Path, terms *int) field.ErrorList {
+	errs := maxItems(path.Child("matchLabels"), len(o.Selector.MatchLabels), policyv1.MaxMatchLabelsProperties)
+	errs = append(errs, maxItems(path.Child("matchExpressions"), len(o.Selector.MatchExpressions), policyv1.MaxMatchExpressionsItems)...)
 	if len(errs) > 0 {
 		return errs
 	}

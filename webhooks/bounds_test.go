@@ -14,7 +14,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
 // TestObjectsPastTheirBoundsAreRefusedForTheBoundsAlone sends both webhooks of a kind an object
@@ -87,14 +87,14 @@ func TestObjectsPastTheirBoundsAreRefusedForTheBoundsAlone(t *testing.T) {
 // TestPoliciesPastTheirBoundsCompileWithinThem compiles a policy past each of its bounds: each
 // is named, and what lies past it is not compiled.
 func TestPoliciesPastTheirBoundsCompileWithinThem(t *testing.T) {
-	override := policyv1alpha1.NamespaceAction{Action: policyv1alpha1.Audit,
+	override := policyv1.NamespaceAction{Action: policyv1.Audit,
 		Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "team", Operator: metav1.LabelSelectorOpIn,
 			Values: make([]string, maxSelectorTerms)}}}}
-	p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
-	p.Spec.Rules = append(p.Spec.Rules, policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn,
-		Namespaces: []policyv1alpha1.NamespaceAction{override}})
-	for range policyv1alpha1.MaxRulesItems {
-		p.Spec.Rules = append(p.Spec.Rules, policyv1alpha1.RulePolicy{ID: string(WelcomeName), Action: policyv1alpha1.Warn})
+	p := &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}}
+	p.Spec.Rules = append(p.Spec.Rules, policyv1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1.Warn,
+		Namespaces: []policyv1.NamespaceAction{override}})
+	for range policyv1.MaxRulesItems {
+		p.Spec.Rules = append(p.Spec.Rules, policyv1.RulePolicy{ID: string(WelcomeName), Action: policyv1.Warn})
 	}
 	compiled, errs := NewPolicy(p, ImagePolicy{})
 	var got []string
@@ -110,7 +110,7 @@ func TestPoliciesPastTheirBoundsCompileWithinThem(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the bounds named (-want +got):\n%s", diff)
 	}
-	if compiled.Action(WelcomeEmail, nil) != policyv1alpha1.Enforce {
+	if compiled.Action(WelcomeEmail, nil) != policyv1.Enforce {
 		t.Error("a rule whose selector is past its bounds is applied")
 	}
 }

@@ -29,7 +29,7 @@ import (
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
@@ -43,18 +43,18 @@ func FuzzDeployObjectAdmission(f *testing.F) { fuzzAdmission(f, deployObjectKind
 // suite uses. Panics are left to crash the fuzz target instead of turning into a 500 reply.
 func fuzzHandlers(tb testing.TB) map[string]*admission.Webhook {
 	tb.Helper()
-	spec := policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: fixtures.AllowedRegistries}
+	spec := policyv1.AdmissionPolicySpec{AllowedRegistries: fixtures.AllowedRegistries}
 	for _, r := range Rules() {
 		if slices.Equal(r.Actions, anyAction) {
-			spec.Rules = append(spec.Rules, policyv1alpha1.RulePolicy{ID: string(r.ID), Action: policyv1alpha1.Enforce,
-				Namespaces: []policyv1alpha1.NamespaceAction{{
+			spec.Rules = append(spec.Rules, policyv1.RulePolicy{ID: string(r.ID), Action: policyv1.Enforce,
+				Namespaces: []policyv1.NamespaceAction{{
 					Selector: metav1.LabelSelector{MatchLabels: map[string]string{"policy": "relaxed"}},
-					Action:   policyv1alpha1.Audit,
+					Action:   policyv1.Audit,
 				}},
 			})
 		}
 	}
-	policy, errs := NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: spec}, ImagePolicy{})
+	policy, errs := NewPolicy(&policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}, Spec: spec}, ImagePolicy{})
 	if len(errs) > 0 {
 		tb.Fatal(errs)
 	}
@@ -91,8 +91,10 @@ func (f namespaceLabelsFunc) NamespaceLabels(_ context.Context, name string) (ma
 // HasNamespace knows every namespace.
 func (namespaceLabelsFunc) HasNamespace(context.Context, string) bool { return true }
 
-// sampleSeeds returns every sample of kind in config/samples, valid and invalid, as JSON.
-func sampleSeeds(tb testing.TB, kind string) [][]byte {
+// sampleSeeds returns every sample of kind in config/samples, valid and invalid, as JSON at
+// version of its group: the samples are at the version stored, and those of a Welcome have no
+// password, so each reads the same at v1alpha1.
+func sampleSeeds(tb testing.TB, kind, version string) [][]byte {
 	tb.Helper()
 	var seeds [][]byte
 	for _, pattern := range []string{"../config/samples/*.yaml", "../config/samples/invalid/*.yaml", "../config/samples/policy/*.yaml"} {
@@ -110,7 +112,7 @@ func sampleSeeds(tb testing.TB, kind string) [][]byte {
 				tb.Fatalf("%s: %v", file, err)
 			}
 			if strings.Contains(string(obj), `"kind":"`+kind+`"`) {
-				seeds = append(seeds, obj)
+				seeds = append(seeds, atVersion(tb, obj, version))
 			}
 		}
 	}
@@ -118,6 +120,23 @@ func sampleSeeds(tb testing.TB, kind string) [][]byte {
 		tb.Fatalf("no sample of %s in config/samples", kind)
 	}
 	return seeds
+}
+
+// atVersion is the JSON object obj with its apiVersion at version of its group.
+func atVersion(tb testing.TB, obj []byte, version string) []byte {
+	tb.Helper()
+	var fields map[string]any
+	if err := json.Unmarshal(obj, &fields); err != nil {
+		tb.Fatal(err)
+	}
+	apiVersion, _ := fields["apiVersion"].(string)
+	group, _, _ := strings.Cut(apiVersion, "/")
+	fields["apiVersion"] = group + "/" + version
+	out, err := json.Marshal(fields)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
 }
 
 // fuzzAdmission sends each input to the kind's webhooks as kube-apiserver would, as a create and
@@ -132,7 +151,7 @@ func sampleSeeds(tb testing.TB, kind string) [][]byte {
 //     delete; a connect gets a well-formed reply;
 //   - what is admitted under the default actions is admitted where the policy relaxes rules.
 func fuzzAdmission(f *testing.F, k testKind) {
-	for _, seed := range sampleSeeds(f, k.kind) {
+	for _, seed := range sampleSeeds(f, k.kind, k.resource.Version) {
 		f.Add(seed)
 	}
 	handlers := fuzzHandlers(f)
@@ -231,12 +250,12 @@ func checkAdmission(t *testing.T, handlers map[string]*admission.Webhook, k test
 // updates: every reply decodes and carries the request's uid; a policy admitted on create compiles, and an update of it that changes nothing is
 // admitted.
 func FuzzAdmissionPolicyAdmission(f *testing.F) {
-	for _, seed := range sampleSeeds(f, "AdmissionPolicy") {
+	for _, seed := range sampleSeeds(f, "AdmissionPolicy", "v1") {
 		f.Add(seed)
 	}
 	validate := fuzzHandlers(f)[admissionPolicyPath]
 	k := testKind{kind: "AdmissionPolicy",
-		resource: metav1.GroupVersionResource{Group: "policy.seedlabs.dev", Version: "v1alpha1", Resource: "admissionpolicies"}}
+		resource: metav1.GroupVersionResource{Group: "policy.seedlabs.dev", Version: "v1", Resource: "admissionpolicies"}}
 	f.Fuzz(func(t *testing.T, object []byte) {
 		if !json.Valid(object) || namesTypeMetaOtherwise(object) {
 			// kube-apiserver sends JSON, spelling apiVersion and kind one way (decodeObject);
@@ -247,7 +266,7 @@ func FuzzAdmissionPolicyAdmission(f *testing.F) {
 			return
 		}
 		p := patchedObject(t, metav1.GroupVersionKind{Group: k.resource.Group, Version: k.resource.Version, Kind: k.kind}, object, nil)
-		if _, errs := NewPolicy(p.(*policyv1alpha1.AdmissionPolicy), ImagePolicy{}); len(errs) > 0 {
+		if _, errs := NewPolicy(p.(*policyv1.AdmissionPolicy), ImagePolicy{}); len(errs) > 0 {
 			t.Fatalf("an admitted policy does not compile: %s: %v", object, errs)
 		}
 		if noop := review(t, validate, k, "", admissionv1.Update, object, object); !noop.Allowed {
@@ -272,7 +291,7 @@ func FuzzAdmissionReviewBody(f *testing.F) {
 		if !ok {
 			continue
 		}
-		for _, seed := range sampleSeeds(f, k.kind) {
+		for _, seed := range sampleSeeds(f, k.kind, k.resource.Version) {
 			for _, op := range []admissionv1.Operation{admissionv1.Create, admissionv1.Update, admissionv1.Delete, admissionv1.Connect} {
 				body, err := json.Marshal(fuzzReview(k, fuzzStrict, "", op, seed, seed))
 				if err != nil {
@@ -405,8 +424,8 @@ func controllerRuntimeValidating(h http.Handler) http.Handler {
 		served = admission.WithValidator[*cachev1alpha1.Memcached](testScheme, v.rule)
 	case validator[appv1.DeployObject, *appv1.DeployObject]:
 		served = admission.WithValidator[*appv1.DeployObject](testScheme, v.rule)
-	case validator[policyv1alpha1.AdmissionPolicy, *policyv1alpha1.AdmissionPolicy]:
-		served = admission.WithValidator[*policyv1alpha1.AdmissionPolicy](testScheme, v.rule)
+	case validator[policyv1.AdmissionPolicy, *policyv1.AdmissionPolicy]:
+		served = admission.WithValidator[*policyv1.AdmissionPolicy](testScheme, v.rule)
 	case memcachedScaleValidator:
 		rule := v.validator.(validator[autoscalingv1.Scale, *autoscalingv1.Scale]).rule
 		served = &admission.Webhook{Handler: memcachedScaleValidator{validator: admission.WithValidator[*autoscalingv1.Scale](testScheme, rule).Handler}}

@@ -64,16 +64,18 @@ type AnyKind interface {
 	newObject() runtime.Object
 }
 
-// Kinds are the kinds admission defaults and validates.
-func Kinds() []AnyKind { return []AnyKind{Welcome, Memcached, DeployObject} }
+// Kinds are the kinds admission defaults and validates, at the version the API server stores and
+// the controllers read.
+func Kinds() []AnyKind { return []AnyKind{WelcomeV1, MemcachedV1, DeployObject} }
 
-// servedAhead are the kinds at versions whose webhooks are served before any webhook configuration
-// calls them: at v1, which the next release serves and routes admission of (docs/upgrade.md).
-func servedAhead() []AnyKind { return []AnyKind{WelcomeV1, MemcachedV1} }
+// deprecated are the kinds at the versions still served, deprecated, beside Kinds': at v1alpha1,
+// which the API server still serves and the webhook configurations still route a Welcome of
+// (docs/upgrade.md). The next release unserves them.
+func deprecated() []AnyKind { return []AnyKind{Welcome, Memcached} }
 
-// KindOf is the kind of gvk, if admission defaults and validates it.
+// KindOf is the kind of gvk, at any version served, if admission defaults and validates it.
 func KindOf(gvk schema.GroupVersionKind) (AnyKind, bool) {
-	for _, k := range Kinds() {
+	for _, k := range append(Kinds(), deprecated()...) {
 		if k.Kind() == gvk {
 			return k, true
 		}
@@ -84,7 +86,7 @@ func KindOf(gvk schema.GroupVersionKind) (AnyKind, bool) {
 // DefaultObject defaults obj by the rules of its kind, and reports false for an object of no kind
 // admission knows.
 func DefaultObject(obj runtime.Object) bool {
-	for _, k := range Kinds() {
+	for _, k := range append(Kinds(), deprecated()...) {
 		if k.DefaultObject(obj) {
 			return true
 		}

@@ -18,7 +18,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
@@ -285,7 +285,7 @@ func TestSizeLimitsCanBeRaised(t *testing.T) {
 		t.Fatalf("rules broken (-want +got):\n%s", diff)
 	}
 	for _, id := range sizeLimitRules {
-		if r, _ := ruleByID(id); !slices.Equal(r.Actions, anyAction) || r.Default != policyv1alpha1.Enforce {
+		if r, _ := ruleByID(id); !slices.Equal(r.Actions, anyAction) || r.Default != policyv1.Enforce {
 			t.Errorf("%s is a contract or warning rule: an admin could not raise the limit", id)
 		}
 	}
@@ -294,11 +294,11 @@ func TestSizeLimitsCanBeRaised(t *testing.T) {
 		t.Fatalf("the default policy refuses %d of the %d violations", len(j.Refused), len(errs))
 	}
 	prod := metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}
-	for _, action := range []policyv1alpha1.Action{policyv1alpha1.Warn, policyv1alpha1.Audit} {
+	for _, action := range []policyv1.Action{policyv1.Warn, policyv1.Audit} {
 		ap := admissionPolicy()
 		for _, id := range sizeLimitRules {
-			ap.Spec.Rules = append(ap.Spec.Rules, policyv1alpha1.RulePolicy{ID: string(id), Action: action,
-				Namespaces: []policyv1alpha1.NamespaceAction{{Selector: prod, Action: policyv1alpha1.Enforce}}})
+			ap.Spec.Rules = append(ap.Spec.Rules, policyv1.RulePolicy{ID: string(id), Action: action,
+				Namespaces: []policyv1.NamespaceAction{{Selector: prod, Action: policyv1.Enforce}}})
 		}
 		p, policyErrs := NewPolicy(ap, ImagePolicy{})
 		if len(policyErrs) > 0 {
@@ -309,7 +309,7 @@ func TestSizeLimitsCanBeRaised(t *testing.T) {
 			t.Errorf("%s: still refused: %v", action, relaxed.Refused)
 		}
 		wantWarnings := 0
-		if action == policyv1alpha1.Warn {
+		if action == policyv1.Warn {
 			wantWarnings = len(errs)
 		}
 		if len(relaxed.Warnings) != wantWarnings {
@@ -361,7 +361,7 @@ func TestSizeLimitsRatchet(t *testing.T) {
 // kinds' replica rules to the number it gives, is refused below the default cap, which then stays,
 // and leaves the rules' actions as they are.
 func TestMaxReplicasRaisesTheCap(t *testing.T) {
-	compile := func(t *testing.T, maxReplicas *int32, rules ...policyv1alpha1.RulePolicy) (*Policy, field.ErrorList) {
+	compile := func(t *testing.T, maxReplicas *int32, rules ...policyv1.RulePolicy) (*Policy, field.ErrorList) {
 		t.Helper()
 		ap := admissionPolicy()
 		ap.Spec.MaxReplicas, ap.Spec.Rules = maxReplicas, rules
@@ -404,7 +404,7 @@ func TestMaxReplicasRaisesTheCap(t *testing.T) {
 		t.Errorf("a nil policy's cap is %d, want %d", got, defaultMaxReplicas)
 	}
 
-	lowered, errs := compile(t, ptr.To[int32](50), policyv1alpha1.RulePolicy{ID: string(WelcomeReplicasMax), Action: policyv1alpha1.Warn})
+	lowered, errs := compile(t, ptr.To[int32](50), policyv1.RulePolicy{ID: string(WelcomeReplicasMax), Action: policyv1.Warn})
 	wantErrs := field.ErrorList{field.Invalid(field.NewPath("spec", "maxReplicas"), int32(50),
 		"may only raise the cap of 100 replicas: the API server does not call the Welcome's webhook for 100 or fewer; to refuse fewer, set a ResourceQuota")}
 	if diff := gocmp.Diff(wantErrs, errs); diff != "" {
@@ -413,7 +413,7 @@ func TestMaxReplicasRaisesTheCap(t *testing.T) {
 	if got := lowered.MaxReplicas(); got != defaultMaxReplicas {
 		t.Errorf("maxReplicas 50, refused, gives a cap of %d, want %d", got, defaultMaxReplicas)
 	}
-	if got := lowered.Action(WelcomeReplicasMax, nil); got != policyv1alpha1.Warn {
+	if got := lowered.Action(WelcomeReplicasMax, nil); got != policyv1.Warn {
 		t.Errorf("the rule beside a refused maxReplicas is %s, want Warn: only maxReplicas is dropped", got)
 	}
 	if got := len(validate(lowered, 60)); got != 0 {

@@ -30,6 +30,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
@@ -121,6 +122,11 @@ func (m *webhookMatcher) calls(tb testing.TB, op admission.Operation, subresourc
 	for i, o := range []runtime.Object{obj, old} {
 		if o == nil || reflect.ValueOf(o).IsNil() {
 			continue
+		}
+		// kube-apiserver calls a webhook of v1 with a v1alpha1 Welcome converted as the
+		// conversion webhook converts it.
+		if w, ok := o.(*authv1alpha1.Welcome); ok && m.gvk.Version == authv1.GroupVersion.Version {
+			o = welcomeV1(w)
 		}
 		u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 		if err != nil {
@@ -308,8 +314,22 @@ func requireMemcachedCall(tb testing.TB, m *webhookMatcher, mc, old *cachev1alph
 	}
 }
 
+// welcomeValidatingMatchers are the matchers of a Welcome's validating webhooks, one for each
+// version served; calls sends a v1 webhook a v1alpha1 Welcome converted to v1.
+func welcomeValidatingMatchers(tb testing.TB) []*webhookMatcher {
+	return []*webhookMatcher{
+		validatingMatcher(tb, "vwelcome.auth.seedlabs.dev", welcomeGVK, "welcomes"),
+		validatingMatcher(tb, "vwelcome-v1.auth.seedlabs.dev", authv1.GroupVersion.WithKind("Welcome"), "welcomes"),
+	}
+}
+
 func TestWelcomeMayBeRefused(t *testing.T) {
-	m := validatingMatcher(t, "vwelcome.auth.seedlabs.dev", welcomeGVK, "welcomes")
+	for _, m := range welcomeValidatingMatchers(t) {
+		t.Run(m.gvk.Version, func(t *testing.T) { testWelcomeMayBeRefused(t, m) })
+	}
+}
+
+func testWelcomeMayBeRefused(t *testing.T, m *webhookMatcher) {
 	policies := imagePolicies(t)
 	// valid is a Welcome the webhook admits with no warning, changed by changes.
 	valid := func(changes ...func(*authv1alpha1.WelcomeSpec)) *authv1alpha1.Welcome {
@@ -400,6 +420,7 @@ func TestMayBeRefusedReadsEveryField(t *testing.T) {
 		spec    any
 	}{
 		{"vwelcome.auth.seedlabs.dev", authv1alpha1.WelcomeSpec{}},
+		{"vwelcome-v1.auth.seedlabs.dev", authv1.WelcomeSpec{}},
 		{"vmemcached.cache.seedlabs.dev", cachev1alpha1.MemcachedSpec{}},
 	} {
 		m := validatingMatcher(t, c.webhook, welcomeGVK, "welcomes")
@@ -538,7 +559,7 @@ func FuzzWelcomeMayBeRefused(f *testing.F) {
 	f.Add("w", "x", "a.b@c.d", "", "", "", "", "ClusterIP", int64(65535), int64(-1), int64(65536), uint8(0))
 	f.Add("limits", strings.Repeat("€", 85)+"a", emailOfBytes(254), strings.Repeat("g", 256), strings.Repeat("€", 85)+"g", "", "", "", int64(1), int64(100), int64(80), uint8(0xff))
 	f.Add("past-limits", strings.Repeat("n", 257), emailOfBytes(255), strings.Repeat("g", 257), "", strings.Repeat("p", 257), "", "", int64(1), int64(101), int64(80), uint8(0xff))
-	m := validatingMatcher(f, "vwelcome.auth.seedlabs.dev", welcomeGVK, "welcomes")
+	matchers := welcomeValidatingMatchers(f)
 	policies := imagePolicies(f)
 	f.Fuzz(func(t *testing.T, name, specName, email, group1, group2, password, image, serviceType string, userID, replicas, port int64, set uint8) {
 		w := welcome()
@@ -560,7 +581,9 @@ func FuzzWelcomeMayBeRefused(f *testing.F) {
 		if set&16 != 0 {
 			w.Spec.Groups = append(w.Spec.Groups, group2)
 		}
-		requireWelcomeCall(t, m, policies, w, welcome())
+		for _, m := range matchers {
+			requireWelcomeCall(t, m, policies, w, welcome())
+		}
 	})
 }
 
@@ -589,5 +612,27 @@ func scaleObject(replicas int32) *autoscalingv1.Scale {
 		TypeMeta:   metav1.TypeMeta{APIVersion: "autoscaling/v1", Kind: "Scale"},
 		ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "default"},
 		Spec:       autoscalingv1.ScaleSpec{Replicas: replicas},
+	}
+}
+
+// TestWelcomeV1PasswordChangeIsJudged: a v1 Welcome keeps v1alpha1's password in its
+// conversion-data annotation, so an update that changes only the password leaves the spec as it was;
+// its validating webhook is called for it all the same, and not for an update that changes
+// nothing it judges.
+func TestWelcomeV1PasswordChangeIsJudged(t *testing.T) {
+	m := welcomeValidatingMatchers(t)[1]
+	old := welcome(func(s *authv1alpha1.WelcomeSpec) { s.Password = "hunter2" })
+	tooLong := old.DeepCopy()
+	tooLong.Spec.Password = strings.Repeat("p", maxPasswordBytes+1)
+	if errs, _ := ValidateWelcome(old, tooLong, DefaultPolicy(ImagePolicy{})); len(errs) == 0 {
+		t.Fatal("ValidateWelcome admits a password past its limit; the test needs one it refuses")
+	}
+	if !m.calls(t, admission.Update, "", tooLong, old) {
+		t.Error("an update of a v1 Welcome's password alone is not sent to its validating webhook")
+	}
+	relabelled := old.DeepCopy()
+	relabelled.Labels = map[string]string{"team": "web"}
+	if m.calls(t, admission.Update, "", relabelled, old) {
+		t.Error("an update of a v1 Welcome's labels is sent to its validating webhook")
 	}
 }

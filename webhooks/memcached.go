@@ -16,15 +16,17 @@ import (
 )
 
 // The webhooks of a Memcached: DefaultMemcached, and ValidateMemcached or
-// validateSizeChange for a scale. Their matchConditions
-// (config/webhook/match-conditions/match_conditions.yaml) call them only for the requests they
-// could answer otherwise than with a plain allow.
-// +kubebuilder:webhook:path=/mutate-cache-seedlabs-dev-v1alpha1-memcached,mutating=true,failurePolicy=fail,sideEffects=None,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=mmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never
-// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1alpha1,name=vmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
-// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached-scale,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds/scale,verbs=update,versions=v1alpha1,name=vmemcachedscale.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
+// validateSizeChange for a scale, called at v1 for both versions: kube-apiserver converts a
+// v1alpha1 Memcached to v1 in process (conversion None), calling no webhook. The scale webhook keeps
+// the path the previous release serves: a Scale is autoscaling/v1 at either version. Their
+// matchConditions (config/webhook/match-conditions/match_conditions.yaml) call them only for the
+// requests they could answer otherwise than with a plain allow.
+// +kubebuilder:webhook:path=/mutate-cache-seedlabs-dev-v1-memcached,mutating=true,failurePolicy=fail,sideEffects=None,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1,name=mmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1-memcached,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1,name=vmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
+// +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached-scale,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds/scale,verbs=update,versions=v1,name=vmemcachedscale.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
 
-// Memcached is the admission of a Memcached: the rules its webhooks (the markers above) serve on
-// its MutatePath and ValidatePath.
+// Memcached is the admission of a Memcached at v1alpha1, deprecated, which the previous release's
+// configuration calls: the rules MemcachedV1 serves.
 var Memcached = Kind[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{
 	GVK:     cachev1alpha1.GroupVersion.WithKind("Memcached"),
 	Default: DefaultMemcached,
@@ -34,10 +36,9 @@ var Memcached = Kind[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{
 	},
 }
 
-// MemcachedV1 is the admission of a Memcached at v1: Memcached's rules, on the object at
-// v1alpha1, which has the same fields (the conversions below do not compile otherwise). No webhook
-// configuration calls its paths yet (WelcomeV1 says why). The scale subresource's webhook serves
-// both versions already: a Scale is autoscaling/v1 at either.
+// MemcachedV1 is the admission of a Memcached at v1, the version stored, whose webhooks the
+// markers above route: Memcached's rules, on the object at v1alpha1, which has the same fields
+// (the conversions below do not compile otherwise).
 var MemcachedV1 = Kind[cachev1.Memcached, *cachev1.Memcached]{
 	GVK: cachev1.GroupVersion.WithKind("Memcached"),
 	Default: func(m *cachev1.Memcached) {

@@ -5,7 +5,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
 // Admission's own metrics, on the manager's metrics endpoint beside controller-runtime's
@@ -64,8 +64,8 @@ func observe(kind, operation string, v Judgement) {
 }
 
 // resultOf is the action a rule result is counted under, by what the policy did about the rule.
-var resultOf = map[policyv1alpha1.Action]string{
-	policyv1alpha1.Enforce: actionDenied,
-	policyv1alpha1.Warn:    actionWarned,
-	policyv1alpha1.Audit:   actionAudited,
+var resultOf = map[policyv1.Action]string{
+	policyv1.Enforce: actionDenied,
+	policyv1.Warn:    actionWarned,
+	policyv1.Audit:   actionAudited,
 }

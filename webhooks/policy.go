@@ -9,7 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
 // Policy is an AdmissionPolicy made ready to apply: the image policy, the replica cap, and the
@@ -24,13 +24,13 @@ type Policy struct {
 
 // rulePolicy is the action of one rule, and its overrides by namespace, first match first.
 type rulePolicy struct {
-	action    policyv1alpha1.Action
+	action    policyv1.Action
 	overrides []namespaceAction
 }
 
 type namespaceAction struct {
 	selector labels.Selector
-	action   policyv1alpha1.Action
+	action   policyv1.Action
 }
 
 // DefaultPolicy is the policy when no AdmissionPolicy exists: every rule at its default action,
@@ -71,9 +71,9 @@ func (p *Policy) SelectsNamespaces() bool {
 
 // Action is what admission does about rule id in a namespace of the given labels: the rule's
 // default, unless the policy changes it.
-func (p *Policy) Action(id RuleID, namespace labels.Labels) policyv1alpha1.Action {
+func (p *Policy) Action(id RuleID, namespace labels.Labels) policyv1.Action {
 	rule, known := ruleByID(id)
-	action := policyv1alpha1.Enforce
+	action := policyv1.Enforce
 	if known {
 		action = rule.Default
 	}
@@ -111,14 +111,14 @@ type Judgement struct {
 // BrokenRule is a rule an object breaks, and what the policy does about it.
 type BrokenRule struct {
 	ID     RuleID
-	Action policyv1alpha1.Action
+	Action policyv1.Action
 }
 
 // Audited are the rules whose violations and warnings were only counted.
 func (j Judgement) Audited() []RuleID {
 	var ids []RuleID
 	for _, b := range j.Broken {
-		if b.Action == policyv1alpha1.Audit {
+		if b.Action == policyv1.Audit {
 			ids = append(ids, b.ID)
 		}
 	}
@@ -141,8 +141,8 @@ func (j Judgement) HeldBack() field.ErrorList {
 // labels.
 func (p *Policy) Judge(errs field.ErrorList, warnings []Warning, namespace labels.Labels) Judgement {
 	var j Judgement
-	actions := map[RuleID]policyv1alpha1.Action{}
-	action := func(id RuleID) policyv1alpha1.Action {
+	actions := map[RuleID]policyv1.Action{}
+	action := func(id RuleID) policyv1.Action {
 		a, judged := actions[id]
 		if !judged {
 			a = p.Action(id, namespace)
@@ -155,15 +155,15 @@ func (p *Policy) Judge(errs field.ErrorList, warnings []Warning, namespace label
 	}
 	for _, e := range errs {
 		switch id := RuleID(e.Origin); action(id) {
-		case policyv1alpha1.Warn:
+		case policyv1.Warn:
 			j.Warnings = append(j.Warnings, Warning{Rule: id, Message: e.Error()})
-		case policyv1alpha1.Audit:
+		case policyv1.Audit:
 		default:
 			j.Refused = append(j.Refused, e)
 		}
 	}
 	for _, w := range warnings {
-		if action(w.Rule) != policyv1alpha1.Audit {
+		if action(w.Rule) != policyv1.Audit {
 			j.Warnings = append(j.Warnings, w)
 		}
 	}

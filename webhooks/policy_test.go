@@ -11,22 +11,22 @@ import (
 	"k8s.io/utils/ptr"
 
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
-func admissionPolicy(rules ...policyv1alpha1.RulePolicy) *policyv1alpha1.AdmissionPolicy {
-	return &policyv1alpha1.AdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
-		Spec:       policyv1alpha1.AdmissionPolicySpec{Rules: rules},
+func admissionPolicy(rules ...policyv1.RulePolicy) *policyv1.AdmissionPolicy {
+	return &policyv1.AdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName},
+		Spec:       policyv1.AdmissionPolicySpec{Rules: rules},
 	}
 }
 
 func TestValidateAdmissionPolicy(t *testing.T) {
 	valid := admissionPolicy(
-		policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn, Namespaces: []policyv1alpha1.NamespaceAction{
-			{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Action: policyv1alpha1.Enforce},
+		policyv1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1.Warn, Namespaces: []policyv1.NamespaceAction{
+			{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Action: policyv1.Enforce},
 		}},
-		policyv1alpha1.RulePolicy{ID: string(WelcomePassword), Action: policyv1alpha1.Audit},
+		policyv1.RulePolicy{ID: string(WelcomePassword), Action: policyv1.Audit},
 	)
 	valid.Spec.AllowedRegistries = []string{"ghcr.io"}
 	if errs := ValidateAdmissionPolicy(valid); len(errs) > 0 {
@@ -34,14 +34,14 @@ func TestValidateAdmissionPolicy(t *testing.T) {
 	}
 
 	bad := admissionPolicy(
-		policyv1alpha1.RulePolicy{ID: "welcome.no.such-rule", Action: policyv1alpha1.Warn},
-		policyv1alpha1.RulePolicy{ID: string(WelcomePort), Action: policyv1alpha1.Warn},
-		policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: "Ignore", Namespaces: []policyv1alpha1.NamespaceAction{
-			{Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}, Action: policyv1alpha1.Audit},
+		policyv1.RulePolicy{ID: "welcome.no.such-rule", Action: policyv1.Warn},
+		policyv1.RulePolicy{ID: string(WelcomePort), Action: policyv1.Warn},
+		policyv1.RulePolicy{ID: string(WelcomeEmail), Action: "Ignore", Namespaces: []policyv1.NamespaceAction{
+			{Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}, Action: policyv1.Audit},
 		}},
-		policyv1alpha1.RulePolicy{ID: string(WelcomePassword), Action: policyv1alpha1.Enforce},
-		policyv1alpha1.RulePolicy{ID: string(DeployObjectEnv), Action: policyv1alpha1.Enforce, Namespaces: []policyv1alpha1.NamespaceAction{
-			{Action: policyv1alpha1.Audit},
+		policyv1.RulePolicy{ID: string(WelcomePassword), Action: policyv1.Enforce},
+		policyv1.RulePolicy{ID: string(DeployObjectEnv), Action: policyv1.Enforce, Namespaces: []policyv1.NamespaceAction{
+			{Action: policyv1.Audit},
 		}},
 	)
 	bad.Name = "mine"
@@ -67,16 +67,16 @@ func TestNewPolicyAppliesWhatIsValid(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
 		registries []string
-		rules      []policyv1alpha1.RulePolicy
+		rules      []policyv1.RulePolicy
 		// wantRegistries is what Images().AllowedRegistries() gives: nil for any, [] for none.
 		wantRegistries []string
-		wantActions    map[RuleID]policyv1alpha1.Action
+		wantActions    map[RuleID]policyv1.Action
 		wantErrs       []string
 	}{{
 		name:           "no allowedRegistries: the manager's",
-		rules:          []policyv1alpha1.RulePolicy{{ID: string(WelcomeEmail), Action: policyv1alpha1.Audit}},
+		rules:          []policyv1.RulePolicy{{ID: string(WelcomeEmail), Action: policyv1.Audit}},
 		wantRegistries: []string{"ghcr.io"},
-		wantActions:    map[RuleID]policyv1alpha1.Action{WelcomeEmail: policyv1alpha1.Audit},
+		wantActions:    map[RuleID]policyv1.Action{WelcomeEmail: policyv1.Audit},
 	}, {
 		name:       "allowedRegistries []: any",
 		registries: []string{},
@@ -95,18 +95,18 @@ func TestNewPolicyAppliesWhatIsValid(t *testing.T) {
 		// was dropped whole, and its allow-list with it.
 		name:       "a contract rule relaxed, an unknown rule, a repeated one: each dropped, the rest applied",
 		registries: []string{"registry.corp.example"},
-		rules: []policyv1alpha1.RulePolicy{
-			{ID: string(WelcomePort), Action: policyv1alpha1.Warn},
-			{ID: "welcome.no.such-rule", Action: policyv1alpha1.Warn},
-			{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn},
-			{ID: string(WelcomeEmail), Action: policyv1alpha1.Audit},
-			{ID: string(WelcomePassword), Action: policyv1alpha1.Audit, Namespaces: []policyv1alpha1.NamespaceAction{
-				{Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}, Action: policyv1alpha1.Warn},
+		rules: []policyv1.RulePolicy{
+			{ID: string(WelcomePort), Action: policyv1.Warn},
+			{ID: "welcome.no.such-rule", Action: policyv1.Warn},
+			{ID: string(WelcomeEmail), Action: policyv1.Warn},
+			{ID: string(WelcomeEmail), Action: policyv1.Audit},
+			{ID: string(WelcomePassword), Action: policyv1.Audit, Namespaces: []policyv1.NamespaceAction{
+				{Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "env", Operator: "Near"}}}, Action: policyv1.Warn},
 			}},
 		},
 		wantRegistries: []string{"registry.corp.example"},
-		wantActions: map[RuleID]policyv1alpha1.Action{
-			WelcomePort: policyv1alpha1.Enforce, WelcomeEmail: policyv1alpha1.Warn, WelcomePassword: policyv1alpha1.Warn,
+		wantActions: map[RuleID]policyv1.Action{
+			WelcomePort: policyv1.Enforce, WelcomeEmail: policyv1.Warn, WelcomePassword: policyv1.Warn,
 		},
 		wantErrs: []string{"spec.rules[0].action", "spec.rules[1].id", "spec.rules[3].id", "spec.rules[4].namespaces[0].selector.matchExpressions[0].operator"},
 	}} {
@@ -159,11 +159,11 @@ func causesOf(errs field.ErrorList) []string {
 
 func TestPolicyActions(t *testing.T) {
 	p, errs := NewPolicy(admissionPolicy(
-		policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn, Namespaces: []policyv1alpha1.NamespaceAction{
-			{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Action: policyv1alpha1.Enforce},
-			{Selector: metav1.LabelSelector{}, Action: policyv1alpha1.Audit},
+		policyv1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1.Warn, Namespaces: []policyv1.NamespaceAction{
+			{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Action: policyv1.Enforce},
+			{Selector: metav1.LabelSelector{}, Action: policyv1.Audit},
 		}},
-		policyv1alpha1.RulePolicy{ID: string(WelcomePassword), Action: policyv1alpha1.Audit},
+		policyv1.RulePolicy{ID: string(WelcomePassword), Action: policyv1.Audit},
 	), ImagePolicy{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -174,21 +174,21 @@ func TestPolicyActions(t *testing.T) {
 	for _, c := range []struct {
 		id     RuleID
 		labels labels.Set
-		want   policyv1alpha1.Action
+		want   policyv1.Action
 	}{
-		{WelcomeEmail, labels.Set{"env": "prod"}, policyv1alpha1.Enforce},
-		{WelcomeEmail, labels.Set{"env": "dev"}, policyv1alpha1.Audit}, // the empty selector selects every namespace
-		{WelcomePassword, nil, policyv1alpha1.Audit},
-		{WelcomePort, nil, policyv1alpha1.Enforce},      // not listed: a refusing rule's default
-		{WelcomeReplicasZero, nil, policyv1alpha1.Warn}, // not listed: a warning rule's default
-		{"welcome.unknown.rule", nil, policyv1alpha1.Enforce},
+		{WelcomeEmail, labels.Set{"env": "prod"}, policyv1.Enforce},
+		{WelcomeEmail, labels.Set{"env": "dev"}, policyv1.Audit}, // the empty selector selects every namespace
+		{WelcomePassword, nil, policyv1.Audit},
+		{WelcomePort, nil, policyv1.Enforce},      // not listed: a refusing rule's default
+		{WelcomeReplicasZero, nil, policyv1.Warn}, // not listed: a warning rule's default
+		{"welcome.unknown.rule", nil, policyv1.Enforce},
 	} {
 		if got := p.Action(c.id, c.labels); got != c.want {
 			t.Errorf("Action(%s, %v) = %s, want %s", c.id, c.labels, got, c.want)
 		}
 	}
 	var nilPolicy *Policy
-	if got := nilPolicy.Action(WelcomeEmail, nil); got != policyv1alpha1.Enforce {
+	if got := nilPolicy.Action(WelcomeEmail, nil); got != policyv1.Enforce {
 		t.Errorf("a nil policy: %s, want Enforce", got)
 	}
 }
@@ -198,9 +198,9 @@ func TestPolicyActions(t *testing.T) {
 // Enforced ones are refused.
 func TestPolicyJudge(t *testing.T) {
 	p, errs := NewPolicy(admissionPolicy(
-		policyv1alpha1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1alpha1.Warn},
-		policyv1alpha1.RulePolicy{ID: string(WelcomeUserID), Action: policyv1alpha1.Audit},
-		policyv1alpha1.RulePolicy{ID: string(WelcomePassword), Action: policyv1alpha1.Audit},
+		policyv1.RulePolicy{ID: string(WelcomeEmail), Action: policyv1.Warn},
+		policyv1.RulePolicy{ID: string(WelcomeUserID), Action: policyv1.Audit},
+		policyv1.RulePolicy{ID: string(WelcomePassword), Action: policyv1.Audit},
 	), ImagePolicy{})
 	if len(errs) > 0 {
 		t.Fatal(errs)

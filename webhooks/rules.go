@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
 // RuleID names a rule admission enforces. IDs are stable: they appear in every refusal and
@@ -26,12 +26,12 @@ type Rule struct {
 	// Summary says what the rule requires.
 	Summary string
 	// Default is what admission does about the rule when no policy changes it.
-	Default policyv1alpha1.Action
+	Default policyv1.Action
 	// Actions are what a policy may make of it: a contract rule protects what the operator
 	// builds (an object that breaks one would be admitted and then fail when its Deployment or
 	// Service is applied), so it is always Enforced; a warning names nothing to refuse, so it is
 	// Warned or Audited.
-	Actions []policyv1alpha1.Action
+	Actions []policyv1.Action
 	// AdmissionOnly rules judge what is admitted, not what is stored: a stored spec that breaks
 	// one is rolled out all the same. The registry allow-list is admission policy, so an image
 	// admitted before the list changed keeps running.
@@ -45,15 +45,15 @@ func (r Rule) Contract() bool {
 
 // What a policy may make of each sort of rule.
 var (
-	anyAction = []policyv1alpha1.Action{policyv1alpha1.Enforce, policyv1alpha1.Warn, policyv1alpha1.Audit}
-	contract  = []policyv1alpha1.Action{policyv1alpha1.Enforce}
-	warnOnly  = []policyv1alpha1.Action{policyv1alpha1.Warn, policyv1alpha1.Audit}
+	anyAction = []policyv1.Action{policyv1.Enforce, policyv1.Warn, policyv1.Audit}
+	contract  = []policyv1.Action{policyv1.Enforce}
+	warnOnly  = []policyv1.Action{policyv1.Warn, policyv1.Audit}
 )
 
 // The default actions, as the table below writes them.
 const (
-	enforce = policyv1alpha1.Enforce
-	warn    = policyv1alpha1.Warn
+	enforce = policyv1.Enforce
+	warn    = policyv1.Warn
 )
 
 // The rules' IDs, kind by kind.
@@ -72,6 +72,7 @@ const (
 	WelcomeServiceType       RuleID = "welcome.service-type.supported"
 	WelcomePassword          RuleID = "welcome.password.plaintext"
 	WelcomePasswordLength    RuleID = "welcome.password.length"
+	WelcomeConversionData    RuleID = "welcome.conversion-data.valid"
 	WelcomeImageReference    RuleID = "welcome.image.reference"
 	WelcomeImagePinned       RuleID = "welcome.image.pinned"
 	WelcomeImageRegistry     RuleID = "welcome.image.registry"
@@ -117,6 +118,7 @@ var rules = []Rule{
 	{ID: WelcomeServiceType, Kind: "Welcome", Field: "spec.serviceType", Summary: "NodePort, ClusterIP or LoadBalancer", Default: enforce, Actions: contract},
 	{ID: WelcomePassword, Kind: "Welcome", Field: "spec.password", Summary: "stored unencrypted in etcd", Default: warn, Actions: warnOnly},
 	{ID: WelcomePasswordLength, Kind: "Welcome", Field: "spec.password", Summary: "at most 256 bytes", Default: enforce, Actions: anyAction},
+	{ID: WelcomeConversionData, Kind: "Welcome", Field: "metadata.annotations[auth.seedlabs.dev/conversion-data]", Summary: "at v1, what a conversion writes, or absent: v1alpha1 reads spec.password from it", Default: enforce, Actions: anyAction, AdmissionOnly: true},
 	{ID: WelcomeImageReference, Kind: "Welcome", Field: "spec.image", Summary: "a reference the container runtime can parse", Default: enforce, Actions: contract},
 	{ID: WelcomeImagePinned, Kind: "Welcome", Field: "spec.image", Summary: "a tag other than latest, or a digest", Default: enforce, Actions: anyAction},
 	{ID: WelcomeImageRegistry, Kind: "Welcome", Field: "spec.image", Summary: "from an allowed registry, when the allow-list is set", Default: enforce, Actions: anyAction, AdmissionOnly: true},

@@ -12,9 +12,10 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
 var ruleIDFormat = regexp.MustCompile(`^(welcome|memcached|deployobject)\.[a-z0-9-]+\.[a-z0-9-]+$`)
@@ -33,13 +34,14 @@ func TestRulesAreWellFormed(t *testing.T) {
 			t.Errorf("rule %s holds a %s", r.ID, r.Kind)
 		}
 		switch {
-		case r.Default == policyv1alpha1.Warn && slices.Equal(r.Actions, warnOnly):
-		case r.Default == policyv1alpha1.Enforce && (slices.Equal(r.Actions, contract) || slices.Equal(r.Actions, anyAction)):
+		case r.Default == policyv1.Warn && slices.Equal(r.Actions, warnOnly):
+		case r.Default == policyv1.Enforce && (slices.Equal(r.Actions, contract) || slices.Equal(r.Actions, anyAction)):
 		default:
 			t.Errorf("rule %s defaults to %s and allows %v: a rule is a contract (Enforce), a warning (Warn or Audit, Warn by default) or any action, Enforce by default", r.ID, r.Default, r.Actions)
 		}
-		if r.AdmissionOnly && !strings.HasSuffix(string(r.ID), ".image.registry") {
-			t.Errorf("rule %s is AdmissionOnly: only the registry allow-list is admission policy", r.ID)
+		// The registry allow-list is admission policy; the conversion data is read by no controller.
+		if r.AdmissionOnly && !strings.HasSuffix(string(r.ID), ".image.registry") && r.ID != WelcomeConversionData {
+			t.Errorf("rule %s is AdmissionOnly: only the registry allow-list and the conversion data, which no controller reads, hold no stored spec back", r.ID)
 		}
 		if r.Field == "" || r.Summary == "" {
 			t.Errorf("rule %s has no field or summary", r.ID)
@@ -87,6 +89,10 @@ func TestEveryRuleIsReachable(t *testing.T) {
 		w.Name, w.Spec = "hello.world", spec
 		record(ValidateWelcome(nil, w, DefaultPolicy(strict)))
 	}
+	// At v1, a conversion-data annotation no conversion writes.
+	v1 := welcomeV1(welcome())
+	v1.Annotations = map[string]string{authv1.ConversionDataAnnotation: "{not json"}
+	record(WelcomeV1.Validate(nil, v1, DefaultPolicy(strict)))
 
 	for _, c := range []struct{ old, size, port *int32 }{
 		{nil, ptr.To[int32](4), ptr.To[int32](0)},

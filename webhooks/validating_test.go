@@ -67,7 +67,7 @@ func TestDecodeObjectDecodesAsControllerRuntime(t *testing.T) {
 // are found.
 func TestNamesTypeMetaOtherwise(t *testing.T) {
 	for _, kind := range []string{"Welcome", "Memcached", "DeployObject", "AdmissionPolicy"} {
-		for _, seed := range sampleSeeds(t, kind) {
+		for _, seed := range sampleSeeds(t, kind, "v1") {
 			if namesTypeMetaOtherwise(seed) {
 				t.Errorf("%s is said to spell apiVersion or kind otherwise", seed)
 			}

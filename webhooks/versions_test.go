@@ -17,8 +17,8 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 )
 
-// versionPair is a kind at v1alpha1 and at v1, whose webhooks at v1 are served ahead of any
-// configuration calling them.
+// versionPair is a kind at v1alpha1, deprecated, and at v1, the version stored, each with webhooks
+// of its own.
 type versionPair struct {
 	alpha, v1 testKind
 	// convert is an object at v1alpha1 at v1, as kube-apiserver converts it.
@@ -50,9 +50,9 @@ var versionPairs = map[string]versionPair{
 		convert: sameFields("cache.seedlabs.dev", "Memcached"),
 	},
 	"AdmissionPolicy": {
-		alpha: testKind{kind: "AdmissionPolicy", validate: admissionPolicyPath,
+		alpha: testKind{kind: "AdmissionPolicy", validate: admissionPolicyV1alpha1Path,
 			resource: metav1.GroupVersionResource{Group: "policy.seedlabs.dev", Version: "v1alpha1", Resource: "admissionpolicies"}},
-		v1: testKind{kind: "AdmissionPolicy", validate: admissionPolicyV1Path,
+		v1: testKind{kind: "AdmissionPolicy", validate: admissionPolicyPath,
 			resource: metav1.GroupVersionResource{Group: "policy.seedlabs.dev", Version: "v1", Resource: "admissionpolicies"}},
 		convert: sameFields("policy.seedlabs.dev", "AdmissionPolicy"),
 	},
@@ -77,8 +77,9 @@ func sameFields(group, kind string) func(*testing.T, runtime.Object) runtime.Obj
 	}
 }
 
-// FuzzVersionsAnswerAlike holds the webhooks served ahead at v1 (servedAhead, and the
-// AdmissionPolicy's) to the webhooks at v1alpha1 that the webhook configurations call today: an
+// FuzzVersionsAnswerAlike holds the webhooks at v1 (Kinds, and the AdmissionPolicy's) to those at
+// v1alpha1 (deprecated, and the AdmissionPolicy's), which the previous release's configurations
+// call, and a Welcome's configuration still does: an
 // object of a kind, and an old one for an update, sent at v1alpha1 and, converted as
 // kube-apiserver converts them, at v1, get the same answer, in both namespaces of fuzzHandlers'
 // policy: admitted or refused alike, with the same status, causes and warnings (but for a
@@ -86,7 +87,7 @@ func sameFields(group, kind string) func(*testing.T, runtime.Object) runtime.Obj
 // that makes the same object at either version.
 func FuzzVersionsAnswerAlike(f *testing.F) {
 	for kind := range versionPairs {
-		seeds := sampleSeeds(f, kind)
+		seeds := sampleSeeds(f, kind, "v1alpha1")
 		for _, object := range seeds {
 			for _, old := range seeds {
 				f.Add(object, old)

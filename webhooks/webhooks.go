@@ -46,10 +46,11 @@ func Setup(mgr ctrl.Manager, opts Options) {
 }
 
 // Handlers returns every webhook by the path it is called on: those the webhook configurations
-// in config/webhook call (the defaulting and validating webhooks of each of Kinds, the validating
-// webhooks of the memcacheds/scale subresource and of the AdmissionPolicy), those of the versions
-// served ahead of any configuration calling them (servedAhead, and the AdmissionPolicy's at v1),
-// and the conversion webhook, which a CRD that converts by webhook calls. The scheme must know the kinds, each
+// in config/webhook call (the defaulting and validating webhooks of each of Kinds and of a
+// Welcome at v1alpha1, the validating webhooks of the memcacheds/scale subresource and of the
+// AdmissionPolicy), those the previous release's configurations call (deprecated, and the
+// AdmissionPolicy's at v1alpha1), and the conversion webhook, which a CRD that converts by webhook
+// calls. The scheme must know the kinds, each
 // version of a kind that converts, and autoscaling/v1 Scale.
 func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 	handlers := make(map[string]http.Handler)
@@ -82,15 +83,15 @@ func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissi
 	table := map[string]*admission.Webhook{
 		memcachedScalePath: {Handler: newMemcachedScaleValidator(scheme, j)},
 		admissionPolicyPath: validatingWebhook(scheme, judge{},
-			func(_ *Policy, _, p *policyv1alpha1.AdmissionPolicy) (field.ErrorList, []Warning) {
+			func(_ *Policy, _, p *policyv1.AdmissionPolicy) (field.ErrorList, []Warning) {
 				return ValidateAdmissionPolicy(p), nil
 			}),
-		admissionPolicyV1Path: validatingWebhook(scheme, judge{},
-			func(_ *Policy, _, p *policyv1.AdmissionPolicy) (field.ErrorList, []Warning) {
-				return ValidateAdmissionPolicy(admissionPolicyV1alpha1(p)), nil
+		admissionPolicyV1alpha1Path: validatingWebhook(scheme, judge{},
+			func(_ *Policy, _, p *policyv1alpha1.AdmissionPolicy) (field.ErrorList, []Warning) {
+				return ValidateAdmissionPolicy(admissionPolicyV1(p)), nil
 			}),
 	}
-	for _, k := range append(Kinds(), servedAhead()...) {
+	for _, k := range append(Kinds(), deprecated()...) {
 		k.register(table, scheme, j)
 	}
 	return table

@@ -108,7 +108,7 @@ func TestRatchetLeavesItsInputAlone(t *testing.T) {
 // TestKindsAreTheSchemes holds each Kind's GVK, written by hand in the kind's file, equal to the
 // one the scheme registers its type under, which the serving adapters read.
 func TestKindsAreTheSchemes(t *testing.T) {
-	for _, k := range append(Kinds(), servedAhead()...) {
+	for _, k := range append(Kinds(), deprecated()...) {
 		gvks, _, err := testScheme.ObjectKinds(k.newObject())
 		if err != nil || len(gvks) != 1 || gvks[0] != k.Kind() {
 			t.Errorf("%s: the scheme registers %T as %v (%v)", k.Kind(), k.newObject(), gvks, err)
@@ -117,9 +117,10 @@ func TestKindsAreTheSchemes(t *testing.T) {
 }
 
 // TestHandlersServeEveryConfiguredPath holds Handlers to the paths the webhook configurations
-// generated into config/webhook call, so that no webhook answers 404, and to the paths served ahead
-// of any configuration calling them (servedAhead, and the AdmissionPolicy's at v1), so that the
-// release whose configuration calls them finds them served by the one before.
+// generated into config/webhook call, so that no webhook answers 404, and to the paths the previous
+// release's configurations call (the deprecated kinds' and the AdmissionPolicy's at v1alpha1), so
+// that while an upgrade from it rolls out, a replica of this release answers the configuration of
+// that one.
 func TestHandlersServeEveryConfiguredPath(t *testing.T) {
 	data, err := os.ReadFile("../config/webhook/manifests.yaml")
 	if err != nil {
@@ -131,20 +132,14 @@ func TestHandlersServeEveryConfiguredPath(t *testing.T) {
 			configured = append(configured, path)
 		}
 	}
-	ahead := []string{admissionPolicyV1Path}
-	for _, k := range servedAhead() {
-		ahead = append(ahead, k.(interface{ MutatePath() string }).MutatePath(), k.(interface{ ValidatePath() string }).ValidatePath())
+	previous := []string{admissionPolicyV1alpha1Path}
+	for _, k := range deprecated() {
+		previous = append(previous, k.(interface{ MutatePath() string }).MutatePath(), k.(interface{ ValidatePath() string }).ValidatePath())
 	}
 	served := slices.Collect(maps.Keys(fuzzHandlers(t)))
-	want := append(slices.Clone(configured), ahead...)
-	slices.Sort(want)
+	want := slices.Compact(slices.Sorted(slices.Values(append(slices.Clone(configured), previous...))))
 	slices.Sort(served)
 	if len(configured) == 0 || !slices.Equal(want, served) {
-		t.Errorf("config/webhook calls %q and %q are served ahead, Handlers serves %q", configured, ahead, served)
-	}
-	for _, path := range ahead {
-		if slices.Contains(configured, path) {
-			t.Errorf("%s is served ahead of any configuration calling it, and config/webhook calls it", path)
-		}
+		t.Errorf("config/webhook calls %q and the previous release's %q, Handlers serves %q", configured, previous, served)
 	}
 }

@@ -13,25 +13,26 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 )
 
-// The webhooks of a Welcome: DefaultWelcome and ValidateWelcome. Their matchConditions
-// (config/webhook/match-conditions/match_conditions.yaml) call them only for the requests they
-// could answer otherwise than with a plain allow.
-// +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1alpha1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=mwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent,reinvocationPolicy=Never
-// +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1alpha1-welcome,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=vwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
+// The webhooks of a Welcome: DefaultWelcome and ValidateWelcome, at each version served. Each
+// version has entries of its own, matched Exact, so that the API server calls each with the
+// object as written, and a Welcome whose matchConditions skip the webhooks costs no conversion
+// call (config/webhook/match-conditions/match_conditions.yaml).
+// +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1alpha1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=mwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Exact,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1alpha1-welcome,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1alpha1,name=vwelcome.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Exact
+// +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1,name=mwelcome-v1.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Exact,reinvocationPolicy=Never
+// +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1-welcome,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1,name=vwelcome-v1.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Exact
 
-// Welcome is the admission of a Welcome: the rules its webhooks (the markers above) serve on
-// its MutatePath and ValidatePath.
+// Welcome is the admission of a Welcome at v1alpha1, deprecated: the rules its webhooks (the
+// markers above) serve on its MutatePath and ValidatePath.
 var Welcome = Kind[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
 	GVK:     authv1alpha1.GroupVersion.WithKind("Welcome"),
 	Default: DefaultWelcome, Validate: ValidateWelcome, bounds: welcomeBounds,
 }
 
-// WelcomeV1 is the admission of a Welcome at v1: Welcome's rules, judged on the object converted
-// to v1alpha1 as the conversion webhook converts it, with the password, which v1 keeps in the
-// conversion-data annotation, named there. No webhook configuration calls its paths yet: a release
-// serves a path before the release whose configuration calls it, so that kube-apiserver never
-// calls a replica of a rollout on a path it does not serve (docs/upgrade.md). Converting counts
-// a malformed conversion-data annotation, as the conversion webhook does.
+// WelcomeV1 is the admission of a Welcome at v1, the version stored: Welcome's rules, judged on
+// the object converted to v1alpha1 as the conversion webhook converts it, with the password, which
+// v1 keeps in the conversion-data annotation, named there. Converting counts a malformed
+// conversion-data annotation, as the conversion webhook does.
 var WelcomeV1 = Kind[authv1.Welcome, *authv1.Welcome]{
 	GVK: authv1.GroupVersion.WithKind("Welcome"),
 	Default: func(w *authv1.Welcome) {
@@ -40,13 +41,39 @@ var WelcomeV1 = Kind[authv1.Welcome, *authv1.Welcome]{
 		w.Spec = welcomeV1(defaulted).Spec
 	},
 	Validate: func(old, w *authv1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
-		return validateWelcomeAt(welcomeV1alpha1(old), welcomeV1alpha1(w), policy, conversionDataPassword)
+		converted := welcomeV1alpha1(w)
+		errs, warnings := validateWelcomeAt(welcomeV1alpha1(old), converted, policy, conversionDataPassword)
+		if len(welcomeBounds(converted)) > 0 {
+			return errs, warnings
+		}
+		return append(errs, validateConversionData(old, w)...), warnings
 	},
 	bounds: func(w *authv1.Welcome) field.ErrorList { return welcomeBounds(welcomeV1alpha1(w)) },
 }
 
-// conversionDataPassword is where a v1 Welcome keeps v1alpha1's spec.password.
-var conversionDataPassword = field.NewPath("metadata", "annotations").Key(authv1.ConversionDataAnnotation).Child("spec", "password")
+// The conversion-data annotation of a v1 Welcome, and the password v1alpha1 reads from it.
+var (
+	conversionData         = field.NewPath("metadata", "annotations").Key(authv1.ConversionDataAnnotation)
+	conversionDataPassword = conversionData.Child("spec", "password")
+)
+
+// validateConversionData refuses a v1 Welcome's conversion-data annotation unless a conversion
+// could have written it: the conversion ignores one it cannot read (and so must, being total), and
+// the password in it would be lost without a word. One the old object had already is kept.
+func validateConversionData(old, w *authv1.Welcome) field.ErrorList {
+	raw, ok := w.Annotations[authv1.ConversionDataAnnotation]
+	if !ok || authv1alpha1.ConversionDataValid(raw) {
+		return nil
+	}
+	if old != nil {
+		if was, had := old.Annotations[authv1.ConversionDataAnnotation]; had && was == raw {
+			return nil
+		}
+	}
+	return field.ErrorList{field.Invalid(conversionData, field.OmitValueType{},
+		`must be what a conversion from v1alpha1 writes, such as {"spec":{"password":"…"}}, or absent: v1alpha1 reads spec.password from it`).
+		WithOrigin(string(WelcomeConversionData))}
+}
 
 // welcomeV1alpha1 is w converted to v1alpha1; nil for nil.
 func welcomeV1alpha1(w *authv1.Welcome) *authv1alpha1.Welcome {

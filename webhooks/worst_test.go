@@ -17,7 +17,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
 // maxAPIRequestBytes is kube-apiserver's limit on a request body (--max-request-bytes, 3 MiB by
@@ -91,9 +91,9 @@ var worstRequests = []worstRequest{
 				`"spec":{"image":"registry.local/app:v1","ports":[` + strings.Join(ports, ",") + `],"env":[` + repeated(e, n) + `]}}`
 		}},
 	{name: "AdmissionPolicy/validate/selector-values-at-bounds", kind: admissionPolicyKind, path: admissionPolicyPath, op: admissionv1.Create,
-		atBound: policyv1alpha1.MaxRulesItems, object: func(n int) string {
+		atBound: policyv1.MaxRulesItems, object: func(n int) string {
 			override := `{"action":"Audit","selector":{"matchExpressions":[{"key":"k","operator":"In","values":[` + repeated(`"!"`, 256) + `]}]}}`
-			overrides := min(policyv1alpha1.MaxNamespacesItems, (maxAPIRequestBytes-4096)/n/(len(override)+1))
+			overrides := min(policyv1.MaxNamespacesItems, (maxAPIRequestBytes-4096)/n/(len(override)+1))
 			rule := `{"id":"welcome.name.length","action":"Warn","namespaces":[` + repeated(override, overrides) + `]}`
 			return `{"apiVersion":"policy.seedlabs.dev/v1alpha1","kind":"AdmissionPolicy","metadata":{"name":"cluster"},` +
 				`"spec":{"rules":[` + repeated(rule, n) + `]}}`

@@ -22,6 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/convert"
 	"github.com/seedlabs/webhook-operator/internal/lint"
@@ -318,12 +319,13 @@ func readPolicy(file string, images webhooks.ImagePolicy) (*webhooks.Policy, err
 	if err != nil {
 		return nil, err
 	}
-	var p policyv1alpha1.AdmissionPolicy
+	var p policyv1.AdmissionPolicy
 	if err := yaml.UnmarshalStrict(data, &p); err != nil {
 		return nil, fmt.Errorf("%s: %w", file, err)
 	}
-	if p.Kind != "AdmissionPolicy" || p.APIVersion != policyv1alpha1.GroupVersion.String() {
-		return nil, fmt.Errorf("%s: not a %s AdmissionPolicy", file, policyv1alpha1.GroupVersion)
+	// v1alpha1, deprecated, has v1's fields: the same strict read holds either.
+	if p.Kind != "AdmissionPolicy" || (p.APIVersion != policyv1.GroupVersion.String() && p.APIVersion != policyv1alpha1.GroupVersion.String()) {
+		return nil, fmt.Errorf("%s: not a %s or %s AdmissionPolicy", file, policyv1.GroupVersion, policyv1alpha1.GroupVersion)
 	}
 	compiled, errs := webhooks.NewPolicy(&p, images)
 	if len(errs) > 0 {

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/internal/lint"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -83,13 +83,13 @@ func TestLintInvalidSamples(t *testing.T) {
 }
 
 func TestLintText(t *testing.T) {
-	manifest := `# two Welcomes and something else
+	manifest := `# two Welcomes, one at the deprecated v1alpha1, and something else
 apiVersion: auth.seedlabs.dev/v1alpha1
 kind: Welcome
 metadata: {name: ok}
 spec: {name: Ada, password: hunter2}
 ---
-apiVersion: auth.seedlabs.dev/v1alpha1
+apiVersion: auth.seedlabs.dev/v1
 kind: Welcome
 metadata: {name: bad}
 spec: {name: Ada, port: 0, userID: 0}
@@ -106,7 +106,8 @@ metadata: {name: settings}
 	if stdout != wantOut {
 		t.Errorf("stdout (-want +got):\n%s", cmp.Diff(wantOut, stdout))
 	}
-	wantErr := "Warning: spec.password is stored unencrypted in etcd and shown to anyone who can read this Welcome; " +
+	wantErr := "Warning: auth.seedlabs.dev/v1alpha1 Welcome is deprecated; use auth.seedlabs.dev/v1 (kubectl webhook-operator convert)\n" +
+		"Warning: spec.password is stored unencrypted in etcd and shown to anyone who can read this Welcome; " +
 		"keep secrets in a Secret instead (rule welcome.password.plaintext)\n" +
 		"-: The Welcome \"bad\" is invalid: \n" +
 		"* spec.userID: Invalid value: 0: must be between 1 and 65535 when set (rule welcome.user-id.range)\n" +
@@ -120,11 +121,11 @@ func TestLintRefusesWhatTheAPIServerCannotDecode(t *testing.T) {
 	for _, c := range []struct {
 		name, manifest, want string
 	}{
-		{"an unknown field", "apiVersion: cache.seedlabs.dev/v1alpha1\nkind: Memcached\nmetadata: {name: m}\nspec: {size: 1, sise: 2}\n",
+		{"an unknown field", "apiVersion: cache.seedlabs.dev/v1\nkind: Memcached\nmetadata: {name: m}\nspec: {size: 1, sise: 2}\n",
 			`strict decoding error: unknown field "spec.sise"`},
-		{"a duplicate field", "apiVersion: cache.seedlabs.dev/v1alpha1\nkind: Memcached\nmetadata: {name: m}\nspec: {size: 1}\nspec: {size: 2}\n",
+		{"a duplicate field", "apiVersion: cache.seedlabs.dev/v1\nkind: Memcached\nmetadata: {name: m}\nspec: {size: 1}\nspec: {size: 2}\n",
 			`key "spec" already set in map`},
-		{"a string for a number", "apiVersion: cache.seedlabs.dev/v1alpha1\nkind: Memcached\nmetadata: {name: m}\nspec: {size: two}\n",
+		{"a string for a number", "apiVersion: cache.seedlabs.dev/v1\nkind: Memcached\nmetadata: {name: m}\nspec: {size: two}\n",
 			`cannot unmarshal string`},
 	} {
 		code, _, stderr := lintRun(t, c.manifest, "lint")
@@ -136,9 +137,9 @@ func TestLintRefusesWhatTheAPIServerCannotDecode(t *testing.T) {
 
 func TestLintList(t *testing.T) {
 	list := `{"apiVersion": "v1", "kind": "List", "items": [
-		{"apiVersion": "cache.seedlabs.dev/v1alpha1", "kind": "Memcached", "metadata": {"name": "a"}, "spec": {"size": 2}},
+		{"apiVersion": "cache.seedlabs.dev/v1", "kind": "Memcached", "metadata": {"name": "a"}, "spec": {"size": 2}},
 		{"apiVersion": "v1", "kind": "List", "items": [
-			{"apiVersion": "cache.seedlabs.dev/v1alpha1", "kind": "Memcached", "metadata": {"name": "b"}, "spec": {"size": 4}}]}]}`
+			{"apiVersion": "cache.seedlabs.dev/v1", "kind": "Memcached", "metadata": {"name": "b"}, "spec": {"size": 4}}]}]}`
 	code, stdout, stderr := lintRun(t, list, "lint", "-o", "json")
 	if code != exitInvalid {
 		t.Errorf("exit %d, want %d; stderr %s", code, exitInvalid, stderr)
@@ -278,9 +279,9 @@ func TestRules(t *testing.T) {
 		t.Fatalf("%d rules listed, %d registered", len(rules), len(webhooks.Rules()))
 	}
 	for _, r := range rules {
-		for _, action := range []policyv1alpha1.Action{policyv1alpha1.Enforce, policyv1alpha1.Warn, policyv1alpha1.Audit} {
-			p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
-				Spec: policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{{ID: r.ID, Action: action}}}}
+		for _, action := range []policyv1.Action{policyv1.Enforce, policyv1.Warn, policyv1.Audit} {
+			p := &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName},
+				Spec: policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{{ID: r.ID, Action: action}}}}
 			accepted := len(webhooks.ValidateAdmissionPolicy(p)) == 0
 			if listed := slices.Contains(r.Allowed, string(action)); listed != accepted {
 				t.Errorf("%s: %s is listed %v, accepted by the policy's webhook %v", r.ID, action, listed, accepted)
@@ -310,8 +311,8 @@ func TestVersion(t *testing.T) {
 // must be -n's), those in kube-system and --operator-namespace are unchecked, and
 // kubernetes.io/metadata.name is the namespace's name, never a --namespace-labels label.
 func TestLintNamespaces(t *testing.T) {
-	const bad = "apiVersion: auth.seedlabs.dev/v1alpha1\nkind: Welcome\nmetadata: {name: bad, namespace: kube-system}\nspec: {name: Ada, port: 0}\n" +
-		"---\napiVersion: auth.seedlabs.dev/v1alpha1\nkind: Welcome\nmetadata: {name: bad}\nspec: {name: Ada, port: 0}\n"
+	const bad = "apiVersion: auth.seedlabs.dev/v1\nkind: Welcome\nmetadata: {name: bad, namespace: kube-system}\nspec: {name: Ada, port: 0}\n" +
+		"---\napiVersion: auth.seedlabs.dev/v1\nkind: Welcome\nmetadata: {name: bad}\nspec: {name: Ada, port: 0}\n"
 	code, _, stderr := lintRun(t, bad, "lint", "--operator-namespace", "ops", "-n", "ops")
 	if want := "-: error: the namespace from the provided object \"kube-system\" does not match the namespace \"ops\". " +
 		"You must pass '--namespace=kube-system' to perform this operation.\n"; code != exitInvalid || stderr != want {

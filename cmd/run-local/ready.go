@@ -14,7 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
@@ -108,14 +108,14 @@ func welcomeDefaulted(cfg *rest.Config) func(context.Context) error {
 				return err
 			}
 		}
-		probe := &authv1alpha1.Welcome{
+		probe := &authv1.Welcome{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "run-local-probe-", Namespace: metav1.NamespaceDefault},
-			Spec:       authv1alpha1.WelcomeSpec{Name: "probe"},
+			Spec:       authv1.WelcomeSpec{Name: "probe"},
 		}
 		if err := c.Create(ctx, probe, client.DryRunAll); err != nil {
 			return fmt.Errorf("dry-run create of a Welcome: %w", err)
 		}
-		if probe.Spec.Replicas == nil || *probe.Spec.Replicas != authv1alpha1.DefaultReplicas {
+		if probe.Spec.Replicas == nil || *probe.Spec.Replicas != authv1.DefaultReplicas {
 			return errors.New("dry-run create of a Welcome came back without spec.replicas defaulted to 1: the mutating webhook did not run")
 		}
 		return nil

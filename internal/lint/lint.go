@@ -28,7 +28,10 @@ import (
 	"k8s.io/apiserver/pkg/storage/names"
 	"sigs.k8s.io/yaml"
 
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -275,6 +278,14 @@ func listItems(fields map[string]json.RawMessage, object []byte, apiVersion, kin
 	return objects, nil
 }
 
+// deprecations are the warnings the API server answers a request at a deprecated version of the
+// operator's kinds with: the CRDs' deprecationWarning.
+var deprecations = map[schema.GroupVersionKind]string{
+	authv1alpha1.GroupVersion.WithKind("Welcome"):           authv1alpha1.DeprecationWarning,
+	cachev1alpha1.GroupVersion.WithKind("Memcached"):        cachev1alpha1.DeprecationWarning,
+	policyv1alpha1.GroupVersion.WithKind("AdmissionPolicy"): policyv1alpha1.DeprecationWarning,
+}
+
 // object admits one object as kube-apiserver would with the operator installed.
 func (l Linter) object(data []byte) Result {
 	var meta typeAndName
@@ -306,6 +317,10 @@ func (l Linter) object(data []byte) Result {
 		namespace = result.Namespace
 	}
 	result.Namespace = namespace
+	// The API server answers any request at a deprecated version with its warning.
+	if warning, ok := deprecations[gv.WithKind(meta.Kind)]; ok {
+		result.Warnings = []string{warning}
+	}
 	obj, _, err := decoder.Decode(data, nil, nil)
 	if err != nil {
 		return l.refused(result, apierrors.NewBadRequest(err.Error()))
@@ -337,7 +352,7 @@ func (l Linter) object(data []byte) Result {
 	}
 	namespaceLabels[corev1.LabelMetadataName] = namespace
 	verdict := l.Policy.Judge(errs, warnings, namespaceLabels)
-	errs, result.Warnings = verdict.Refused, webhooks.ListedWarnings(verdict.Warnings)
+	errs, result.Warnings = verdict.Refused, append(result.Warnings, webhooks.ListedWarnings(verdict.Warnings)...)
 	for _, id := range verdict.Audited() {
 		result.Audited = append(result.Audited, string(id))
 	}
@@ -375,8 +390,15 @@ func serverValidation(obj runtime.Object) field.ErrorList {
 	objectMeta.DeletionTimestamp, objectMeta.DeletionGracePeriodSeconds = nil, nil
 	errs := apimachineryvalidation.ValidateObjectMetaDeclaratively(context.Background(), operation.Create, objectMeta, nil, true,
 		apimachineryvalidation.NameIsDNSSubdomain, field.NewPath("metadata"), true)
-	if m, ok := obj.(*cachev1alpha1.Memcached); ok && m.Spec.Size != nil && *m.Spec.Size < 0 {
-		errs = append(errs, field.Invalid(field.NewPath(".spec.size"), *m.Spec.Size, "should be a non-negative integer"))
+	var size *int32
+	switch m := obj.(type) {
+	case *cachev1.Memcached:
+		size = m.Spec.Size
+	case *cachev1alpha1.Memcached:
+		size = m.Spec.Size
+	}
+	if size != nil && *size < 0 {
+		errs = append(errs, field.Invalid(field.NewPath(".spec.size"), *size, "should be a non-negative integer"))
 	}
 	return errs
 }

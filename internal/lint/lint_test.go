@@ -2,15 +2,19 @@ package lint
 
 import (
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -29,7 +33,7 @@ const (
 )
 
 const (
-	welcome      = "apiVersion: auth.seedlabs.dev/v1alpha1\nkind: Welcome\n"
+	welcome      = "apiVersion: auth.seedlabs.dev/v1\nkind: Welcome\n"
 	deployObject = "apiVersion: app.seedlabs.dev/v1\nkind: DeployObject\n"
 	nginx        = "spec: {image: 'docker.io/library/nginx:1.27', ports: [{port: 80}]}\n"
 )
@@ -37,9 +41,9 @@ const (
 // maxReplicasPolicy is a policy that raises the replica cap to maxReplicas.
 func maxReplicasPolicy(t *testing.T, maxReplicas int32) *webhooks.Policy {
 	t.Helper()
-	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
-		Spec:       policyv1alpha1.AdmissionPolicySpec{MaxReplicas: &maxReplicas},
+	p, errs := webhooks.NewPolicy(&policyv1.AdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName},
+		Spec:       policyv1.AdmissionPolicySpec{MaxReplicas: &maxReplicas},
 	}, webhooks.ImagePolicy{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -54,13 +58,13 @@ const pastCap150 = "Invalid value: 151: must be at most 150; lower it, or ask a 
 // emailPolicy audits welcome.email.format, but enforces it in the namespace named prod.
 func emailPolicy(t *testing.T) *webhooks.Policy {
 	t.Helper()
-	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
-		Spec: policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{{
-			ID: string(webhooks.WelcomeEmail), Action: policyv1alpha1.Audit,
-			Namespaces: []policyv1alpha1.NamespaceAction{{
+	p, errs := webhooks.NewPolicy(&policyv1.AdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName},
+		Spec: policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{{
+			ID: string(webhooks.WelcomeEmail), Action: policyv1.Audit,
+			Namespaces: []policyv1.NamespaceAction{{
 				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "prod"}},
-				Action:   policyv1alpha1.Enforce,
+				Action:   policyv1.Enforce,
 			}},
 		}}},
 	}, webhooks.ImagePolicy{})
@@ -77,7 +81,7 @@ func nestedLists(depth int, object string) string {
 }
 
 func TestLint(t *testing.T) {
-	const welcomeGV, deployObjectGV = "auth.seedlabs.dev/v1alpha1", "app.seedlabs.dev/v1"
+	const welcomeGV, deployObjectGV = "auth.seedlabs.dev/v1", "app.seedlabs.dev/v1"
 	longPrefix := strings.Repeat("a", 60) + "-"
 	bottom := "{apiVersion: " + welcomeGV + ", kind: Welcome, metadata: {name: bottom}, spec: {name: Ada}}"
 	for _, tc := range []struct {
@@ -311,5 +315,33 @@ func TestSummarize(t *testing.T) {
 	got := Summarize([]Result{{Verdict: Valid}, {Verdict: Invalid}, {Verdict: Unchecked}, {Verdict: Unchecked}, {Verdict: Skipped}})
 	if want := (Summary{Valid: 1, Invalid: 1, Skipped: 1, Unchecked: 2}); got != want {
 		t.Errorf("Summarize = %+v, want %+v", got, want)
+	}
+}
+
+// TestDeprecationsAreTheCRDs holds deprecations to the CRDs' deprecated versions and their
+// deprecationWarning, generated from the markers of the types, which say the warnings again.
+func TestDeprecationsAreTheCRDs(t *testing.T) {
+	files, err := filepath.Glob("../../config/crd/bases/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no CRDs in config/crd/bases: %v", err)
+	}
+	found := map[schema.GroupVersionKind]string{}
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var crd apiextensionsv1.CustomResourceDefinition
+		if err := yaml.UnmarshalStrict(data, &crd); err != nil {
+			t.Fatalf("%s: %v", file, err)
+		}
+		for _, v := range crd.Spec.Versions {
+			if v.Deprecated {
+				found[schema.GroupVersionKind{Group: crd.Spec.Group, Version: v.Name, Kind: crd.Spec.Names.Kind}] = ptr.Deref(v.DeprecationWarning, "")
+			}
+		}
+	}
+	if diff := cmp.Diff(found, deprecations); diff != "" {
+		t.Errorf("the CRDs' deprecated versions and warnings (-CRDs +deprecations):\n%s", diff)
 	}
 }

@@ -24,8 +24,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/reconciled"
@@ -188,9 +188,9 @@ func storedObjects(b *testing.B) []wireObject {
 		out = append(out, wireObject{store: store, data: data, decoder: decoder})
 	}
 	for file, obj := range map[string]client.Object{
-		"auth_v1alpha1_welcome.yaml":    &authv1alpha1.Welcome{},
-		"cache_v1alpha1_memcached.yaml": &cachev1alpha1.Memcached{},
-		"app_v1_deployobject.yaml":      &appv1.DeployObject{},
+		"auth_v1_welcome.yaml":     &authv1.Welcome{},
+		"cache_v1_memcached.yaml":  &cachev1.Memcached{},
+		"app_v1_deployobject.yaml": &appv1.DeployObject{},
 	} {
 		data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", file))
 		if err != nil {

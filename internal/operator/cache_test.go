@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
@@ -85,11 +85,12 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 		in   any
 		want any
 	}{
-		{"a Welcome's", deployment(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop")), kept(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop"))},
-		{"a Memcached's", deployment(controller("cache.seedlabs.dev/v1alpha1", "Memcached", "shop")), kept(controller("cache.seedlabs.dev/v1alpha1", "Memcached", "shop"))},
+		{"a Welcome's", deployment(controller("auth.seedlabs.dev/v1", "Welcome", "shop")), kept(controller("auth.seedlabs.dev/v1", "Welcome", "shop"))},
+		{"a Memcached's", deployment(controller("cache.seedlabs.dev/v1", "Memcached", "shop")), kept(controller("cache.seedlabs.dev/v1", "Memcached", "shop"))},
+		{"a Welcome's, owned at v1alpha1 as the previous release applied it", deployment(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop")), kept(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop"))},
 		{"a DeployObject's, of another version", deployment(controller("app.seedlabs.dev/v2", "DeployObject", "shop")), kept(controller("app.seedlabs.dev/v2", "DeployObject", "shop"))},
 		{"without a controller", deployment(nil), skeletonOf(nil)},
-		{"controlled by a Welcome of another name", deployment(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "cart")), skeletonOf(controller("auth.seedlabs.dev/v1alpha1", "Welcome", "cart"))},
+		{"controlled by a Welcome of another name", deployment(controller("auth.seedlabs.dev/v1", "Welcome", "cart")), skeletonOf(controller("auth.seedlabs.dev/v1", "Welcome", "cart"))},
 		{"controlled by a kind of that name in another group", deployment(controller("example.com/v1", "Welcome", "shop")), skeletonOf(controller("example.com/v1", "Welcome", "shop"))},
 		{"controlled by a ReplicaSet", deployment(controller("apps/v1", "ReplicaSet", "shop")), skeletonOf(controller("apps/v1", "ReplicaSet", "shop"))},
 		{"not a Deployment or Service", "tombstone", "tombstone"},
@@ -123,7 +124,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 		s := &corev1.Service{
 			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Annotations: map[string]string{"padding": "x"},
 				ManagedFields:   []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
-				OwnerReferences: controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop")},
+				OwnerReferences: controller("auth.seedlabs.dev/v1", "Welcome", "shop")},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.0.0.7", Selector: map[string]string{"app": "shop"},
 				SessionAffinity: corev1.ServiceAffinityNone},
 		}
@@ -144,7 +145,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 		want := &corev1.Service{
 			TypeMeta: serviceType,
 			ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", Annotations: map[string]string{apply.AnnotationHeld: held},
-				OwnerReferences: controller("auth.seedlabs.dev/v1alpha1", "Welcome", "shop")[1:]},
+				OwnerReferences: controller("auth.seedlabs.dev/v1", "Welcome", "shop")[1:]},
 			Spec: corev1.ServiceSpec{Type: corev1.ServiceTypeNodePort, ClusterIP: "10.0.0.7", Ports: []corev1.ServicePort{{Port: 8000, NodePort: 30000}}},
 		}
 		if diff := cmp.Diff(want, read(got)); diff != "" {
@@ -168,7 +169,7 @@ func TestTheCacheKeepsOfChildrenWhatIsReadAndHeldAndOfAnythingElseWhatIdentifies
 // must come out the same, the hash of what the operator holds above all, or every reconcile of a
 // new leader would apply again.
 func TestTheCacheTransformsAreIdempotent(t *testing.T) {
-	owners := []metav1.OwnerReference{{APIVersion: "auth.seedlabs.dev/v1alpha1", Kind: "Welcome", Name: "shop", UID: "u1", Controller: ptr.To(true)}}
+	owners := []metav1.OwnerReference{{APIVersion: "auth.seedlabs.dev/v1", Kind: "Welcome", Name: "shop", UID: "u1", Controller: ptr.To(true)}}
 	managed := []metav1.ManagedFieldsEntry{{Manager: apply.FieldManager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "apps/v1",
 		FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:replicas":{}}}`)}}
 	deployment := &appsv1.Deployment{
@@ -189,7 +190,7 @@ func TestTheCacheTransformsAreIdempotent(t *testing.T) {
 	}{
 		{"a child Deployment", deployment, keepChildren},
 		{"a child Service", service, keepChildren},
-		{"a Welcome", &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"a": "b"}, ManagedFields: managed}}, withoutWhatIsNotRead},
+		{"a Welcome", &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: map[string]string{"a": "b"}, ManagedFields: managed}}, withoutWhatIsNotRead},
 		{"a Namespace", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns", Labels: map[string]string{"a": "b"}, ManagedFields: managed}}, keepNamespaceLabels},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -218,13 +219,13 @@ func TestTheCacheKeepsOfCustomResourcesAndNamespacesWhatIsRead(t *testing.T) {
 		Annotations:   map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 1<<10)},
 		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 	}
-	w := &authv1alpha1.Welcome{ObjectMeta: *meta.DeepCopy(), Spec: authv1alpha1.WelcomeSpec{Name: "Ada"}}
+	w := &authv1.Welcome{ObjectMeta: *meta.DeepCopy(), Spec: authv1.WelcomeSpec{Name: "Ada"}}
 	got, err := withoutWhatIsNotRead(w)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", UID: "w1", ResourceVersion: "7", Generation: 3},
-		Spec: authv1alpha1.WelcomeSpec{Name: "Ada"}}
+	want := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "shop", Namespace: "ns", UID: "w1", ResourceVersion: "7", Generation: 3},
+		Spec: authv1.WelcomeSpec{Name: "Ada"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("withoutWhatIsNotRead() (-want +got):\n%s", diff)
 	}
@@ -352,7 +353,7 @@ func TestTheCacheKeepsOfAPodItsNameLabelsPhaseAndControllerAndOfAContainerThatCa
 // so that a reconcile changing its copy, of the Deployment's conditions or the Service's ports
 // say, changes nothing in the cache.
 func TestAKeptChildIsCopiedWhole(t *testing.T) {
-	owner := []metav1.OwnerReference{{APIVersion: "auth.seedlabs.dev/v1alpha1", Kind: "Welcome", Name: "shop", UID: "u1", Controller: ptr.To(true)}}
+	owner := []metav1.OwnerReference{{APIVersion: "auth.seedlabs.dev/v1", Kind: "Welcome", Name: "shop", UID: "u1", Controller: ptr.To(true)}}
 	d := &keptDeployment{keptMeta: keptIdentity(&metav1.ObjectMeta{Name: "shop", OwnerReferences: owner}), held: "h", replicas: ptr.To[int32](2),
 		status: appsv1.DeploymentStatus{Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentAvailable}}}}
 	s := &keptService{keptMeta: keptIdentity(&metav1.ObjectMeta{Name: "shop", OwnerReferences: owner}), held: "h", ports: []corev1.ServicePort{{Port: 80}}}
@@ -399,12 +400,12 @@ func keptAsDecoded[K runtime.Object](t *testing.T, raw []byte, obj runtime.Objec
 // each string its own copy, and requires that once transformed they share one copy of their
 // namespace, apiVersion, kind and conditions, and keep every value.
 func TestCustomResourcesShareTheirCommonStrings(t *testing.T) {
-	const object = `{"apiVersion":"auth.seedlabs.dev/v1alpha1","kind":"Welcome","metadata":{"name":"%s","namespace":"team-a"},` +
+	const object = `{"apiVersion":"auth.seedlabs.dev/v1","kind":"Welcome","metadata":{"name":"%s","namespace":"team-a"},` +
 		`"spec":{"name":"Ada"},"status":{"conditions":[{"type":"Ready","status":"True","reason":"RolledOut",` +
 		`"message":"1 of 1 replica available","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`
-	var kept []*authv1alpha1.Welcome
+	var kept []*authv1.Welcome
 	for _, name := range []string{"a", "b"} {
-		kept = append(kept, keptAsDecoded[*authv1alpha1.Welcome](t, fmt.Appendf(nil, object, name), &authv1alpha1.Welcome{}))
+		kept = append(kept, keptAsDecoded[*authv1.Welcome](t, fmt.Appendf(nil, object, name), &authv1.Welcome{}))
 	}
 	a, b := kept[0], kept[1]
 	for what, pair := range map[string][2]string{

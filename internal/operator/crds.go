@@ -32,10 +32,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
 // The manager reads its own four CustomResourceDefinitions, by name, and no other.
@@ -63,13 +63,13 @@ type crd struct {
 
 // The operator's CustomResourceDefinitions.
 var (
-	welcomeCRD = crd{name: "welcomes.auth.seedlabs.dev", obj: &authv1alpha1.Welcome{},
+	welcomeCRD = crd{name: "welcomes.auth.seedlabs.dev", obj: &authv1.Welcome{},
 		missing: "no Welcome can be stored, and none is reconciled until it is established again"}
-	memcachedCRD = crd{name: "memcacheds.cache.seedlabs.dev", obj: &cachev1alpha1.Memcached{},
+	memcachedCRD = crd{name: "memcacheds.cache.seedlabs.dev", obj: &cachev1.Memcached{},
 		missing: "no Memcached can be stored, and none is reconciled until it is established again"}
 	deployObjectCRD = crd{name: "deployobjects.app.seedlabs.dev", obj: &appv1.DeployObject{},
 		missing: "no DeployObject can be stored, and none is reconciled until it is established again"}
-	admissionPolicyCRD = crd{name: "admissionpolicies.policy.seedlabs.dev", obj: &policyv1alpha1.AdmissionPolicy{},
+	admissionPolicyCRD = crd{name: "admissionpolicies.policy.seedlabs.dev", obj: &policyv1.AdmissionPolicy{},
 		missing: "the AdmissionPolicy cannot be changed: a running replica keeps the policy it enforces, " +
 			"one that starts meanwhile enforces the manager's flags"}
 	operatorCRDs = []crd{welcomeCRD, memcachedCRD, deployObjectCRD, admissionPolicyCRD}

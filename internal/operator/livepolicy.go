@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -48,7 +48,7 @@ func (l *livePolicy) set(p *webhooks.Policy, resourceVersion string) {
 	defer l.mu.Unlock()
 	for _, ch := range l.subscribers {
 		select {
-		case ch <- event.GenericEvent{Object: &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}}:
+		case ch <- event.GenericEvent{Object: &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}}}:
 		default: // one pending event is enough
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -19,7 +19,7 @@ func TestLivePolicy(t *testing.T) {
 	}
 	first, second := live.subscribe(), live.subscribe()
 
-	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"registry.corp.example"}}}, webhooks.ImagePolicy{})
+	p, errs := webhooks.NewPolicy(&policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}, Spec: policyv1.AdmissionPolicySpec{AllowedRegistries: []string{"registry.corp.example"}}}, webhooks.ImagePolicy{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}
@@ -40,8 +40,8 @@ func TestLivePolicy(t *testing.T) {
 	for name, ch := range map[string]<-chan event.GenericEvent{"first": first, "second": second} {
 		select {
 		case e := <-ch:
-			if e.Object.GetName() != policyv1alpha1.PolicyName {
-				t.Errorf("%s subscriber: event for %q, want %q", name, e.Object.GetName(), policyv1alpha1.PolicyName)
+			if e.Object.GetName() != policyv1.PolicyName {
+				t.Errorf("%s subscriber: event for %q, want %q", name, e.Object.GetName(), policyv1.PolicyName)
 			}
 		default:
 			t.Errorf("%s subscriber: no event after two changes", name)

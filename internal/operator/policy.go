@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -84,8 +84,8 @@ func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webh
 		return nil
 	}
 	apply := func(obj any) {
-		p, ok := obj.(*policyv1alpha1.AdmissionPolicy)
-		if !ok || p.Name != policyv1alpha1.PolicyName {
+		p, ok := obj.(*policyv1.AdmissionPolicy)
+		if !ok || p.Name != policyv1.PolicyName {
 			return
 		}
 		compiled, errs := webhooks.NewPolicy(p, images)
@@ -106,8 +106,8 @@ func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webh
 		if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = tombstone.Obj
 		}
-		p, ok := obj.(*policyv1alpha1.AdmissionPolicy)
-		if !ok || p.Name != policyv1alpha1.PolicyName {
+		p, ok := obj.(*policyv1.AdmissionPolicy)
+		if !ok || p.Name != policyv1.PolicyName {
 			return
 		}
 		mu.Lock()
@@ -136,7 +136,7 @@ func watchPolicy(mgr ctrl.Manager, crds *crdWatch, live *livePolicy, images webh
 		if !kept {
 			return
 		}
-		err := mgr.GetCache().Get(ctx, client.ObjectKey{Name: policyv1alpha1.PolicyName}, &policyv1alpha1.AdmissionPolicy{})
+		err := mgr.GetCache().Get(ctx, client.ObjectKey{Name: policyv1.PolicyName}, &policyv1.AdmissionPolicy{})
 		if !apierrors.IsNotFound(err) {
 			return // stored again, and applied
 		}

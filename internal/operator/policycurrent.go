@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
 // DefaultPolicyStaleness is how long a replica goes on answering admission requests without the
@@ -78,8 +78,8 @@ func (c *policyConfirmation) ask(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, c.interval())
 	defer cancel()
 	stored := &metav1.PartialObjectMetadata{}
-	stored.SetGroupVersionKind(policyv1alpha1.GroupVersion.WithKind("AdmissionPolicy"))
-	err := c.reader.Get(ctx, client.ObjectKey{Name: policyv1alpha1.PolicyName}, stored)
+	stored.SetGroupVersionKind(policyv1.GroupVersion.WithKind("AdmissionPolicy"))
+	err := c.reader.Get(ctx, client.ObjectKey{Name: policyv1.PolicyName}, stored)
 	switch {
 	case apierrors.IsNotFound(err) || meta.IsNoMatchError(err):
 		stored.ResourceVersion = "" // none stored, or no CRD

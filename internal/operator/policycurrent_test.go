@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -26,7 +26,7 @@ type storedPolicy struct {
 }
 
 func (s *storedPolicy) Get(_ context.Context, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
-	if key.Name != policyv1alpha1.PolicyName {
+	if key.Name != policyv1.PolicyName {
 		return errors.New("asked for " + key.Name)
 	}
 	if s.err != nil {
@@ -45,10 +45,10 @@ func (s *storedPolicy) List(context.Context, client.ObjectList, ...client.ListOp
 // passes again at the next confirmation; 0 never fails it.
 func TestPolicyConfirmation(t *testing.T) {
 	ctx := context.Background()
-	gone := apierrors.NewNotFound(schema.GroupResource{Group: policyv1alpha1.GroupVersion.Group, Resource: "admissionpolicies"}, policyv1alpha1.PolicyName)
-	noCRD := &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: policyv1alpha1.GroupVersion.Group, Kind: "AdmissionPolicy"}}
+	gone := apierrors.NewNotFound(schema.GroupResource{Group: policyv1.GroupVersion.Group, Resource: "admissionpolicies"}, policyv1.PolicyName)
+	noCRD := &meta.NoKindMatchError{GroupKind: schema.GroupKind{Group: policyv1.GroupVersion.Group, Kind: "AdmissionPolicy"}}
 	timeout := context.DeadlineExceeded
-	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}, webhooks.ImagePolicy{})
+	p, errs := webhooks.NewPolicy(&policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}}, webhooks.ImagePolicy{})
 	if len(errs) > 0 {
 		t.Fatal(errs)
 	}

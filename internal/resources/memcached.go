@@ -9,7 +9,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 )
 
 // Constants of the memcached operand that the Deployment and Service depend on.
@@ -46,7 +46,7 @@ func MemcachedSelector(name string) map[string]string {
 //
 // A rolling update replaces one pod at a time without a surge, so the pool never runs more
 // than spec.size instances.
-func MemcachedDeployment(m *cachev1alpha1.Memcached, image string) *appsv1ac.DeploymentApplyConfiguration {
+func MemcachedDeployment(m *cachev1.Memcached, image string) *appsv1ac.DeploymentApplyConfiguration {
 	port := *m.Spec.ContainerPort
 	tcpProbe := func() *corev1ac.ProbeApplyConfiguration {
 		return corev1ac.Probe().WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(MemcachedPortName)))
@@ -87,7 +87,7 @@ func MemcachedDeployment(m *cachev1alpha1.Memcached, image string) *appsv1ac.Dep
 // MemcachedService is the ClusterIP Service in front of a Memcached's pool. m must be defaulted
 // and valid. The cluster IP is left to the API server to allocate; the target port is the
 // container port's name, so each pod is reached on the port it declares.
-func MemcachedService(m *cachev1alpha1.Memcached) *corev1ac.ServiceApplyConfiguration {
+func MemcachedService(m *cachev1.Memcached) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(m.Name, m.Namespace).
 		WithLabels(objectLabels(MemcachedApp, m.Name)).
 		WithSpec(corev1ac.ServiceSpec().

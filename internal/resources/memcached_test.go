@@ -17,15 +17,15 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
 const memcachedImage = "registry.example.test/memcached:1.6.38-alpine"
 
 // defaultedMemcached is a Memcached as it looks after the mutating webhook.
-func defaultedMemcached(name, namespace string, size, port int32) *cachev1alpha1.Memcached {
-	return &cachev1alpha1.Memcached{
+func defaultedMemcached(name, namespace string, size, port int32) *cachev1.Memcached {
+	return &cachev1.Memcached{
 		TypeMeta: metav1.TypeMeta{APIVersion: "cache.seedlabs.dev/v1alpha1", Kind: "Memcached"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       name,
@@ -33,9 +33,9 @@ func defaultedMemcached(name, namespace string, size, port int32) *cachev1alpha1
 			UID:        "0b5c3a57-93a4-4c8e-8a57-3f3b1c1a6e01",
 			Generation: 3,
 			Labels:     map[string]string{"team": "cache"},
-			Finalizers: []string{cachev1alpha1.Finalizer},
+			Finalizers: []string{cachev1.Finalizer},
 		},
-		Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To(size), ContainerPort: ptr.To(port)},
+		Spec: cachev1.MemcachedSpec{Size: ptr.To(size), ContainerPort: ptr.To(port)},
 	}
 }
 
@@ -124,7 +124,7 @@ func wantMemcachedDeployment(name, namespace string, size, port int32) *appsv1.D
 func TestMemcachedDeployment(t *testing.T) {
 	tests := []struct {
 		name      string
-		memcached *cachev1alpha1.Memcached
+		memcached *cachev1.Memcached
 		want      *appsv1.Deployment
 	}{
 		{
@@ -247,7 +247,7 @@ func wantMemcachedService(name, namespace string, port int32) *corev1.Service {
 func TestMemcachedService(t *testing.T) {
 	tests := []struct {
 		name      string
-		memcached *cachev1alpha1.Memcached
+		memcached *cachev1.Memcached
 		want      *corev1.Service
 	}{
 		{

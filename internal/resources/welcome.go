@@ -9,7 +9,7 @@ import (
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 )
 
 // Constants of the welcome-web operand that the Deployment depends on.
@@ -36,7 +36,7 @@ func WelcomeSelector(name string) map[string]string {
 
 // WelcomeImage is the image a Welcome's web server runs: spec.image, or defaultImage when it is
 // empty.
-func WelcomeImage(w *authv1alpha1.Welcome, defaultImage string) string {
+func WelcomeImage(w *authv1.Welcome, defaultImage string) string {
 	if w.Spec.Image != "" {
 		return w.Spec.Image
 	}
@@ -45,7 +45,7 @@ func WelcomeImage(w *authv1alpha1.Welcome, defaultImage string) string {
 
 // WelcomeDeployment is the Deployment that runs a Welcome's web server. w must be defaulted;
 // image is used when w.Spec.Image is empty (WelcomeImage).
-func WelcomeDeployment(w *authv1alpha1.Welcome, image string) *appsv1ac.DeploymentApplyConfiguration {
+func WelcomeDeployment(w *authv1.Welcome, image string) *appsv1ac.DeploymentApplyConfiguration {
 	image = WelcomeImage(w, image)
 	port := *w.Spec.Port
 	probe := func() *corev1ac.ProbeApplyConfiguration {
@@ -84,7 +84,7 @@ func WelcomeDeployment(w *authv1alpha1.Welcome, image string) *appsv1ac.Deployme
 
 // WelcomeService is the Service in front of a Welcome's web server. w must be defaulted. Node
 // ports and cluster IPs are left to the API server to allocate.
-func WelcomeService(w *authv1alpha1.Welcome) *corev1ac.ServiceApplyConfiguration {
+func WelcomeService(w *authv1.Welcome) *corev1ac.ServiceApplyConfiguration {
 	port := *w.Spec.Port
 	return corev1ac.Service(w.Name, w.Namespace).
 		WithLabels(objectLabels(WelcomeApp, w.Name)).

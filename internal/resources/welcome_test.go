@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
@@ -32,22 +32,23 @@ const (
 // greeting is the spec.name of every Welcome in these tests.
 const greeting = "Ada Lovelace"
 
-func defaultedWelcome(name, namespace string, replicas, port int32, serviceType corev1.ServiceType, image string) *authv1alpha1.Welcome {
-	return &authv1alpha1.Welcome{
-		TypeMeta: metav1.TypeMeta{APIVersion: "auth.seedlabs.dev/v1alpha1", Kind: "Welcome"},
+func defaultedWelcome(name, namespace string, replicas, port int32, serviceType corev1.ServiceType, image string) *authv1.Welcome {
+	return &authv1.Welcome{
+		TypeMeta: metav1.TypeMeta{APIVersion: "auth.seedlabs.dev/v1", Kind: "Welcome"},
 		ObjectMeta: metav1.ObjectMeta{
 			Name:       name,
 			Namespace:  namespace,
 			UID:        "6f1c1c4e-5a42-4d55-9c1e-2b8f0f0e2a11",
 			Generation: 4,
 			Labels:     map[string]string{"team": "web"},
+			// Where v1 keeps a v1alpha1 Welcome's password.
+			Annotations: map[string]string{authv1.ConversionDataAnnotation: `{"spec":{"password":"` + password + `"}}`},
 		},
-		Spec: authv1alpha1.WelcomeSpec{
+		Spec: authv1.WelcomeSpec{
 			Name:        greeting,
 			UserID:      ptr.To[int32](1042),
 			Groups:      []string{"admins", "devs"},
 			Email:       "ada@example.com",
-			Password:    password,
 			Replicas:    ptr.To(replicas),
 			Port:        ptr.To(port),
 			Image:       image,
@@ -179,7 +180,7 @@ func jsonField(t *testing.T, data []byte, path ...any) (any, bool) {
 func TestWelcomeDeployment(t *testing.T) {
 	tests := []struct {
 		name         string
-		welcome      *authv1alpha1.Welcome
+		welcome      *authv1.Welcome
 		defaultImage string
 		want         *appsv1.Deployment
 	}{
@@ -494,7 +495,7 @@ func wantService(name, namespace string, serviceType corev1.ServiceType, port in
 func TestWelcomeService(t *testing.T) {
 	tests := []struct {
 		name    string
-		welcome *authv1alpha1.Welcome
+		welcome *authv1.Welcome
 		want    *corev1.Service
 	}{
 		{

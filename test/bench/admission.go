@@ -104,13 +104,13 @@ func (a *apiClient) do(ctx context.Context, method, path, contentType string, bo
 }
 
 func welcomesPath(group string) string {
-	return "/apis/" + group + "/v1alpha1/namespaces/" + admissionNamespace + "/welcomes"
+	return "/apis/" + group + "/v1/namespaces/" + admissionNamespace + "/welcomes"
 }
 
 // welcomeJSON is the Welcome sample under name in group.
 func welcomeJSON(sample map[string]any, group, name string) []byte {
 	obj := map[string]any{
-		"apiVersion": group + "/v1alpha1",
+		"apiVersion": group + "/v1",
 		"kind":       "Welcome",
 		"metadata":   map[string]any{"name": name, "namespace": admissionNamespace},
 		"spec":       sample["spec"],

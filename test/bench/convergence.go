@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/reconciled"
@@ -49,17 +49,17 @@ type convergenceResult struct {
 
 // samples are the three kinds' samples, decoded once.
 type samples struct {
-	welcome      authv1alpha1.Welcome
-	memcached    cachev1alpha1.Memcached
+	welcome      authv1.Welcome
+	memcached    cachev1.Memcached
 	deployObject appv1.DeployObject
 }
 
 func readSamples(root string) (*samples, error) {
 	s := &samples{}
 	for file, into := range map[string]any{
-		"auth_v1alpha1_welcome.yaml":    &s.welcome,
-		"cache_v1alpha1_memcached.yaml": &s.memcached,
-		"app_v1_deployobject.yaml":      &s.deployObject,
+		"auth_v1_welcome.yaml":     &s.welcome,
+		"cache_v1_memcached.yaml":  &s.memcached,
+		"app_v1_deployobject.yaml": &s.deployObject,
 	} {
 		data, err := readSampleJSON(filepath.Join(root, "config", "samples", file))
 		if err != nil {
@@ -94,8 +94,8 @@ func (s *samples) object(ns string, i int) client.Object {
 }
 
 var crGVKs = []schema.GroupVersionKind{
-	authv1alpha1.GroupVersion.WithKind("Welcome"),
-	cachev1alpha1.GroupVersion.WithKind("Memcached"),
+	authv1.GroupVersion.WithKind("Welcome"),
+	cachev1.GroupVersion.WithKind("Memcached"),
 	appv1.GroupVersion.WithKind("DeployObject"),
 }
 
@@ -347,7 +347,7 @@ func checkChildren(ctx context.Context, c *cluster, ns string, total int) error 
 // collector runs here.
 func deleteRun(ctx context.Context, c *cluster, ns string) error {
 	for _, obj := range []client.Object{
-		&authv1alpha1.Welcome{}, &cachev1alpha1.Memcached{}, &appv1.DeployObject{},
+		&authv1.Welcome{}, &cachev1.Memcached{}, &appv1.DeployObject{},
 		&appsv1.Deployment{}, &corev1.Service{},
 	} {
 		if err := c.client.DeleteAllOf(ctx, obj, client.InNamespace(ns)); err != nil {

@@ -40,10 +40,10 @@ type kindUnderTest struct {
 }
 
 var kindsUnderTest = []kindUnderTest{
-	{"Welcome", "auth_v1alpha1_welcome.yaml", metav1.GroupVersionResource{Group: "auth.seedlabs.dev", Version: "v1alpha1", Resource: "welcomes"},
-		"/mutate-auth-seedlabs-dev-v1alpha1-welcome", "/validate-auth-seedlabs-dev-v1alpha1-welcome"},
-	{"Memcached", "cache_v1alpha1_memcached.yaml", metav1.GroupVersionResource{Group: "cache.seedlabs.dev", Version: "v1alpha1", Resource: "memcacheds"},
-		"/mutate-cache-seedlabs-dev-v1alpha1-memcached", "/validate-cache-seedlabs-dev-v1alpha1-memcached"},
+	{"Welcome", "auth_v1_welcome.yaml", metav1.GroupVersionResource{Group: "auth.seedlabs.dev", Version: "v1", Resource: "welcomes"},
+		"/mutate-auth-seedlabs-dev-v1-welcome", "/validate-auth-seedlabs-dev-v1-welcome"},
+	{"Memcached", "cache_v1_memcached.yaml", metav1.GroupVersionResource{Group: "cache.seedlabs.dev", Version: "v1", Resource: "memcacheds"},
+		"/mutate-cache-seedlabs-dev-v1-memcached", "/validate-cache-seedlabs-dev-v1-memcached"},
 	{"DeployObject", "app_v1_deployobject.yaml", metav1.GroupVersionResource{Group: "app.seedlabs.dev", Version: "v1", Resource: "deployobjects"},
 		"/mutate-app-seedlabs-dev-v1-deployobject", "/validate-app-seedlabs-dev-v1-deployobject"},
 }

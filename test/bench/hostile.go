@@ -23,7 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
@@ -199,9 +199,9 @@ func hostileDeployment(i, envBytes int) *appsv1.Deployment {
 // measure creates a Welcome and waits until its Deployment exists, so that the leader m has
 // synced its caches and reconciled, then reads m's memory.
 func measure(ctx context.Context, c *cluster, m *managerProcess, started time.Time) (processMemory, error) {
-	w := &authv1alpha1.Welcome{
+	w := &authv1.Welcome{
 		ObjectMeta: metav1.ObjectMeta{Namespace: probeNamespace, GenerateName: "probe-"},
-		Spec:       authv1alpha1.WelcomeSpec{Name: "probe"},
+		Spec:       authv1.WelcomeSpec{Name: "probe"},
 	}
 	if err := c.client.Create(ctx, w); err != nil {
 		return processMemory{}, err
@@ -265,9 +265,9 @@ func flood(ctx context.Context, c *cluster, m *managerProcess, mf managerFlags, 
 	for range 64 {
 		wg.Go(func() {
 			for range jobs {
-				w := &authv1alpha1.Welcome{
+				w := &authv1.Welcome{
 					ObjectMeta: metav1.ObjectMeta{Namespace: floodNamespace, GenerateName: "flood-"},
-					Spec:       authv1alpha1.WelcomeSpec{Name: "flood", Port: ptr.To[int32](0)},
+					Spec:       authv1.WelcomeSpec{Name: "flood", Port: ptr.To[int32](0)},
 				}
 				sent.Add(1)
 				switch err := tenant.Create(ctx, w); {
@@ -371,7 +371,7 @@ func (c *cluster) tenantClient(ctx context.Context, namespace string) (client.Cl
 	}
 	role := &rbacv1.Role{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{authv1alpha1.GroupVersion.Group}, Resources: []string{"welcomes"}, Verbs: []string{"create"}}},
+		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{authv1.GroupVersion.Group}, Resources: []string{"welcomes"}, Verbs: []string{"create"}}},
 	}
 	binding := &rbacv1.RoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},

@@ -170,7 +170,7 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 			return err
 		}
 		r.startups = append(r.startups, m.servingAfter)
-		sample, err := readSampleMap(filepath.Join(root, "config", "samples", "auth_v1alpha1_welcome.yaml"))
+		sample, err := readSampleMap(filepath.Join(root, "config", "samples", "auth_v1_welcome.yaml"))
 		if err != nil {
 			return err
 		}

@@ -25,7 +25,7 @@ spec:
   matchConstraints:
     resourceRules:
     - apiGroups: [POLICY_GROUP, MUTATING_POLICY_GROUP]
-      apiVersions: [v1alpha1]
+      apiVersions: [v1]
       operations: [CREATE, UPDATE]
       resources: [welcomes]
   matchConditions:
@@ -91,7 +91,7 @@ spec:
   matchConstraints:
     resourceRules:
     - apiGroups: [MUTATING_POLICY_GROUP]
-      apiVersions: [v1alpha1]
+      apiVersions: [v1]
       operations: [CREATE, UPDATE]
       resources: [welcomes]
   matchConditions:

@@ -56,7 +56,7 @@ func (c *cluster) serveTrivialWebhooks(ctx context.Context) (*trivialWebhooks, e
 	rules := []admissionregistrationv1.RuleWithOperations{{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		Rule: admissionregistrationv1.Rule{
-			APIGroups: []string{trivialGroup}, APIVersions: []string{"v1alpha1"}, Resources: []string{"welcomes"},
+			APIGroups: []string{trivialGroup}, APIVersions: []string{"v1"}, Resources: []string{"welcomes"},
 		},
 	}}
 	clientConfig := admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: c.ca.CertPEM}

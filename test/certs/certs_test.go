@@ -447,23 +447,6 @@ func (l *admissionLoad) finish(what string) {
 	Expect(l.failed.Load()).To(BeZero(), "last failure: %v", l.lastFailure.Load())
 }
 
-// setServed serves, or stops serving, version of the CRD name.
-func setServed(ctx context.Context, name, version string, served bool) {
-	GinkgoHelper()
-	Eventually(func(ctx context.Context) error {
-		crd := &apiextensionsv1.CustomResourceDefinition{}
-		if err := k8s.Get(ctx, types.NamespacedName{Name: name}, crd); err != nil {
-			return err
-		}
-		i := slices.IndexFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == version })
-		if i < 0 {
-			return StopTrying(fmt.Sprintf("CustomResourceDefinition %s has no version %s", name, version))
-		}
-		crd.Spec.Versions[i].Served = served
-		return k8s.Update(ctx, crd)
-	}).WithContext(ctx).Should(Succeed())
-}
-
 func welcome(name string, port int32) *authv1alpha1.Welcome {
 	return &authv1alpha1.Welcome{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
@@ -489,7 +472,7 @@ var _ = Describe("The manager keeping its own certificate (--cert-secret)", Orde
 				"the installer's CA stays until the manager serves its own certificate")
 			bundles, err := caBundles(ctx)
 			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(bundles).To(HaveLen(8+len(conversionCRDs)), "the configurations' 8 webhooks and the conversion webhooks")
+			g.Expect(bundles).To(HaveLen(10+len(conversionCRDs)), "the configurations' 10 webhooks and the conversion webhooks")
 			g.Expect(bundles).To(HaveEach(Equal(s.Data["ca.crt"])))
 		}).WithContext(ctx).Should(Succeed())
 
@@ -526,15 +509,13 @@ var _ = Describe("The manager keeping its own certificate (--cert-secret)", Orde
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%v", err)
 		Expect(err.Error()).To(ContainSubstring("spec.port"))
 
-		// Through the API server, the conversion webhook: a Welcome stored at v1alpha1, read at
-		// v1 (served for the moment, as the next release serves it), is converted by /convert on
-		// the Service's endpoint, which the API server trusts by the CA the manager injected.
+		// Through the API server, the conversion webhook: a Welcome written at v1alpha1 is
+		// converted to v1, the version stored, by /convert on the Service's endpoint, which the API
+		// server trusts by the CA the manager injected.
 		stored := welcome("converted", 8080)
 		stored.Spec.Password = "hunter2"
 		Expect(k8s.Create(ctx, stored)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, stored))).To(Succeed()) })
-		setServed(ctx, "welcomes.auth.seedlabs.dev", "v1", true)
-		DeferCleanup(func(ctx SpecContext) { setServed(ctx, "welcomes.auth.seedlabs.dev", "v1", false) })
 		Eventually(func(g Gomega, ctx context.Context) {
 			read := &authv1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stored), read)).To(Succeed())

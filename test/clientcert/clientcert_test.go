@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/certs"
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/test/testenv"
@@ -86,14 +86,14 @@ func call(pair *certs.ServingPair) (int, error) {
 
 var _ = Describe("With --webhook-client-ca", func() {
 	It("serves kube-apiserver, which presents the client certificate its AdmissionConfiguration gives it", func(ctx SpecContext) {
-		bad := &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "refused"},
-			Spec: authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](70000)}}
+		bad := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "refused"},
+			Spec: authv1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](70000)}}
 		err := env.Client.Create(ctx, bad, client.DryRunAll)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want the webhook's 422 Invalid, got %v", err)
 		Expect(err.Error()).To(ContainSubstring("(rule welcome.port.range)"))
 
-		good := &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "defaulted"},
-			Spec: authv1alpha1.WelcomeSpec{Name: "Ada", Image: "registry.local:5000/welcome-web:v1"}}
+		good := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "defaulted"},
+			Spec: authv1.WelcomeSpec{Name: "Ada", Image: "registry.local:5000/welcome-web:v1"}}
 		Expect(env.Client.Create(ctx, good, client.DryRunAll)).To(Succeed(), "the webhooks, mutating and validating, answered")
 	})
 

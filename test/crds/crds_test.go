@@ -42,10 +42,10 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 	"github.com/seedlabs/webhook-operator/test/testenv"
@@ -306,7 +306,7 @@ var kinds = []kind{
 	{
 		crd: welcomes,
 		valid: func(ns, name string) client.Object {
-			return &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: authv1alpha1.WelcomeSpec{Name: "Ada"}}
+			return &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: authv1.WelcomeSpec{Name: "Ada"}}
 		},
 		invalid: func(ns string) client.Object { return badEmail(ns) },
 		rule:    webhooks.WelcomeEmail,
@@ -314,10 +314,10 @@ var kinds = []kind{
 	{
 		crd: memcacheds,
 		valid: func(ns, name string) client.Object {
-			return &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+			return &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: cachev1.MemcachedSpec{Size: ptr.To[int32](1)}}
 		},
 		invalid: func(ns string) client.Object {
-			return &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "too-big"}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](4)}}
+			return &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "too-big"}, Spec: cachev1.MemcachedSpec{Size: ptr.To[int32](4)}}
 		},
 		rule: webhooks.MemcachedSize,
 	},
@@ -338,8 +338,8 @@ var kinds = []kind{
 }
 
 // badEmail is a Welcome that breaks welcome.email.format.
-func badEmail(ns string) *authv1alpha1.Welcome {
-	return &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-email"}, Spec: authv1alpha1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"}}
+func badEmail(ns string) *authv1.Welcome {
+	return &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "bad-email"}, Spec: authv1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"}}
 }
 
 // expectServed asserts that the webhooks of k answer through the API server, and its controller
@@ -421,7 +421,7 @@ var _ = Describe("With a CustomResourceDefinition missing, the manager", Ordered
 		for _, k := range kinds {
 			expectServed(ctx, k, ns, "after-all")
 		}
-		p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
+		p := &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}}
 		Expect(k8s.Create(ctx, p)).To(Succeed())
 		expectReady(ctx)
 		Expect(k8s.Delete(ctx, p)).To(Succeed())
@@ -461,17 +461,17 @@ var _ = Describe("With the AdmissionPolicy's CustomResourceDefinition deleted", 
 	}
 	warn := func(ctx context.Context) {
 		GinkgoHelper()
-		Expect(k8s.Create(ctx, &policyv1alpha1.AdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
-			Spec: policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{
-				{ID: string(webhooks.WelcomeEmail), Action: policyv1alpha1.Warn},
+		Expect(k8s.Create(ctx, &policyv1.AdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName},
+			Spec: policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{
+				{ID: string(webhooks.WelcomeEmail), Action: policyv1.Warn},
 			}},
 		})).To(Succeed())
 		Eventually(admitted(ctx)).Should(BeTrue())
 	}
 
 	AfterAll(func(ctx SpecContext) {
-		p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
+		p := &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}}
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed())
 		Eventually(admitted(ctx)).Should(BeFalse(), "the default policy is back for the other specs")
 	})
@@ -510,8 +510,8 @@ var _ = Describe("With the AdmissionPolicy's CustomResourceDefinition deleted", 
 func expectReady(ctx context.Context) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		p := &policyv1alpha1.AdmissionPolicy{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: policyv1alpha1.PolicyName}, p)).To(Succeed())
+		p := &policyv1.AdmissionPolicy{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: policyv1.PolicyName}, p)).To(Succeed())
 		g.Expect(meta.IsStatusConditionTrue(p.Status.Conditions, conditions.Ready)).To(BeTrue())
 	}).Should(Succeed(), "the AdmissionPolicy controller reconciles")
 }

@@ -747,7 +747,11 @@ func checkWebhooks(t *testing.T, m manifests, generated manifests, namespace, ki
 		}
 		// Updates that leave the spec as it is (labels, annotations, finalizers, the controllers'
 		// own metadata writes) must never wait on the operator.
-		if len(conditions) == 0 || conditions[0] != specChanged {
+		// A v1 Welcome keeps v1alpha1's password in an annotation, which its validating webhook
+		// judges: an update that changes it is sent on too.
+		specOrConversionData := hook == "vwelcome-v1.auth.seedlabs.dev" && len(conditions) > 0 &&
+			conditions[0].Name == "spec-or-conversion-data-changed" && strings.HasPrefix(conditions[0].Expression, specChanged.Expression+" ||\n")
+		if !specOrConversionData && (len(conditions) == 0 || conditions[0] != specChanged) {
 			t.Errorf("webhook %s: first matchCondition %v, want %v", hook, conditions, specChanged)
 		}
 		if cc.URL != nil || cc.Service == nil || cc.Service.Name != svc.Name || cc.Service.Namespace != svc.Namespace {

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
@@ -117,12 +117,12 @@ func TestRunLocal(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 
 	logStep("creating a Welcome through the API server")
-	welcome := &authv1alpha1.Welcome{
+	welcome := &authv1.Welcome{
 		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: metav1.NamespaceDefault},
-		Spec:       authv1alpha1.WelcomeSpec{Name: "Ada"},
+		Spec:       authv1.WelcomeSpec{Name: "Ada"},
 	}
 	g.Expect(c.Create(ctx, welcome)).To(Succeed())
-	stored := &authv1alpha1.Welcome{}
+	stored := &authv1.Welcome{}
 	g.Expect(c.Get(ctx, client.ObjectKeyFromObject(welcome), stored)).To(Succeed())
 	g.Expect(stored.Spec.Port).To(HaveValue(Equal(int32(8088))), "spec.port defaulted by the mutating webhook")
 

@@ -16,10 +16,10 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -210,21 +210,21 @@ func TestSchemaBoundsAndDefaultsAreTheGoConstants(t *testing.T) {
 		{"conditions.MaxItems", conditions.MaxItems, deploy, "status.conditions", "maxItems", ""},
 		{"conditions.MaxItems", conditions.MaxItems, policy, "status.conditions", "maxItems", ""},
 
-		{"authv1alpha1.DefaultReplicas", authv1alpha1.DefaultReplicas, welcome, "spec.replicas", "default", ""},
-		{"authv1alpha1.DefaultPort", authv1alpha1.DefaultPort, welcome, "spec.port", "default", ""},
-		{"authv1alpha1.DefaultServiceType", authv1alpha1.DefaultServiceType, welcome, "spec.serviceType", "default", ""},
-		{"authv1alpha1.MaxGroupsItems", authv1alpha1.MaxGroupsItems, welcome, "spec.groups", "maxItems", ""},
-		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.name", "maxLength", ""},
-		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.groups[*]", "maxLength", ""},
-		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.email", "maxLength", ""},
-		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.password", "maxLength", ""},
-		{"authv1alpha1.MaxStringLength", authv1alpha1.MaxStringLength, welcome, "spec.image", "maxLength", ""},
-		{"authv1alpha1.MaxServiceURLLength", authv1alpha1.MaxServiceURLLength, welcome, "status.serviceURL", "maxLength", ""},
+		{"authv1.DefaultReplicas", authv1.DefaultReplicas, welcome, "spec.replicas", "default", ""},
+		{"authv1.DefaultPort", authv1.DefaultPort, welcome, "spec.port", "default", ""},
+		{"authv1.DefaultServiceType", authv1.DefaultServiceType, welcome, "spec.serviceType", "default", ""},
+		{"authv1.MaxGroupsItems", authv1.MaxGroupsItems, welcome, "spec.groups", "maxItems", ""},
+		{"authv1.MaxStringLength", authv1.MaxStringLength, welcome, "spec.name", "maxLength", ""},
+		{"authv1.MaxStringLength", authv1.MaxStringLength, welcome, "spec.groups[*]", "maxLength", ""},
+		{"authv1.MaxStringLength", authv1.MaxStringLength, welcome, "spec.email", "maxLength", ""},
+		{"authv1.MaxStringLength", authv1.MaxStringLength, welcome, "spec.password", "maxLength", ""},
+		{"authv1.MaxStringLength", authv1.MaxStringLength, welcome, "spec.image", "maxLength", ""},
+		{"authv1.MaxServiceURLLength", authv1.MaxServiceURLLength, welcome, "status.serviceURL", "maxLength", ""},
 
-		{"cachev1alpha1.DefaultSize", cachev1alpha1.DefaultSize, memcached, "spec.size", "default", ""},
-		{"cachev1alpha1.DefaultContainerPort", cachev1alpha1.DefaultContainerPort, memcached, "spec.containerPort", "default", ""},
-		{"cachev1alpha1.MaxNodesItems", cachev1alpha1.MaxNodesItems, memcached, "status.nodes", "maxItems", ""},
-		{"cachev1alpha1.MaxSelectorLength", cachev1alpha1.MaxSelectorLength, memcached, "status.selector", "maxLength", ""},
+		{"cachev1.DefaultSize", cachev1.DefaultSize, memcached, "spec.size", "default", ""},
+		{"cachev1.DefaultContainerPort", cachev1.DefaultContainerPort, memcached, "spec.containerPort", "default", ""},
+		{"cachev1.MaxNodesItems", cachev1.MaxNodesItems, memcached, "status.nodes", "maxItems", ""},
+		{"cachev1.MaxSelectorLength", cachev1.MaxSelectorLength, memcached, "status.selector", "maxLength", ""},
 
 		{"appv1.DefaultReplicas", appv1.DefaultReplicas, deploy, "spec.replicas", "default", ""},
 		{"appv1.MaxImageLength", appv1.MaxImageLength, deploy, "spec.image", "maxLength", ""},
@@ -250,24 +250,24 @@ func TestSchemaBoundsAndDefaultsAreTheGoConstants(t *testing.T) {
 		{"appv1.MaxConditionReasonLength", appv1.MaxConditionReasonLength, deploy, "status.deploymentConditions", "rule", "c.reason.size() <= %v"},
 		{"appv1.MaxConditionMessageLength", appv1.MaxConditionMessageLength, deploy, "status.deploymentConditions", "rule", "c.message.size() <= %v"},
 
-		{"policyv1alpha1.MaxAllowedRegistriesItems", policyv1alpha1.MaxAllowedRegistriesItems, policy, "spec.allowedRegistries", "maxItems", ""},
-		{"policyv1alpha1.MaxRegistryLength", policyv1alpha1.MaxRegistryLength, policy, "spec.allowedRegistries[*]", "maxLength", ""},
-		{"policyv1alpha1.MaxRulesItems", policyv1alpha1.MaxRulesItems, policy, "spec.rules", "maxItems", ""},
-		{"policyv1alpha1.MaxRuleIDLength", policyv1alpha1.MaxRuleIDLength, policy, "spec.rules[*].id", "maxLength", ""},
-		{"policyv1alpha1.MaxActionLength", policyv1alpha1.MaxActionLength, policy, "spec.rules[*].action", "maxLength", ""},
-		{"policyv1alpha1.MaxActionLength", policyv1alpha1.MaxActionLength, policy, "spec.rules[*].namespaces[*].action", "maxLength", ""},
-		{"policyv1alpha1.MaxNamespacesItems", policyv1alpha1.MaxNamespacesItems, policy, "spec.rules[*].namespaces", "maxItems", ""},
-		{"policyv1alpha1.MaxMatchLabelsProperties", policyv1alpha1.MaxMatchLabelsProperties, policy, "spec.rules[*].namespaces[*].selector", "rule", "self.matchLabels.size() <= %v"},
-		{"policyv1alpha1.MaxMatchExpressionsItems", policyv1alpha1.MaxMatchExpressionsItems, policy, "spec.rules[*].namespaces[*].selector", "rule", "self.matchExpressions.size() <= %v"},
+		{"policyv1.MaxAllowedRegistriesItems", policyv1.MaxAllowedRegistriesItems, policy, "spec.allowedRegistries", "maxItems", ""},
+		{"policyv1.MaxRegistryLength", policyv1.MaxRegistryLength, policy, "spec.allowedRegistries[*]", "maxLength", ""},
+		{"policyv1.MaxRulesItems", policyv1.MaxRulesItems, policy, "spec.rules", "maxItems", ""},
+		{"policyv1.MaxRuleIDLength", policyv1.MaxRuleIDLength, policy, "spec.rules[*].id", "maxLength", ""},
+		{"policyv1.MaxActionLength", policyv1.MaxActionLength, policy, "spec.rules[*].action", "maxLength", ""},
+		{"policyv1.MaxActionLength", policyv1.MaxActionLength, policy, "spec.rules[*].namespaces[*].action", "maxLength", ""},
+		{"policyv1.MaxNamespacesItems", policyv1.MaxNamespacesItems, policy, "spec.rules[*].namespaces", "maxItems", ""},
+		{"policyv1.MaxMatchLabelsProperties", policyv1.MaxMatchLabelsProperties, policy, "spec.rules[*].namespaces[*].selector", "rule", "self.matchLabels.size() <= %v"},
+		{"policyv1.MaxMatchExpressionsItems", policyv1.MaxMatchExpressionsItems, policy, "spec.rules[*].namespaces[*].selector", "rule", "self.matchExpressions.size() <= %v"},
 	}
 	// The rules list of a policy names each rule at most once, so its bound must leave room for
 	// every rule, and for every ID.
-	if n := len(webhooks.Rules()); n > policyv1alpha1.MaxRulesItems {
-		t.Errorf("there are %d rules, more than policyv1alpha1.MaxRulesItems (%d) lets a policy list", n, policyv1alpha1.MaxRulesItems)
+	if n := len(webhooks.Rules()); n > policyv1.MaxRulesItems {
+		t.Errorf("there are %d rules, more than policyv1.MaxRulesItems (%d) lets a policy list", n, policyv1.MaxRulesItems)
 	}
 	for _, r := range webhooks.Rules() {
-		if len(r.ID) > policyv1alpha1.MaxRuleIDLength {
-			t.Errorf("rule ID %s is longer than policyv1alpha1.MaxRuleIDLength (%d)", r.ID, policyv1alpha1.MaxRuleIDLength)
+		if len(r.ID) > policyv1.MaxRuleIDLength {
+			t.Errorf("rule ID %s is longer than policyv1.MaxRuleIDLength (%d)", r.ID, policyv1.MaxRuleIDLength)
 		}
 	}
 
@@ -404,9 +404,9 @@ func TestNoneKindsVersionsAreIdentical(t *testing.T) {
 			if alpha.Schema == nil || v1.Schema == nil {
 				t.Fatalf("%s lists %v, want v1alpha1 and v1", crd.Name, slices.Sorted(maps.Keys(byName)))
 			}
-			if !alpha.Storage || !alpha.Served || v1.Served || v1.Storage {
-				t.Errorf("%s: v1alpha1 served %t, storage %t; v1 served %t, storage %t; want v1alpha1 served and stored, v1 listed alone",
-					crd.Name, alpha.Served, alpha.Storage, v1.Served, v1.Storage)
+			if alpha.Storage || !alpha.Served || !alpha.Deprecated || !v1.Served || !v1.Storage {
+				t.Errorf("%s: v1alpha1 served %t, storage %t, deprecated %t; v1 served %t, storage %t; want v1alpha1 served and deprecated, v1 served and stored",
+					crd.Name, alpha.Served, alpha.Storage, alpha.Deprecated, v1.Served, v1.Storage)
 			}
 			if diff := cmp.Diff(alpha.Schema, v1.Schema); diff != "" {
 				t.Errorf("the versions' schemas differ (-v1alpha1 +v1):\n%s", diff)

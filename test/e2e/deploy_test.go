@@ -36,16 +36,18 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/certs"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
@@ -469,7 +471,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		key := types.NamespacedName{Namespace: samplesNamespace, Name: "memcached-sample"}
 		Eventually(func(g Gomega) {
-			m := get(ctx, g, key, &cachev1alpha1.Memcached{}).(*cachev1alpha1.Memcached)
+			m := get(ctx, g, key, &cachev1.Memcached{}).(*cachev1.Memcached)
 			g.Expect(m.Spec.Size).To(HaveValue(BeEquivalentTo(2)))
 			g.Expect(kinds["Memcached"].available(m)).To(Succeed())
 			deployments, _ := ownedBy(ctx, g, m)
@@ -583,7 +585,7 @@ var _ = Describe("The operator installed with make deploy", Ordered, func() {
 	})
 
 	It("is removed by make undeploy: custom resources first, then everything deploy created", func(ctx SpecContext) {
-		remaining := &cachev1alpha1.Memcached{}
+		remaining := &cachev1.Memcached{}
 		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: samplesNamespace, Name: "memcached-sample"}, remaining)).To(Succeed())
 		deployments, services := ownedBy(ctx, Default, remaining)
 		Expect(deployments).NotTo(BeEmpty())
@@ -952,9 +954,9 @@ func watchReadiness(ctx context.Context, url string, readyAt chan<- time.Time) {
 // connection of the API server would make at that moment: to the pod, verified against the
 // caBundle then in the webhook configuration, for the Service's name, with each replica.
 type admissionLoad struct {
-	// answered counts the admission requests answered as expected.
-	answered atomic.Int64
-	stop     func() []string
+	// answered counts the admission requests answered as expected; reads, the lists that succeeded.
+	answered, reads atomic.Int64
+	stop            func() []string
 
 	mu       sync.Mutex
 	failures []string
@@ -974,39 +976,64 @@ func (l *admissionLoad) finish(ctx context.Context, what string) {
 		"admission keeps answering after "+what)
 	ExpectWithOffset(1, l.stop()).To(BeEmpty(), "failed admission requests during "+what)
 	AddReportEntry(what+": admission requests answered", l.answered.Load())
+	AddReportEntry(what+": lists of Welcomes served", l.reads.Load())
 }
 
 // startAdmissionLoad starts an admissionLoad in namespace, shaking hands with the webhook server at
 // each of podIPs, and waits for its first 20 answers.
 func startAdmissionLoad(ctx context.Context, namespace string, podIPs []string) *admissionLoad {
+	return startAdmissionLoadAt(ctx, namespace, podIPs, "v1", false)
+}
+
+// welcomeAt is w at version of auth.seedlabs.dev, which has v1's fields but for v1alpha1's
+// password, which w does not set: for a request at a version other than the one the Go types are.
+func welcomeAt(w *authv1.Welcome, version string) *unstructured.Unstructured {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(w)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	obj := &unstructured.Unstructured{Object: u}
+	obj.SetGroupVersionKind(authv1.GroupVersion.WithKind("Welcome"))
+	obj.SetAPIVersion(authv1.GroupVersion.Group + "/" + version)
+	return obj
+}
+
+// startAdmissionLoadAt is startAdmissionLoad writing Welcomes at version, which every version of
+// an upgrade serves. With reads, it reads too: each round lists namespace's Welcomes at v1alpha1
+// and v1, each read through the conversion webhook when the version is not the one stored, and
+// requires every list to succeed once its version has been served (v1 becomes served during an
+// upgrade from the release that listed it unserved).
+func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string, version string, reads bool) *admissionLoad {
+	clientset, err := kubernetes.NewForConfig(kube.Config)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(ctx)
 	load := &admissionLoad{}
 	done := make(chan struct{})
 	go func() {
 		defer GinkgoRecover()
 		defer close(done)
+		served := map[string]bool{}
 		for i := 0; ctx.Err() == nil; i++ {
-			valid := &authv1alpha1.Welcome{
+			valid := welcomeAt(&authv1.Welcome{
 				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "load-" + strconv.Itoa(i)},
-				Spec:       authv1alpha1.WelcomeSpec{Name: "Load"},
-			}
+				Spec:       authv1.WelcomeSpec{Name: "Load"},
+			}, version)
 			err := k8s.Create(ctx, valid, client.DryRunAll)
 			if ctx.Err() != nil {
 				return
 			}
+			replicas, _, _ := unstructured.NestedInt64(valid.Object, "spec", "replicas")
 			switch {
 			case err != nil:
 				load.fail("valid Welcome refused: %v", err)
-			case valid.Spec.Replicas == nil || *valid.Spec.Replicas != 1:
+			case replicas != 1:
 				load.fail("valid Welcome not defaulted by the mutating webhook")
 			default:
 				load.answered.Add(1)
 			}
 
-			invalid := &authv1alpha1.Welcome{
+			invalid := welcomeAt(&authv1.Welcome{
 				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "load-invalid-" + strconv.Itoa(i)},
-				Spec:       authv1alpha1.WelcomeSpec{Name: "Load", Replicas: ptr.To[int32](-1)},
-			}
+				Spec:       authv1.WelcomeSpec{Name: "Load", Replicas: ptr.To[int32](-1)},
+			}, version)
 			err = k8s.Create(ctx, invalid, client.DryRunAll)
 			if ctx.Err() != nil {
 				return
@@ -1015,6 +1042,25 @@ func startAdmissionLoad(ctx context.Context, namespace string, podIPs []string) 
 				load.fail("invalid Welcome: want the webhook's 422 on spec.replicas, got %v", err)
 			} else {
 				load.answered.Add(1)
+			}
+
+			for _, v := range []string{"v1alpha1", "v1"} {
+				if !reads {
+					break
+				}
+				// By path: the client's REST mapper does not learn of a version served after it
+				// first looked.
+				_, err := clientset.CoreV1().RESTClient().Get().
+					AbsPath("/apis", authv1.GroupVersion.Group, v, "namespaces", namespace, "welcomes").DoRaw(ctx)
+				switch {
+				case ctx.Err() != nil:
+					return
+				case err == nil:
+					served[v] = true
+					load.reads.Add(1)
+				case served[v] || !apierrors.IsNotFound(err):
+					load.fail("listing Welcomes at %s: %v", v, err)
+				}
 			}
 
 			bundles, err := caBundles(ctx)

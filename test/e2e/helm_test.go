@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 )
 
@@ -160,19 +160,25 @@ func releaseObjects(ctx context.Context) []*unstructured.Unstructured {
 // expectAdmissionServed: a valid Welcome is defaulted by the mutating webhook and an invalid one
 // refused by the validating webhook, with its field.
 func expectAdmissionServed(ctx context.Context, g Gomega, namespace string) {
-	valid := &authv1alpha1.Welcome{
+	expectAdmissionServedAt(ctx, g, namespace, "v1")
+}
+
+// expectAdmissionServedAt is expectAdmissionServed for Welcomes at version.
+func expectAdmissionServedAt(ctx context.Context, g Gomega, namespace, version string) {
+	valid := welcomeAt(&authv1.Welcome{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "helm-probe"},
-		Spec:       authv1alpha1.WelcomeSpec{Name: "Helm"},
-	}
-	g.ExpectWithOffset(1, k8s.Create(ctx, valid, client.DryRunAll)).To(Succeed())
-	g.ExpectWithOffset(1, valid.Spec.Port).NotTo(BeNil(), "not defaulted")
-	invalid := &authv1alpha1.Welcome{
+		Spec:       authv1.WelcomeSpec{Name: "Helm"},
+	}, version)
+	g.ExpectWithOffset(2, k8s.Create(ctx, valid, client.DryRunAll)).To(Succeed())
+	_, defaulted, _ := unstructured.NestedInt64(valid.Object, "spec", "port")
+	g.ExpectWithOffset(2, defaulted).To(BeTrue(), "not defaulted")
+	invalid := welcomeAt(&authv1.Welcome{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "helm-probe-invalid"},
-		Spec:       authv1alpha1.WelcomeSpec{Name: "Helm", Email: "not-an-email"},
-	}
+		Spec:       authv1.WelcomeSpec{Name: "Helm", Email: "not-an-email"},
+	}, version)
 	err := k8s.Create(ctx, invalid, client.DryRunAll)
-	g.ExpectWithOffset(1, apierrors.IsInvalid(err)).To(BeTrue(), "want the webhook's 422, got %v", err)
-	g.ExpectWithOffset(1, err.Error()).To(ContainSubstring("spec.email"))
+	g.ExpectWithOffset(2, apierrors.IsInvalid(err)).To(BeTrue(), "want the webhook's 422, got %v", err)
+	g.ExpectWithOffset(2, err.Error()).To(ContainSubstring("spec.email"))
 }
 
 // expectOnlyLeftovers: once helm uninstall returned, of the release's objects only the CRDs
@@ -278,9 +284,9 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 			return k8s.Get(ctx, types.NamespacedName{Namespace: fixtures.Namespace, Name: "webhook-operator-admission-check"}, &corev1.Pod{})
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Satisfy(apierrors.IsNotFound), "the test pod, which passed, is left")
 
-		Expect(k8s.Create(ctx, &authv1alpha1.Welcome{
+		Expect(k8s.Create(ctx, &authv1.Welcome{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "helm-welcome"},
-			Spec:       authv1alpha1.WelcomeSpec{Name: "Helm"},
+			Spec:       authv1.WelcomeSpec{Name: "Helm"},
 		})).To(Succeed())
 		Eventually(func(g Gomega) { children = welcomeChildren(ctx, g) }).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 	}, SpecTimeout(4*time.Minute))
@@ -318,7 +324,7 @@ var _ = Describe("The operator installed with Helm in cert-manager mode (helm in
 		out, err := helm(ctx, "uninstall", release, "--namespace", fixtures.Namespace, "--wait", "--timeout", "2m")
 		Expect(err).NotTo(HaveOccurred(), "helm uninstall:\n%s", out)
 		expectOnlyLeftovers(ctx, objects, []string{fixtures.NamePrefix + "ca", "metrics-server-cert", "webhook-server-cert"}, "ConfigMap "+clientCAConfigMap)
-		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "helm-welcome"}, &authv1alpha1.Welcome{})).To(Succeed(),
+		Expect(k8s.Get(ctx, types.NamespacedName{Namespace: namespace, Name: "helm-welcome"}, &authv1.Welcome{})).To(Succeed(),
 			"the Welcome is kept with its CRD")
 	}, SpecTimeout(3*time.Minute))
 })

@@ -25,7 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -195,22 +195,22 @@ func (r neighbourRequest) send(ctx context.Context, c client.Client, i int) stri
 var neighbourRequests = []neighbourRequest{
 	{what: "valid Welcome",
 		object: func(i int) client.Object {
-			return &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: neighbourNamespace, Name: "valid-" + strconv.Itoa(i)},
-				Spec: authv1alpha1.WelcomeSpec{Name: "Neighbour", Image: cfg.welcome}}
+			return &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: neighbourNamespace, Name: "valid-" + strconv.Itoa(i)},
+				Spec: authv1.WelcomeSpec{Name: "Neighbour", Image: cfg.welcome}}
 		},
 		check: func(obj client.Object, err error) string {
 			switch {
 			case err != nil:
 				return fmt.Sprintf("refused: %v", err)
-			case obj.(*authv1alpha1.Welcome).Spec.Replicas == nil:
+			case obj.(*authv1.Welcome).Spec.Replicas == nil:
 				return "not defaulted by the mutating webhook"
 			}
 			return ""
 		}},
 	{what: "invalid Welcome",
 		object: func(i int) client.Object {
-			return &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: neighbourNamespace, Name: "invalid-" + strconv.Itoa(i)},
-				Spec: authv1alpha1.WelcomeSpec{Name: "Neighbour", Port: ptr.To[int32](70000)}}
+			return &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: neighbourNamespace, Name: "invalid-" + strconv.Itoa(i)},
+				Spec: authv1.WelcomeSpec{Name: "Neighbour", Port: ptr.To[int32](70000)}}
 		},
 		check: refusedBy("welcome.port.range")},
 	{what: "valid DeployObject",

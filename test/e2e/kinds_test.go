@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -59,19 +59,22 @@ var defaultPolicy = func() *webhooks.Policy {
 // defaulted, under defaultPolicy.
 func admitted(k webhooks.AnyKind) func(client.Object) field.ErrorList {
 	return func(obj client.Object) field.ErrorList {
-		errs, _, _ := k.Admit(obj, defaultPolicy)
+		errs, _, ok := k.Admit(obj, defaultPolicy)
+		if !ok {
+			panic(fmt.Sprintf("a %T is no %s", obj, k.Kind()))
+		}
 		return errs
 	}
 }
 
 var kinds = map[string]kind{
 	"Welcome": {
-		newObject: func() client.Object { return &authv1alpha1.Welcome{} },
-		admit:     admitted(webhooks.Welcome),
-		spec:      func(obj client.Object) any { return obj.(*authv1alpha1.Welcome).Spec },
-		replicas:  func(obj client.Object) int32 { return *obj.(*authv1alpha1.Welcome).Spec.Replicas },
+		newObject: func() client.Object { return &authv1.Welcome{} },
+		admit:     admitted(webhooks.WelcomeV1),
+		spec:      func(obj client.Object) any { return obj.(*authv1.Welcome).Spec },
+		replicas:  func(obj client.Object) int32 { return *obj.(*authv1.Welcome).Spec.Replicas },
 		rolledOut: func(obj client.Object, ready string) error {
-			w := obj.(*authv1alpha1.Welcome)
+			w := obj.(*authv1.Welcome)
 			if w.Status.ServiceURL == "" {
 				return errors.New("status.serviceURL is empty")
 			}
@@ -79,12 +82,12 @@ var kinds = map[string]kind{
 		},
 	},
 	"Memcached": {
-		newObject: func() client.Object { return &cachev1alpha1.Memcached{} },
-		admit:     admitted(webhooks.Memcached),
-		spec:      func(obj client.Object) any { return obj.(*cachev1alpha1.Memcached).Spec },
-		replicas:  func(obj client.Object) int32 { return *obj.(*cachev1alpha1.Memcached).Spec.Size },
+		newObject: func() client.Object { return &cachev1.Memcached{} },
+		admit:     admitted(webhooks.MemcachedV1),
+		spec:      func(obj client.Object) any { return obj.(*cachev1.Memcached).Spec },
+		replicas:  func(obj client.Object) int32 { return *obj.(*cachev1.Memcached).Spec.Size },
 		rolledOut: func(obj client.Object, ready string) error {
-			m := obj.(*cachev1alpha1.Memcached)
+			m := obj.(*cachev1.Memcached)
 			if len(m.Status.Nodes) != int(*m.Spec.Size) {
 				return fmt.Errorf("status.nodes %v, want %d", m.Status.Nodes, *m.Spec.Size)
 			}

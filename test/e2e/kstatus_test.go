@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/test/gitops"
 )
 
@@ -49,8 +49,8 @@ var _ = Describe("What kstatus and Argo CD make of the status, with pods that re
 		{
 			kind: "Welcome",
 			obj: func() client.Object {
-				return &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: gitopsNamespace, Name: "greeter"},
-					Spec: authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)}}
+				return &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: gitopsNamespace, Name: "greeter"},
+					Spec: authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)}}
 			},
 			edit:   func() string { return `{"spec":{"port":9000}}` },
 			edited: func(pod *corev1.Pod) bool { return hasContainerPort(pod, 9000) },
@@ -58,8 +58,8 @@ var _ = Describe("What kstatus and Argo CD make of the status, with pods that re
 		{
 			kind: "Memcached",
 			obj: func() client.Object {
-				return &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: gitopsNamespace, Name: "cache"},
-					Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}}
+				return &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: gitopsNamespace, Name: "cache"},
+					Spec: cachev1.MemcachedSpec{Size: ptr.To[int32](2)}}
 			},
 			edit:   func() string { return `{"spec":{"containerPort":11311}}` },
 			edited: func(pod *corev1.Pod) bool { return hasContainerPort(pod, 11311) },

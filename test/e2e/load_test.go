@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
@@ -64,29 +64,29 @@ var loadKinds = map[string]loadKind{
 	"Welcome": {
 		short: "w",
 		newObject: func(namespace, name string, version int) client.Object {
-			return &authv1alpha1.Welcome{
+			return &authv1.Welcome{
 				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
 				// The image is set, so that every create and update calls both webhooks.
-				Spec: authv1alpha1.WelcomeSpec{Name: "Load", UserID: ptr.To(int32(version)), Replicas: ptr.To[int32](1),
+				Spec: authv1.WelcomeSpec{Name: "Load", UserID: ptr.To(int32(version)), Replicas: ptr.To[int32](1),
 					ServiceType: corev1.ServiceTypeClusterIP, Image: cfg.welcome},
 			}
 		},
 		patch: func(version int) string { return fmt.Sprintf(`{"spec":{"userID":%d}}`, version) },
 		version: func(obj client.Object) (int, error) {
-			return int(ptr.Deref(obj.(*authv1alpha1.Welcome).Spec.UserID, 0)), nil
+			return int(ptr.Deref(obj.(*authv1.Welcome).Spec.UserID, 0)), nil
 		},
 	},
 	"Memcached": {
 		short: "m",
 		newObject: func(namespace, name string, version int) client.Object {
-			return &cachev1alpha1.Memcached{
+			return &cachev1.Memcached{
 				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-				Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), ContainerPort: ptr.To(memcachedPort(version))},
+				Spec:       cachev1.MemcachedSpec{Size: ptr.To[int32](1), ContainerPort: ptr.To(memcachedPort(version))},
 			}
 		},
 		patch: func(version int) string { return fmt.Sprintf(`{"spec":{"containerPort":%d}}`, memcachedPort(version)) },
 		version: func(obj client.Object) (int, error) {
-			return int(ptr.Deref(obj.(*cachev1alpha1.Memcached).Spec.ContainerPort, 0) - memcachedPort(0)), nil
+			return int(ptr.Deref(obj.(*cachev1.Memcached).Spec.ContainerPort, 0) - memcachedPort(0)), nil
 		},
 		updateEvery: memcachedUpdateEvery,
 	},
@@ -576,13 +576,13 @@ func listKind(ctx context.Context, g Gomega, kind, namespace string) map[string]
 	objects := map[string]client.Object{}
 	switch kind {
 	case "Welcome":
-		list := &authv1alpha1.WelcomeList{}
+		list := &authv1.WelcomeList{}
 		g.ExpectWithOffset(1, k8s.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
 		for i := range list.Items {
 			objects[list.Items[i].Name] = &list.Items[i]
 		}
 	case "Memcached":
-		list := &cachev1alpha1.MemcachedList{}
+		list := &cachev1.MemcachedList{}
 		g.ExpectWithOffset(1, k8s.List(ctx, list, client.InNamespace(namespace))).To(Succeed())
 		for i := range list.Items {
 			objects[list.Items[i].Name] = &list.Items[i]

@@ -20,7 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
@@ -230,9 +230,9 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		Expect(left.Sub(cut)).To(BeNumerically(">=", operator.DefaultPolicyStaleness*9/10), "the replica left before the staleness ran out")
 
 		By("changing the AdmissionPolicy meanwhile: a moving tag is only a warning")
-		policy := &policyv1alpha1.AdmissionPolicy{
-			ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
-			Spec:       policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{{ID: "deployobject.image.pinned", Action: policyv1alpha1.Warn}}},
+		policy := &policyv1.AdmissionPolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName},
+			Spec:       policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{{ID: "deployobject.image.pinned", Action: policyv1.Warn}}},
 		}
 		Expect(k8s.Create(ctx, policy)).To(Succeed())
 		DeferCleanup(func(ctx SpecContext) {

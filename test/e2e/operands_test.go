@@ -21,15 +21,18 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
@@ -52,9 +55,9 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 	}, NodeTimeout(4*time.Minute))
 
 	It("serves a Welcome's greeting from every replica, at its cluster IP and node port, and the new name once spec.name changes", func(ctx SpecContext) {
-		w := &authv1alpha1.Welcome{
+		w := &authv1.Welcome{
 			ObjectMeta: metav1.ObjectMeta{Namespace: operandsNamespace, Name: "greeter"},
-			Spec:       authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)},
+			Spec:       authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)},
 		}
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 		waitAvailable(ctx, "Welcome", w)
@@ -85,7 +88,7 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		By("rolling out a new spec.name, which is then served")
 		Expect(k8s.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"name":"Grace"}}`)))).To(Succeed())
 		Eventually(func(g Gomega) {
-			g.Expect(kinds["Welcome"].available(get(ctx, g, client.ObjectKeyFromObject(w), &authv1alpha1.Welcome{}))).To(Succeed())
+			g.Expect(kinds["Welcome"].available(get(ctx, g, client.ObjectKeyFromObject(w), &authv1.Welcome{}))).To(Succeed())
 			for range 10 {
 				g.Expect(httpGet(ctx, clusterURL)).To(Equal("Hello Grace"))
 			}
@@ -94,14 +97,14 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 	}, SpecTimeout(4*time.Minute))
 
 	It("stores and reads a key through a Memcached's Service, runs exactly size memcached pods, and follows kubectl scale", func(ctx SpecContext) {
-		m := &cachev1alpha1.Memcached{
+		m := &cachev1.Memcached{
 			ObjectMeta: metav1.ObjectMeta{Namespace: operandsNamespace, Name: "cache"},
-			Spec:       cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](3)},
+			Spec:       cachev1.MemcachedSpec{Size: ptr.To[int32](3)},
 		}
 		Expect(k8s.Create(ctx, m)).To(Succeed())
 		waitAvailable(ctx, "Memcached", m)
 		pods := servingPodsOf(ctx, m, 3)
-		stored := get(ctx, Default, client.ObjectKeyFromObject(m), &cachev1alpha1.Memcached{}).(*cachev1alpha1.Memcached)
+		stored := get(ctx, Default, client.ObjectKeyFromObject(m), &cachev1.Memcached{}).(*cachev1.Memcached)
 		Expect(stored.Status.Nodes).To(ConsistOf(podNames(pods)), "status.nodes lists the running memcached pods")
 
 		svc := service(ctx, m.Name)
@@ -113,7 +116,7 @@ var _ = Describe("The operands of each kind, serving for real", Ordered, func() 
 		_, stderr, err := kubectl(ctx, "scale", "-n", operandsNamespace, "memcached/"+m.Name, "--replicas=1")
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		Eventually(func(g Gomega) {
-			current := get(ctx, g, client.ObjectKeyFromObject(m), &cachev1alpha1.Memcached{}).(*cachev1alpha1.Memcached)
+			current := get(ctx, g, client.ObjectKeyFromObject(m), &cachev1.Memcached{}).(*cachev1.Memcached)
 			g.Expect(kinds["Memcached"].available(current)).To(Succeed())
 			pods := readyPodsOf(ctx, g, m, 1)
 			g.Expect(current.Status.Nodes).To(Equal(podNames(pods)))
@@ -246,8 +249,22 @@ func waitAvailable(ctx context.Context, kind string, obj client.Object) {
 // earlier commit.
 func waitRolledOut(ctx context.Context, kind string, obj client.Object, ready string) {
 	EventuallyWithOffset(2, func(g Gomega) {
-		g.Expect(kinds[kind].rolledOut(get(ctx, g, client.ObjectKeyFromObject(obj), kinds[kind].newObject()), ready)).To(Succeed())
+		g.Expect(kinds[kind].rolledOut(readAt(ctx, g, obj, kinds[kind].newObject()), ready)).To(Succeed())
 	}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "%s %s", kind, obj.GetName())
+}
+
+// readAt reads obj at its own version into into, an object of the version these specs' Go code
+// reads: a v1alpha1 object of the operator's kinds has the fields of v1 (a Welcome's password
+// aside, which into drops), so that an object of the previous release, which serves v1alpha1
+// alone, is read as well.
+func readAt(ctx context.Context, g Gomega, obj, into client.Object) client.Object {
+	gvk, err := apiutil.GVKForObject(obj, k8s.Scheme())
+	g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(obj), u)).To(Succeed())
+	g.ExpectWithOffset(1, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into)).To(Succeed())
+	return into
 }
 
 // service is the Service of that name in operandsNamespace.

@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/image"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
@@ -312,8 +312,8 @@ var _ = Describe("The operator published to a registry with TLS and basic auth, 
 			g.Expect(k8s.Update(ctx, sa)).To(Succeed())
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 
-		welcome := &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "registry-welcome"}, Spec: authv1alpha1.WelcomeSpec{Name: "Registry"}}
-		memcached := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "registry-memcached"}, Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+		welcome := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "registry-welcome"}, Spec: authv1.WelcomeSpec{Name: "Registry"}}
+		memcached := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "registry-memcached"}, Spec: cachev1.MemcachedSpec{Size: ptr.To[int32](1)}}
 		Expect(k8s.Create(ctx, welcome)).To(Succeed())
 		Expect(k8s.Create(ctx, memcached)).To(Succeed())
 		waitAvailable(ctx, "Welcome", welcome)

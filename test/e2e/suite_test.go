@@ -24,6 +24,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -165,7 +166,10 @@ var _ = BeforeSuite(func(ctx SpecContext) {
 	logf.SetLogger(GinkgoLogr)
 	s := scheme.New()
 	Expect(apiextensionsv1.AddToScheme(s)).To(Succeed())
-	k8s, err = client.New(kube.Config, client.Options{Scheme: s})
+	// Each warning once: the upgrade specs write at a deprecated version for minutes.
+	config := rest.CopyConfig(kube.Config)
+	config.WarningHandlerWithContext = logf.NewKubeAPIWarningLogger(logf.KubeAPIWarningLoggerOptions{Deduplicate: true})
+	k8s, err = client.New(config, client.Options{Scheme: s})
 	Expect(err).NotTo(HaveOccurred())
 }, NodeTimeout(3*time.Minute))
 

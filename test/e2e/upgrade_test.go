@@ -4,6 +4,8 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -13,11 +15,14 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
@@ -33,7 +38,9 @@ func makePrevious(ctx context.Context, target string) (string, error) {
 }
 
 // upgradeState is what must survive an upgrade: each custom resource and each child's uid, and
-// each child Deployment's generation and pods, which change only when its pod template does.
+// each child Deployment's pod template and pods. Not its generation: the operator applies each
+// child once more to name its owner at v1, and the change of the hash of what it applies, an
+// annotation, bumps a Deployment's generation.
 type upgradeState map[string]string
 
 func observeUpgradeState(ctx context.Context, g Gomega, namespace string, objects []client.Object) upgradeState {
@@ -49,7 +56,9 @@ func observeUpgradeState(ctx context.Context, g Gomega, namespace string, object
 		deployment, service := &appsv1.Deployment{}, &corev1.Service{}
 		g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(obj), deployment)).To(Succeed())
 		g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(obj), service)).To(Succeed())
-		state[kind+" "+obj.GetName()+" Deployment"] = fmt.Sprintf("%s generation %d", deployment.UID, deployment.Generation)
+		template, err := json.Marshal(deployment.Spec.Template)
+		g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		state[kind+" "+obj.GetName()+" Deployment"] = fmt.Sprintf("%s template %x", deployment.UID, sha256.Sum256(template))
 		state[kind+" "+obj.GetName()+" Service"] = string(service.UID)
 		pods := &corev1.PodList{}
 		g.ExpectWithOffset(1, k8s.List(ctx, pods, client.InNamespace(namespace), client.MatchingLabels(deployment.Spec.Selector.MatchLabels))).To(Succeed())
@@ -62,12 +71,9 @@ func observeUpgradeState(ctx context.Context, g Gomega, namespace string, object
 	return state
 }
 
-// previousReady is the condition type by which the previous version reports an object rolled
-// out: Available, which Ready replaced.
-const previousReady = "Available"
-
 // createEveryKind creates an AdmissionPolicy and a Welcome, a Memcached and a DeployObject in
-// namespace, and waits until each has rolled out under the previous version.
+// namespace, at the versions the previous release serves (the first three at v1alpha1), and waits
+// until each has rolled out under the previous version.
 func createEveryKind(ctx context.Context, namespace string) []client.Object {
 	objects := []client.Object{
 		&policyv1alpha1.AdmissionPolicy{
@@ -79,7 +85,7 @@ func createEveryKind(ctx context.Context, namespace string) []client.Object {
 		},
 		&authv1alpha1.Welcome{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "welcome"},
-			Spec:       authv1alpha1.WelcomeSpec{Name: "Ada", Email: "not-an-email"},
+			Spec:       authv1alpha1.WelcomeSpec{Name: "Ada", Email: "not-an-email", Password: "hunter2"},
 		},
 		&cachev1alpha1.Memcached{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "memcached"},
@@ -101,7 +107,7 @@ func createEveryKind(ctx context.Context, namespace string) []client.Object {
 		EventuallyWithOffset(1, func() error { return k8s.Create(ctx, obj) }).WithContext(ctx).WithTimeout(30*time.Second).
 			Should(Succeed(), "%T %s", obj, obj.GetName())
 	}
-	waitEveryKindRolledOut(ctx, objects, previousReady)
+	waitEveryKindRolledOut(ctx, objects, conditions.Ready)
 	return objects
 }
 
@@ -139,7 +145,7 @@ func expectManagersRun(ctx context.Context, image string, timeout time.Duration)
 
 // expectUpgradedInPlace: once every replica runs this tree's manager, a new leader holds the
 // Lease and has reconciled every object, and for a while nothing of before has changed; every
-// object is still available, and the admission load saw no failure.
+// object is still available and stored at v1, and the admission and read load saw no failure.
 func expectUpgradedInPlace(ctx context.Context, namespace string, objects []client.Object, before upgradeState,
 	previousLeader string, load *admissionLoad, what string, start time.Time,
 ) {
@@ -150,14 +156,9 @@ func expectUpgradedInPlace(ctx context.Context, namespace string, objects []clie
 	ExpectWithOffset(1, liveLeader(ctx, managers)).NotTo(Equal(previousLeader))
 	ConsistentlyWithOffset(1, func(g Gomega) upgradeState { return observeUpgradeState(ctx, g, namespace, objects) }).
 		WithContext(ctx).WithTimeout(15*time.Second).WithPolling(time.Second).Should(Equal(before),
-		"custom resources, children and operand pods after the upgrade (uids; a Deployment's generation changes with its pod template)")
+		"custom resources, children and operand pods after the upgrade (uids, and each Deployment's pod template)")
 	waitEveryKindRolledOut(ctx, objects, conditions.Ready)
-	for _, obj := range objects {
-		ExpectWithOffset(1, get(ctx, Default, client.ObjectKeyFromObject(obj), obj.DeepCopyObject().(client.Object))).
-			To(HaveField("Status.Conditions", Not(ContainElement(HaveField("Type", previousReady)))),
-				"%T %s still reports the previous version's %s", obj, obj.GetName(), previousReady)
-	}
-
+	expectStoredAtV1(ctx, objects)
 	load.finish(ctx, what)
 }
 
@@ -181,13 +182,13 @@ func describeUpgrade(text, namespace string, previousImage func() string, instal
 
 		It("runs the previous version, with an object of every kind rolled out", func(ctx SpecContext) {
 			expectManagersRun(ctx, previousImage(), 2*time.Minute)
-			Eventually(func(g Gomega) { expectAdmissionServed(ctx, g, namespace) }).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+			Eventually(func(g Gomega) { expectAdmissionServedAt(ctx, g, namespace, "v1alpha1") }).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
 			objects = createEveryKind(ctx, namespace)
 			before = observeUpgradeState(ctx, Default, namespace, objects)
 		}, SpecTimeout(5*time.Minute))
 
-		It("upgrades to this tree under admission load: no request fails, no object is lost, no child recreated, no operand rolled", func(ctx SpecContext) {
-			load := startAdmissionLoad(ctx, namespace, nil)
+		It("upgrades to this tree under admission and read load: no request fails, no object is lost, no child recreated, no operand rolled", func(ctx SpecContext) {
+			load := startAdmissionLoadAt(ctx, namespace, nil, "v1alpha1", true)
 			previousLeader, _ := leaseHolder(ctx, Default)
 
 			start := time.Now()
@@ -225,3 +226,38 @@ var _ = Describe("Upgrades", func() {
 				chartValues()...)...)
 		})
 })
+
+// expectStoredAtV1: the previous release stored the objects at v1alpha1; once upgraded, the leader
+// stores them again at v1 and trims each CRD's storedVersions to v1 (docs/upgrade.md), the
+// controllers own each child at v1, and a Welcome's password, which v1 keeps in an annotation,
+// reads back at v1alpha1 as it was written.
+func expectStoredAtV1(ctx context.Context, objects []client.Object) {
+	for _, crd := range []string{"welcomes.auth.seedlabs.dev", "memcacheds.cache.seedlabs.dev", "admissionpolicies.policy.seedlabs.dev"} {
+		EventuallyWithOffset(1, func(g Gomega) []string {
+			c := &apiextensionsv1.CustomResourceDefinition{}
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Name: crd}, c)).To(Succeed())
+			return c.Status.StoredVersions
+		}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Equal([]string{"v1"}), "%s: the stored versions, once migrated", crd)
+	}
+	for _, obj := range objects {
+		if obj.GetNamespace() == "" {
+			continue
+		}
+		gvk, err := apiutil.GVKForObject(obj, k8s.Scheme())
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		EventuallyWithOffset(1, func(g Gomega) {
+			deployments, services := ownedBy(ctx, g, obj)
+			g.Expect(deployments).To(HaveLen(1))
+			g.Expect(services).To(HaveLen(1))
+			for _, child := range []metav1.Object{&deployments[0], &services[0]} {
+				g.Expect(metav1.GetControllerOf(child).APIVersion).To(Equal(gvk.Group+"/v1"), "%s's controller", child.GetName())
+			}
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "%T %s", obj, obj.GetName())
+	}
+	welcome := &authv1alpha1.Welcome{}
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(objects[1]), welcome)).To(Succeed())
+	ExpectWithOffset(1, welcome.Spec.Password).To(Equal("hunter2"))
+	hub := &authv1.Welcome{}
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(objects[1]), hub)).To(Succeed())
+	ExpectWithOffset(1, hub.Annotations).To(HaveKeyWithValue(authv1.ConversionDataAnnotation, `{"spec":{"password":"hunter2"}}`))
+}

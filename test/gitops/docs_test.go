@@ -13,9 +13,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/test/docblock"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
@@ -30,10 +30,10 @@ const (
 // healthKeys are the argocd-cm keys of the health check, resource.customizations.health.<group>_<kind>,
 // one per kind of the operator.
 var healthKeys = []string{
-	"resource.customizations.health." + authv1alpha1.GroupVersion.Group + "_Welcome",
-	"resource.customizations.health." + cachev1alpha1.GroupVersion.Group + "_Memcached",
+	"resource.customizations.health." + authv1.GroupVersion.Group + "_Welcome",
+	"resource.customizations.health." + cachev1.GroupVersion.Group + "_Memcached",
 	"resource.customizations.health." + appv1.GroupVersion.Group + "_DeployObject",
-	"resource.customizations.health." + policyv1alpha1.GroupVersion.Group + "_AdmissionPolicy",
+	"resource.customizations.health." + policyv1.GroupVersion.Group + "_AdmissionPolicy",
 }
 
 // argoCDPatch renders the health check as a patch of argocd-cm: the script once, under the first

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/yaml"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
@@ -80,10 +80,10 @@ var _ = Describe("The admission metrics", func() {
 			counterValue("webhook_operator_rule_results_total", warned),
 			counterValue("webhook_operator_admission_decisions_total", refusals)}
 
-		err := k8s.Create(ctx, newWelcome(ns, "bad-port", authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](0), Password: "p"}))
+		err := k8s.Create(ctx, withPassword(newWelcome(ns, "bad-port", authv1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](0)}), "p"))
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-		Expect(k8s.Create(ctx, newWelcome(ns, "warned", authv1alpha1.WelcomeSpec{Name: "Ada", Password: "p",
-			ServiceType: corev1.ServiceTypeClusterIP}))).To(Succeed())
+		Expect(k8s.Create(ctx, withPassword(newWelcome(ns, "warned", authv1.WelcomeSpec{Name: "Ada",
+			ServiceType: corev1.ServiceTypeClusterIP}), "p"))).To(Succeed())
 
 		after := []float64{counterValue("webhook_operator_rule_results_total", denied),
 			counterValue("webhook_operator_rule_results_total", warned),
@@ -170,8 +170,8 @@ var _ = Describe("The admission metrics", func() {
 var _ = Describe("A refusal", func() {
 	It("is recorded as a Warning Event in the object's namespace, a repeat in the Event's series, and a dry run not at all", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		bad := func(name string) *authv1alpha1.Welcome {
-			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](0)})
+		bad := func(name string) *authv1.Welcome {
+			return newWelcome(ns, name, authv1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](0)})
 		}
 		err := k8s.Create(ctx, bad("dry"), client.DryRunAll)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
@@ -198,7 +198,7 @@ var _ = Describe("A refusal", func() {
 		Expect(refusal.Type).To(Equal(corev1.EventTypeWarning))
 		Expect(refusal.Action).To(Equal("Create"))
 		Expect(refusal.Regarding).To(MatchFields(IgnoreExtras, Fields{
-			"Kind": Equal("Welcome"), "APIVersion": Equal("auth.seedlabs.dev/v1alpha1"), "Namespace": Equal(ns), "Name": Equal("refused"),
+			"Kind": Equal("Welcome"), "APIVersion": Equal("auth.seedlabs.dev/v1"), "Namespace": Equal(ns), "Name": Equal("refused"),
 		}))
 		Expect(refusal.Note).To(Equal("create refused: spec.port: Invalid value: 0: must be between 1 and 65535 (rule welcome.port.range)"))
 	})

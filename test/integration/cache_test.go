@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
@@ -53,7 +53,7 @@ var _ = Describe("The manager's cache", func() {
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("keeping of a Welcome's Deployment and Service what a reconcile reads, and the hash of what the operator holds")
-		w := newWelcome(ns, "kept", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)})
+		w := newWelcome(ns, "kept", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)})
 		w.Labels = map[string]string{"team": "web"}
 		w.Annotations = map[string]string{"kubectl.kubernetes.io/last-applied-configuration": strings.Repeat("x", 64<<10)}
 		Expect(k8s.Create(ctx, w)).To(Succeed())
@@ -69,7 +69,7 @@ var _ = Describe("The manager's cache", func() {
 			g.Expect(s.Spec.Ports).To(ConsistOf(HaveField("NodePort", BeNumerically(">", 0))), "the node port the API server allocated")
 			g.Expect(s.Spec.Selector).To(BeEmpty(), "the selector is not kept")
 			g.Expect(s.Annotations).To(HaveKey(apply.AnnotationHeld))
-			kept := &authv1alpha1.Welcome{}
+			kept := &authv1.Welcome{}
 			g.Expect(cached.Get(ctx, client.ObjectKeyFromObject(w), kept)).To(Succeed())
 			g.Expect(kept.Labels).To(BeEmpty())
 			g.Expect(kept.Annotations).To(BeEmpty())

@@ -20,16 +20,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // forgedReview posts, past the API server, a review of a Welcome create in namespace to the
 // Welcome's validating webhook, as anyone who can reach the webhook's port can, and returns the
 // answer.
-func forgedReview(ctx SpecContext, namespace string, welcome *authv1alpha1.Welcome) *admissionv1.AdmissionResponse {
+func forgedReview(ctx SpecContext, namespace string, welcome *authv1.Welcome) *admissionv1.AdmissionResponse {
 	object, err := json.Marshal(welcome)
 	Expect(err).NotTo(HaveOccurred())
 	body, err := json.Marshal(admissionv1.AdmissionReview{
@@ -65,8 +65,8 @@ var _ = Describe("Callers of the webhooks", admission, func() {
 		DeferCleanup(deletePolicy)
 		c, warnings, err := env.NewClientWithWarnings()
 		Expect(err).NotTo(HaveOccurred())
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Enforce,
-			policyv1alpha1.NamespaceAction{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"lab": "yes"}}, Action: policyv1alpha1.Warn})}})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1.Enforce,
+			policyv1.NamespaceAction{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"lab": "yes"}}, Action: policyv1.Warn})}})
 		Eventually(policyGeneration).
 			WithContext(ctx).WithTimeout(30 * time.Second).ShouldNot(BeZero())
 
@@ -75,7 +75,7 @@ var _ = Describe("Callers of the webhooks", admission, func() {
 			Expect(k8s.Create(ctx, ns)).To(Succeed())
 			DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed()) })
 			warnings.Take()
-			Expect(c.Create(ctx, newWelcome(ns.Name, "probe", authv1alpha1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"}), client.DryRunAll)).
+			Expect(c.Create(ctx, newWelcome(ns.Name, "probe", authv1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"}), client.DryRunAll)).
 				To(Succeed(), "created right after its namespace, the override of namespace %s applies", ns.Name)
 			Expect(warnings.Take()).To(ContainElement(ContainSubstring("(rule welcome.email.format)")))
 		}
@@ -85,14 +85,14 @@ var _ = Describe("Callers of the webhooks", admission, func() {
 		suppressed := func() float64 { return counterValue("webhook_operator_refusal_events_suppressed_total", nil) }
 		before := suppressed()
 		invented := "invented-" + rand.String(8)
-		answer := forgedReview(ctx, invented, newWelcome(invented, "forged", authv1alpha1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"}))
+		answer := forgedReview(ctx, invented, newWelcome(invented, "forged", authv1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"}))
 		Expect(answer.Allowed).To(BeFalse())
 		Expect(answer.Result.Message).To(ContainSubstring("(rule welcome.email.format)"))
 		Expect(suppressed()-before).To(BeEquivalentTo(1), "the refusal's Event is not recorded, and counted as suppressed")
 
 		By("while a review of an object the API server could have sent, in a namespace it knows, records its Event")
 		ns := newNamespace(ctx)
-		answer = forgedReview(ctx, ns, newWelcome(ns, "forged", authv1alpha1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"}))
+		answer = forgedReview(ctx, ns, newWelcome(ns, "forged", authv1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"}))
 		Expect(answer.Allowed).To(BeFalse())
 		Eventually(func(g Gomega) {
 			list := &corev1.EventList{}

@@ -23,9 +23,9 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
@@ -65,15 +65,16 @@ func deployObjectCase(source string, d *appv1.DeployObject, policy webhooks.Imag
 	}
 }
 
-func welcomeCase(source string, w *authv1alpha1.Welcome, policy webhooks.ImagePolicy) contractCase {
+func welcomeCase(source string, w *authv1.Welcome, policy webhooks.ImagePolicy) contractCase {
 	return contractCase{kind: "Welcome", source: source, obj: w, exact: true,
 		admit: func() field.ErrorList {
-			errs, _, _ := webhooks.Welcome.Admit(w, webhooks.DefaultPolicy(policy))
+			errs, _, ok := webhooks.WelcomeV1.Admit(w, webhooks.DefaultPolicy(policy))
+			Expect(ok).To(BeTrue(), "a %T is a Welcome of Kinds()", w)
 			return errs
 		},
 		children: func(obj client.Object) []runtime.ApplyConfiguration {
-			w := obj.(*authv1alpha1.Welcome)
-			owner := resources.ControllerReference(authv1alpha1.GroupVersion.String(), "Welcome", w.Name, contractOwner)
+			w := obj.(*authv1.Welcome)
+			owner := resources.ControllerReference(authv1.GroupVersion.String(), "Welcome", w.Name, contractOwner)
 			return []runtime.ApplyConfiguration{
 				resources.WelcomeDeployment(w, testenv.WelcomeImage).WithOwnerReferences(owner),
 				resources.WelcomeService(w).WithOwnerReferences(owner),
@@ -82,15 +83,16 @@ func welcomeCase(source string, w *authv1alpha1.Welcome, policy webhooks.ImagePo
 	}
 }
 
-func memcachedCase(source string, m *cachev1alpha1.Memcached) contractCase {
+func memcachedCase(source string, m *cachev1.Memcached) contractCase {
 	return contractCase{kind: "Memcached", source: source, obj: m, exact: true,
 		admit: func() field.ErrorList {
-			errs, _, _ := webhooks.Memcached.Admit(m, nil)
+			errs, _, ok := webhooks.MemcachedV1.Admit(m, nil)
+			Expect(ok).To(BeTrue(), "a %T is a Memcached of Kinds()", m)
 			return errs
 		},
 		children: func(obj client.Object) []runtime.ApplyConfiguration {
-			m := obj.(*cachev1alpha1.Memcached)
-			owner := resources.ControllerReference(cachev1alpha1.GroupVersion.String(), "Memcached", m.Name, contractOwner)
+			m := obj.(*cachev1.Memcached)
+			owner := resources.ControllerReference(cachev1.GroupVersion.String(), "Memcached", m.Name, contractOwner)
 			return []runtime.ApplyConfiguration{
 				resources.MemcachedDeployment(m, testenv.MemcachedImage).WithOwnerReferences(owner),
 				resources.MemcachedService(m).WithOwnerReferences(owner),
@@ -119,7 +121,7 @@ func breaksContract(errs field.ErrorList) bool {
 var relaxable = func() map[webhooks.RuleID]bool {
 	ids := map[webhooks.RuleID]bool{}
 	for _, r := range webhooks.Rules() {
-		if slices.Contains(r.Actions, policyv1alpha1.Audit) && r.Default == policyv1alpha1.Enforce {
+		if slices.Contains(r.Actions, policyv1.Audit) && r.Default == policyv1.Enforce {
 			ids[r.ID] = true
 		}
 	}
@@ -128,13 +130,13 @@ var relaxable = func() map[webhooks.RuleID]bool {
 
 // relaxedPolicy Audits every rule a policy may relax, in the namespaces labelled contract=relaxed,
 // and leaves the rest of the cluster to the defaults.
-func relaxedPolicy() policyv1alpha1.AdmissionPolicySpec {
-	spec := policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: fixtures.AllowedRegistries}
+func relaxedPolicy() policyv1.AdmissionPolicySpec {
+	spec := policyv1.AdmissionPolicySpec{AllowedRegistries: fixtures.AllowedRegistries}
 	for _, r := range webhooks.Rules() {
 		if relaxable[r.ID] {
-			spec.Rules = append(spec.Rules, rulePolicy(r.ID, policyv1alpha1.Enforce, policyv1alpha1.NamespaceAction{
+			spec.Rules = append(spec.Rules, rulePolicy(r.ID, policyv1.Enforce, policyv1.NamespaceAction{
 				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"contract": "relaxed"}},
-				Action:   policyv1alpha1.Audit,
+				Action:   policyv1.Audit,
 			}))
 		}
 	}
@@ -172,7 +174,7 @@ var _ = Describe("The admission contract", admission, func() {
 			d := fixtures.EdgeDeployObject("", "image-table")
 			d.Spec.Image = ref.Image
 			cases = append(cases, deployObjectCase("image table "+ref.Image, d, policy))
-			w := &authv1alpha1.Welcome{}
+			w := &authv1.Welcome{}
 			w.Name = "image-table"
 			w.Spec.Name, w.Spec.Image = "Ada", ref.Image
 			cases = append(cases, welcomeCase("image table "+ref.Image, w, policy))
@@ -278,12 +280,12 @@ func fuzzCorpusCases(policy webhooks.ImagePolicy) []contractCase {
 			return deployObjectCase(source, d, policy), ok
 		}},
 		{"FuzzWelcomeAdmission", func(source string, data []byte) (contractCase, bool) {
-			w := &authv1alpha1.Welcome{}
+			w := &authv1.Welcome{}
 			ok := decodeFuzzed(data, "Welcome", w)
 			return welcomeCase(source, w, policy), ok
 		}},
 		{"FuzzMemcachedAdmission", func(source string, data []byte) (contractCase, bool) {
-			m := &cachev1alpha1.Memcached{}
+			m := &cachev1.Memcached{}
 			ok := decodeFuzzed(data, "Memcached", m)
 			return memcachedCase(source, m), ok
 		}},
@@ -357,11 +359,11 @@ func sampleCase(path string, policy webhooks.ImagePolicy) contractCase {
 		ExpectWithOffset(1, yaml.UnmarshalStrict(data, d)).To(Succeed())
 		c = deployObjectCase("sample "+path, d, policy)
 	case "Welcome":
-		w := &authv1alpha1.Welcome{}
+		w := &authv1.Welcome{}
 		ExpectWithOffset(1, yaml.UnmarshalStrict(data, w)).To(Succeed())
 		c = welcomeCase("sample "+path, w, policy)
 	case "Memcached":
-		m := &cachev1alpha1.Memcached{}
+		m := &cachev1.Memcached{}
 		ExpectWithOffset(1, yaml.UnmarshalStrict(data, m)).To(Succeed())
 		c = memcachedCase("sample "+path, m)
 	default:

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -31,18 +32,14 @@ import (
 // welcomeCRD is the Welcome CRD's name.
 const welcomeCRD = "welcomes.auth.seedlabs.dev"
 
-// Welcome converts through the Manager's /convert, by the API server: config/crd lists v1 but does
-// not serve it yet, so these specs serve it, as the release that makes v1 served will, and write
-// and read each version through the other (storage stays v1alpha1).
+// Welcome converts through the Manager's /convert, by the API server: config/crd serves both
+// versions and stores v1, so every write and read at v1alpha1 is converted.
 var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), func() {
 	BeforeAll(func(ctx SpecContext) {
 		crd := welcomeCRDObject(ctx)
 		strategy, _, _ := unstructured.NestedString(crd.Object, "spec", "conversion", "strategy")
 		Expect(strategy).To(Equal("Webhook"), "envtest points a CRD whose versions convert at the Manager's /convert")
-		Expect(versionFlags(crd)).To(Equal(map[string]string{"v1alpha1": "served, storage", "v1": "not served"}), "config/crd's Welcome versions")
-		setV1Served(ctx, welcomeCRD, true)
-		DeferCleanup(func(ctx SpecContext) { setV1Served(ctx, welcomeCRD, false) })
-		Eventually(func() error { return k8s.List(ctx, &authv1.WelcomeList{}) }).WithContext(ctx).Should(Succeed(), "v1 served")
+		Expect(versionFlags(crd)).To(Equal(map[string]string{"v1alpha1": "served", "v1": "served, storage"}), "config/crd's Welcome versions")
 	})
 
 	It("keeps a v1alpha1 password at v1 in the conversion-data annotation, shows neither at the other version, and loses nothing through a v1 update", func(ctx SpecContext) {
@@ -76,7 +73,7 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 		Expect(webhookCalls(webhooks.ConvertPath)).To(BeNumerically(">", calls), "the API server called /convert")
 	})
 
-	It("stores a v1 Welcome, admitted by the v1alpha1 webhooks, and reads it at either version", func(ctx SpecContext) {
+	It("stores a v1 Welcome, admitted by the v1 webhooks, and reads it at either version", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		created := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "from-v1", Namespace: ns}, Spec: authv1.WelcomeSpec{Name: "Grace"}}
 		Expect(k8s.Create(ctx, created)).To(Succeed())
@@ -89,21 +86,21 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 
 		refused := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "refused", Namespace: ns}, Spec: authv1.WelcomeSpec{Name: "Grace", Port: ptr.To[int32](70000)}}
 		err := k8s.Create(ctx, refused)
-		Expect(err).To(MatchError(ContainSubstring("spec.port")), "the validating webhook judges a v1 Welcome as it judges v1alpha1's")
+		Expect(err).To(MatchError(ContainSubstring("spec.port")), "the validating webhook judges a v1 Welcome as it judges a v1alpha1 one")
 	})
 
-	It("serves a LIST page at v1 larger than a ConversionReview the webhook reads: kube-apiserver does not send the page in one review", func(ctx SpecContext) {
+	It("serves a LIST page at v1alpha1 larger than a ConversionReview the webhook reads: kube-apiserver does not send the page in one review", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		const welcomes, padBytes = 40, 200 << 10 // 8 MB in all, past MaxConversionReviewBytes
 		pad := strings.Repeat("x", padBytes)
 		for i := range welcomes {
-			w := newWelcome(ns, fmt.Sprintf("large-%d", i), authv1alpha1.WelcomeSpec{Name: "Ada"})
+			w := newWelcome(ns, fmt.Sprintf("large-%d", i), authv1.WelcomeSpec{Name: "Ada"}) // at v1, stored without a conversion
 			w.Annotations = map[string]string{"example.com/pad": pad}
 			Expect(k8s.Create(ctx, w)).To(Succeed())
 		}
 		Expect(welcomes * padBytes).To(BeNumerically(">", webhooks.MaxConversionReviewBytes))
 		calls := webhookCalls(webhooks.ConvertPath)
-		list := &authv1.WelcomeList{}
+		list := &authv1alpha1.WelcomeList{}
 		Expect(k8s.List(ctx, list, client.InNamespace(ns), client.Limit(500))).To(Succeed())
 		Expect(list.Items).To(HaveLen(welcomes))
 		for _, w := range list.Items {
@@ -116,7 +113,7 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 		ns := newNamespace(ctx)
 		root, err := testenv.ModuleRoot()
 		Expect(err).NotTo(HaveOccurred())
-		sample := readSample(filepath.Join(root, "config", "samples", "auth_v1alpha1_welcome.yaml"))
+		sample := readSample(filepath.Join(root, "config", "samples", "auth_v1_welcome.yaml"))
 		sample.SetNamespace(ns)
 		sample.SetAnnotations(map[string]string{"kubectl.kubernetes.io/last-applied-configuration": mustJSON(sample.Object)})
 		Expect(k8s.Create(ctx, sample, client.FieldOwner("kubectl-client-side-apply"))).To(Succeed(), "as kubectl apply creates it")
@@ -141,7 +138,7 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 
 	It("is recorded by kube-apiserver in the series WebhookOperatorConversionFailing reads", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		w := newWelcome(ns, "counted", authv1alpha1.WelcomeSpec{Name: "Ada"})
+		w := newWelcomeV1alpha1(ns, "counted", authv1alpha1.WelcomeSpec{Name: "Ada"})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), &authv1.Welcome{})).To(Succeed())
 		clientset, err := kubernetes.NewForConfig(env.Config)
@@ -152,12 +149,20 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 			`^apiserver_crd_conversion_webhook_duration_seconds_count\{crd_name="welcomes\.auth\.seedlabs\.dev",from_version="v1alpha1",succeeded="true",to_version="v1"\} [1-9]`)))
 	})
 
-	It("ignores and counts a malformed conversion-data annotation, failing no write and no list", func(ctx SpecContext) {
+	It("refuses a malformed conversion-data annotation at admission, and, stored past the webhook, ignores and counts it, failing no write and no list", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		before := counterValue("webhook_operator_conversion_data_malformed_total", nil)
 		bad := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "bad", Namespace: ns,
 			Annotations: map[string]string{authv1.ConversionDataAnnotation: "{not json", "kept": "yes"}}, Spec: authv1.WelcomeSpec{Name: "Lin"}}
-		Expect(k8s.Create(ctx, bad)).To(Succeed())
+		err := k8s.Create(ctx, bad.DeepCopy())
+		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
+		Expect(causes(err)).To(ConsistOf("metadata.annotations[auth.seedlabs.dev/conversion-data]"))
+		Expect(err.Error()).To(ContainSubstring("(rule welcome.conversion-data.valid)"))
+		Expect(err.Error()).NotTo(ContainSubstring("{not json"), "the annotation's value is not echoed")
+
+		restore := bypassValidation(ctx, ns)
+		Eventually(func() error { return k8s.Create(ctx, bad) }).WithContext(ctx).Should(Succeed())
+		restore()
 		Expect(k8s.Create(ctx, &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "good", Namespace: ns}, Spec: authv1.WelcomeSpec{Name: "Lin"}})).To(Succeed())
 
 		for _, list := range []client.ObjectList{&authv1alpha1.WelcomeList{}, &authv1.WelcomeList{}} {

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 )
 
@@ -70,7 +70,7 @@ var _ = Describe("Objects in the namespaces the webhooks never see", func() {
 
 		d := newDeployObject(excludedNamespace, "excluded-registry", forbidden, httpPort(80))
 		w := newWelcome(excludedNamespace, "excluded-registry-welcome",
-			authv1alpha1.WelcomeSpec{Name: "Ada", Image: forbidden, ServiceType: corev1.ServiceTypeClusterIP})
+			authv1.WelcomeSpec{Name: "Ada", Image: forbidden, ServiceType: corev1.ServiceTypeClusterIP})
 		createExcluded(ctx, d)
 		createExcluded(ctx, w)
 

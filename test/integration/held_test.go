@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -31,7 +31,7 @@ var _ = Describe("What the cache keeps of a custom resource's children", func() 
 		d.Spec.Resources = corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}
 		for _, obj := range []client.Object{
 			d,
-			newWelcome(ns, "held-web", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)}),
+			newWelcome(ns, "held-web", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)}),
 			newMemcached(ns, "held-pool", ptr.To[int32](2)),
 		} {
 			Expect(k8s.Create(ctx, obj)).To(Succeed())
@@ -59,7 +59,7 @@ var _ = Describe("What the cache keeps of a custom resource's children", func() 
 		By("looking at every object again, as a new leader or a change of the policy does: every apply is left out")
 		applied := appliesOf("Deployment", "applied") + appliesOf("Service", "applied")
 		skipped := appliesOf("Deployment", "skipped")
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Warn)}})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1.Warn)}})
 		Eventually(func() float64 { return appliesOf("Deployment", "skipped") - skipped }).
 			WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", 3), "the three objects reconciled again")
 		Consistently(func() float64 { return appliesOf("Deployment", "applied") + appliesOf("Service", "applied") - applied }).

@@ -21,9 +21,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/test/gitops"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -41,18 +41,18 @@ type gitopsKind struct {
 
 var gitopsKinds = []gitopsKind{
 	{
-		gvk: authv1alpha1.GroupVersion.WithKind("Welcome"),
+		gvk: authv1.GroupVersion.WithKind("Welcome"),
 		valid: func(ns, name string) client.Object {
-			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)})
+			return newWelcome(ns, name, authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)})
 		},
 		invalid: func(ns, name string) client.Object {
-			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), Port: ptr.To[int32](70000)})
+			return newWelcome(ns, name, authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), Port: ptr.To[int32](70000)})
 		},
 		fix:  `{"spec":{"port":8080}}`,
 		edit: `{"spec":{"name":"Grace"}}`,
 	},
 	{
-		gvk: cachev1alpha1.GroupVersion.WithKind("Memcached"),
+		gvk: cachev1.GroupVersion.WithKind("Memcached"),
 		valid: func(ns, name string) client.Object {
 			return newMemcached(ns, name, ptr.To[int32](2))
 		},
@@ -351,23 +351,23 @@ var _ = Describe("What kstatus and Argo CD make of the status", func() {
 })
 
 var _ = Describe("What kstatus and Argo CD make of the AdmissionPolicy", func() {
-	gvk := policyv1alpha1.GroupVersion.WithKind("AdmissionPolicy")
-	key := types.NamespacedName{Name: policyv1alpha1.PolicyName}
+	gvk := policyv1.GroupVersion.WithKind("AdmissionPolicy")
+	key := types.NamespacedName{Name: policyv1.PolicyName}
 
 	It("is InProgress as stored, Current once applied, Failed when stored past its webhook with what cannot be applied, and Current again once fixed", func(ctx SpecContext) {
 		DeferCleanup(deletePolicy)
 		deletePolicy(ctx)
-		u := asUnstructured(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
-			Spec: policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Audit)}}}, gvk)
+		u := asUnstructured(&policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName},
+			Spec: policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1.Audit)}}}, gvk)
 		Expect(k8s.Create(ctx, u)).To(Succeed())
 		Expect(judge(Default, u)).To(HaveField("KStatus", status.InProgressStatus), "as stored, before the operator has reported")
 		count(gvk.Kind, "as stored", status.InProgressStatus)
 		expectVerdict(ctx, gvk, key, "Applied", status.CurrentStatus, "Resource is Ready")
 
-		storePastTheWebhook(ctx, policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"not a registry"}})
+		storePastTheWebhook(ctx, policyv1.AdmissionPolicySpec{AllowedRegistries: []string{"not a registry"}})
 		expectVerdict(ctx, gvk, key, "PartlyApplied", status.FailedStatus, `allowed registry "not a registry" is not a registry host`)
 
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"registry.corp.example"}})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{AllowedRegistries: []string{"registry.corp.example"}})
 		expectVerdict(ctx, gvk, key, "PartlyApplied fixed", status.CurrentStatus, "Resource is Ready")
 		Expect(verdictOf(Default, ctx, gvk, key)).To(MatchFields(IgnoreExtras, Fields{
 			"ArgoCD": Equal(gitops.Healthy), "ArgoCDMessage": Equal("Applied: every rule and registry is applied"),

@@ -16,9 +16,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -29,10 +29,10 @@ const replicasCapped = "spec.replicas: Invalid value: 101: must be at most 100; 
 
 // storeHeldBackWelcome stores, past the webhook, the Welcome "stored" of replicas over the cap, and
 // waits until its controller holds it back.
-func storeHeldBackWelcome(ctx SpecContext, ns string, replicas int32) *authv1alpha1.Welcome {
+func storeHeldBackWelcome(ctx SpecContext, ns string, replicas int32) *authv1.Welcome {
 	GinkgoHelper()
 	restore := bypassValidation(ctx, ns)
-	stored := newWelcome(ns, "stored", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To(replicas)})
+	stored := newWelcome(ns, "stored", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To(replicas)})
 	Eventually(func() error { return k8s.Create(ctx, stored) }).WithContext(ctx).Should(Succeed())
 	restore()
 	Eventually(func(g Gomega) { expectHeldBack(g, ctx, stored, webhooks.WelcomeReplicasMax) }).WithContext(ctx).Should(Succeed())
@@ -44,7 +44,7 @@ var _ = Describe("The size limits", admission, func() {
 
 	It("admit a Welcome at every limit without calling its validating webhook, and refuse one past them in one 422 naming every field and rule", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		atLimits := newWelcome(ns, "at-limits", authv1alpha1.WelcomeSpec{
+		atLimits := newWelcome(ns, "at-limits", authv1.WelcomeSpec{
 			Name:     strings.Repeat("€", 85) + "a", // 256 bytes
 			Email:    strings.Repeat("a", 64) + "@" + strings.Repeat("b", 185) + ".com",
 			Groups:   fixtures.GroupsOf(32, 256),
@@ -55,30 +55,29 @@ var _ = Describe("The size limits", admission, func() {
 		Expect(webhookCalls(validate)).To(Equal(before), "a Welcome at the limits, which can only be admitted, called the validating webhook")
 
 		By("refusing a name of 257 bytes and 101 replicas, each under its rule")
-		past := newWelcome(ns, "past-limits", authv1alpha1.WelcomeSpec{Name: strings.Repeat("n", 257), Replicas: ptr.To[int32](101)})
+		past := newWelcome(ns, "past-limits", authv1.WelcomeSpec{Name: strings.Repeat("n", 257), Replicas: ptr.To[int32](101)})
 		err := k8s.Create(ctx, past)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(causes(err)).To(ConsistOf("spec.name", "spec.replicas"))
 		Expect(err.Error()).To(ContainSubstring("spec.name: Too long: is 257 bytes, more than the 256 allowed; shorten the name to greet (rule welcome.name.length)"))
 		Expect(err.Error()).To(ContainSubstring(fmt.Sprintf(replicasCapped, webhooks.WelcomeReplicasMax)))
-		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(past), &authv1alpha1.Welcome{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(past), &authv1.Welcome{}))).To(BeTrue())
 
 		By("refusing what CEL's size() counts as short: a name and a group of 87 characters, 86 of 3 bytes")
 		multibyte := strings.Repeat("€", 86) + "a"
-		err = k8s.Create(ctx, newWelcome(ns, "multibyte", authv1alpha1.WelcomeSpec{Name: multibyte, Groups: []string{multibyte}}))
+		err = k8s.Create(ctx, newWelcome(ns, "multibyte", authv1.WelcomeSpec{Name: multibyte, Groups: []string{multibyte}}))
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(causes(err)).To(ConsistOf("spec.name", "spec.groups[0]"))
 		Expect(err.Error()).To(ContainSubstring("spec.groups[0]: Too long: is 259 bytes, more than the 256 allowed; shorten the group name (rule welcome.groups.size)"))
 
 		By("refusing 33 groups, an email of 255 bytes and a password of 257 bytes")
-		err = k8s.Create(ctx, newWelcome(ns, "many", authv1alpha1.WelcomeSpec{
-			Name:     "Ada",
-			Groups:   fixtures.GroupsOf(33, 8),
-			Email:    strings.Repeat("a", 64) + "@" + strings.Repeat("b", 186) + ".com",
-			Password: strings.Repeat("p", 257),
-		}))
+		err = k8s.Create(ctx, withPassword(newWelcome(ns, "many", authv1.WelcomeSpec{
+			Name:   "Ada",
+			Groups: fixtures.GroupsOf(33, 8),
+			Email:  strings.Repeat("a", 64) + "@" + strings.Repeat("b", 186) + ".com",
+		}), strings.Repeat("p", 257)))
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
-		Expect(causes(err)).To(ConsistOf("spec.groups", "spec.email", "spec.password"))
+		Expect(causes(err)).To(ConsistOf("spec.groups", "spec.email", passwordAtV1))
 		Expect(err.Error()).To(ContainSubstring("spec.groups: Too many: 33: must have at most 32 groups; keep only the ones the app needs (rule welcome.groups.size)"))
 		Expect(err.Error()).To(ContainSubstring("(rule welcome.email.format)"))
 		Expect(err.Error()).To(ContainSubstring("(rule welcome.password.length)"))
@@ -129,8 +128,8 @@ var _ = Describe("The size limits", admission, func() {
 			"a spec that breaks an Enforced size limit was rolled out")
 
 		By("admitting 101 replicas with a warning once the policy Warns about the rule")
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeReplicasMax, policyv1alpha1.Warn)}})
-		raised := newWelcome(ns, "raised", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](101)})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{rulePolicy(webhooks.WelcomeReplicasMax, policyv1.Warn)}})
+		raised := newWelcome(ns, "raised", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](101)})
 		Eventually(func(g Gomega) {
 			warnings.Take()
 			g.Expect(c.Create(ctx, raised.DeepCopy())).To(Succeed())
@@ -141,7 +140,7 @@ var _ = Describe("The size limits", admission, func() {
 		Eventually(func(g Gomega) {
 			for _, name := range []string{"raised", "stored"} {
 				g.Expect(replicasOf(g, name)).To(HaveValue(Equal(int32(101))), "the Deployment of %s", name)
-				w := &authv1alpha1.Welcome{}
+				w := &authv1.Welcome{}
 				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, w)).To(Succeed())
 				g.Expect(meta.IsStatusConditionTrue(w.Status.Conditions, conditions.Stalled)).To(BeFalse(), "%s is Degraded", name)
 				compliant := meta.FindStatusCondition(w.Status.Conditions, conditions.Compliant)
@@ -154,7 +153,7 @@ var _ = Describe("The size limits", admission, func() {
 		By("refusing 101 replicas again once the policy is gone")
 		deletePolicy(ctx)
 		Eventually(func(g Gomega) {
-			err := c.Create(ctx, newWelcome(ns, "probe", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](101)}), client.DryRunAll)
+			err := c.Create(ctx, newWelcome(ns, "probe", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](101)}), client.DryRunAll)
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 			g.Expect(causes(err)).To(ConsistOf("spec.replicas"))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
@@ -167,8 +166,8 @@ var _ = Describe("The size limits", admission, func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		By("refusing, in the CRD's schema, a maxReplicas that would lower the cap")
-		lowered := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
-			Spec: policyv1alpha1.AdmissionPolicySpec{MaxReplicas: ptr.To[int32](50)}}
+		lowered := &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName},
+			Spec: policyv1.AdmissionPolicySpec{MaxReplicas: ptr.To[int32](50)}}
 		err = k8s.Create(ctx, lowered, client.DryRunAll)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(causes(err)).To(ConsistOf("spec.maxReplicas"))
@@ -177,8 +176,8 @@ var _ = Describe("The size limits", admission, func() {
 		stored := storeHeldBackWelcome(ctx, ns, 120)
 
 		By("admitting 150 replicas of each kind, with no warning, under maxReplicas 150")
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{MaxReplicas: ptr.To[int32](150)})
-		welcome := newWelcome(ns, "raised", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](150)})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{MaxReplicas: ptr.To[int32](150)})
+		welcome := newWelcome(ns, "raised", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](150)})
 		deployObject := newDeployObject(ns, "raised-app", "docker.io/library/nginx:1.27", httpPort(8080))
 		deployObject.Spec.Replicas = ptr.To[int32](150)
 		Eventually(func(g Gomega) {
@@ -191,7 +190,7 @@ var _ = Describe("The size limits", admission, func() {
 		Expect(warnings.Take()).To(BeEmpty())
 
 		By("refusing 151 replicas of each kind, naming the raised cap")
-		tooMany := newWelcome(ns, "too-many", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](151)})
+		tooMany := newWelcome(ns, "too-many", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](151)})
 		tooManyApp := newDeployObject(ns, "too-many-app", "docker.io/library/nginx:1.27", httpPort(8080))
 		tooManyApp.Spec.Replicas = ptr.To[int32](151)
 		for _, obj := range []client.Object{tooMany, tooManyApp} {

@@ -16,7 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -84,9 +84,9 @@ var _ = Describe("The Manager", func() {
 		Expect(body).To(MatchRegexp(`the API server has not confirmed the policy in force for [\d.]+s, over the 2s allowed: `))
 
 		By("changing the AdmissionPolicy meanwhile, and restoring the link")
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Warn)}})
-		stored := &policyv1alpha1.AdmissionPolicy{}
-		Expect(k8s.Get(ctx, client.ObjectKey{Name: policyv1alpha1.PolicyName}, stored)).To(Succeed())
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1.Warn)}})
+		stored := &policyv1.AdmissionPolicy{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Name: policyv1.PolicyName}, stored)).To(Succeed())
 		Consistently(func(g Gomega) {
 			code, body := get(ctx, "/readyz")
 			g.Expect(code).To(Equal(http.StatusInternalServerError), body)

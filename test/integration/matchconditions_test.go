@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -127,18 +127,18 @@ func labelValue(m *dto.Metric, name string) string {
 }
 
 var _ = Describe("The webhook configurations' matchConditions", admission, func() {
-	mutate, validate := webhooks.Welcome.MutatePath(), webhooks.Welcome.ValidatePath()
+	mutate, validate := webhooks.WelcomeV1.MutatePath(), webhooks.WelcomeV1.ValidatePath()
 
 	It("keep requests that cannot change the answer away from the webhooks, and send the others", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		calls := func() [2]float64 { return [2]float64{webhookCalls(mutate), webhookCalls(validate)} }
-		w := newWelcome(ns, "quiet", authv1alpha1.WelcomeSpec{Name: "Ada"})
+		w := newWelcome(ns, "quiet", authv1.WelcomeSpec{Name: "Ada"})
 		before := calls()
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 		Expect(calls()).To(Equal(before),
 			"a create of a valid object, which the CRD's schema defaults, called a webhook")
-		Expect(w.Spec).To(Equal(authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To(authv1alpha1.DefaultReplicas),
-			Port: ptr.To(authv1alpha1.DefaultPort), ServiceType: authv1alpha1.DefaultServiceType}), "the schema's defaults")
+		Expect(w.Spec).To(Equal(authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To(authv1.DefaultReplicas),
+			Port: ptr.To(authv1.DefaultPort), ServiceType: authv1.DefaultServiceType}), "the schema's defaults")
 
 		By("editing labels, annotations and finalizers")
 		patch := client.MergeFrom(w.DeepCopy())
@@ -156,8 +156,10 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 		Expect(calls()).To(Equal(before), "a spec edit that may-be-refused passes called a webhook")
 
 		By("editing the spec to values the validating webhook may refuse or warn about")
-		// A password is admitted with a warning; an image is for the image policy to judge.
-		for _, edit := range []string{`{"spec":{"password":"hunter2"}}`, `{"spec":{"image":"nginx:1.27"}}`} {
+		// A password, which v1 keeps in the conversion-data annotation, is admitted with a warning;
+		// an image is for the image policy to judge.
+		for _, edit := range []string{`{"metadata":{"annotations":{"auth.seedlabs.dev/conversion-data":"{\"spec\":{\"password\":\"hunter2\"}}"}}}`,
+			`{"spec":{"image":"nginx:1.27"}}`} {
 			before = calls()
 			Expect(k8s.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(edit)))).To(Succeed())
 			// At least once, not exactly: when the controller's status write lands between the
@@ -171,13 +173,13 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 		before = calls()
 		Expect(k8s.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"port":null}}`)))).To(Succeed())
 		Expect(webhookCalls(mutate)).To(Equal(before[0]), "a default the schema fills called the mutating webhook")
-		Expect(w.Spec.Port).To(HaveValue(Equal(authv1alpha1.DefaultPort)), "the dropped port is defaulted again")
+		Expect(w.Spec.Port).To(HaveValue(Equal(authv1.DefaultPort)), "the dropped port is defaulted again")
 
 		By("editing the spec, emptying a default the schema cannot fill")
 		before = calls()
 		Expect(k8s.Patch(ctx, w, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"serviceType":""}}`)))).To(Succeed())
 		Expect(webhookCalls(mutate)).To(BeNumerically(">=", before[0]+1), "an empty serviceType must call the mutating webhook")
-		Expect(w.Spec.ServiceType).To(Equal(authv1alpha1.DefaultServiceType), "the emptied serviceType is defaulted again")
+		Expect(w.Spec.ServiceType).To(Equal(authv1.DefaultServiceType), "the emptied serviceType is defaulted again")
 	})
 
 	// Each case creates an object and says whether it lacks a field its kind's defaulting fills:
@@ -191,15 +193,15 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 	}
 	// A Welcome or Memcached the Go types can write lacks no default once the CRD's schema has
 	// defaulted it: only JSON reaches the mutating webhook (below).
-	welcomeDefaults := func(name string, spec authv1alpha1.WelcomeSpec) defaultsCase {
+	welcomeDefaults := func(name string, spec authv1.WelcomeSpec) defaultsCase {
 		return defaultsCase{name: "Welcome " + name,
-			object: &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "w-" + name}, Spec: spec},
-			kind:   webhooks.Welcome}
+			object: &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Name: "w-" + name}, Spec: spec},
+			kind:   webhooks.WelcomeV1}
 	}
-	memcachedDefaults := func(name string, spec cachev1alpha1.MemcachedSpec) defaultsCase {
+	memcachedDefaults := func(name string, spec cachev1.MemcachedSpec) defaultsCase {
 		return defaultsCase{name: "Memcached " + name,
-			object: &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "m-" + name}, Spec: spec},
-			kind:   webhooks.Memcached}
+			object: &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "m-" + name}, Spec: spec},
+			kind:   webhooks.MemcachedV1}
 	}
 	deployObjectDefaults := func(name string, lacks bool, replicas *int32, ports ...corev1.ServicePort) defaultsCase {
 		return defaultsCase{name: "DeployObject " + name, lacks: lacks,
@@ -213,7 +215,7 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 	web := complete("http", 80, intstr.FromInt32(8080), corev1.ProtocolTCP)
 	mutatingPath := map[string]string{
 		"Welcome":      mutate,
-		"Memcached":    webhooks.Memcached.MutatePath(),
+		"Memcached":    webhooks.MemcachedV1.MutatePath(),
 		"DeployObject": webhooks.DeployObject.MutatePath(),
 	}
 
@@ -227,10 +229,10 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 		Eventually(func() error { return k8s.Create(ctx, outOfRange) }).Should(Succeed())
 		restore()
 		objects := []client.Object{
-			newWelcome(ns, "with-image", authv1alpha1.WelcomeSpec{Name: "Ada", Image: "ghcr.io/seedlabs/welcome-web:v0.2.0"}),
+			newWelcome(ns, "with-image", authv1.WelcomeSpec{Name: "Ada", Image: "ghcr.io/seedlabs/welcome-web:v0.2.0"}),
 			newDeployObject(ns, "app", "docker.io/library/nginx:1.27", httpPort(8080)),
-			&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName},
-				Spec: policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: fixtures.AllowedRegistries}},
+			&policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName},
+				Spec: policyv1.AdmissionPolicySpec{AllowedRegistries: fixtures.AllowedRegistries}},
 		}
 		for _, obj := range objects {
 			Expect(k8s.Create(ctx, obj)).To(Succeed())
@@ -258,18 +260,18 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 	It("keep objects that lack no default away from the mutating webhooks, and send the others", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		cases := []defaultsCase{
-			welcomeDefaults("complete", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](0), Port: ptr.To[int32](9000),
+			welcomeDefaults("complete", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](0), Port: ptr.To[int32](9000),
 				ServiceType: corev1.ServiceTypeClusterIP}),
 			// The CRD's schema defaults replicas, port and serviceType before admission, as
 			// DefaultWelcome would: an object that leaves them out no longer lacks them when admitted.
-			welcomeDefaults("no-replicas", authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](9000), ServiceType: corev1.ServiceTypeClusterIP}),
-			welcomeDefaults("no-port", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), ServiceType: corev1.ServiceTypeClusterIP}),
-			welcomeDefaults("no-service-type", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), Port: ptr.To[int32](9000)}),
-			welcomeDefaults("only-a-name", authv1alpha1.WelcomeSpec{Name: "Ada"}),
-			memcachedDefaults("complete", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2), ContainerPort: ptr.To[int32](11311)}),
-			memcachedDefaults("no-size", cachev1alpha1.MemcachedSpec{ContainerPort: ptr.To[int32](11311)}),
-			memcachedDefaults("no-container-port", cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](2)}),
-			memcachedDefaults("empty", cachev1alpha1.MemcachedSpec{}),
+			welcomeDefaults("no-replicas", authv1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](9000), ServiceType: corev1.ServiceTypeClusterIP}),
+			welcomeDefaults("no-port", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), ServiceType: corev1.ServiceTypeClusterIP}),
+			welcomeDefaults("no-service-type", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), Port: ptr.To[int32](9000)}),
+			welcomeDefaults("only-a-name", authv1.WelcomeSpec{Name: "Ada"}),
+			memcachedDefaults("complete", cachev1.MemcachedSpec{Size: ptr.To[int32](2), ContainerPort: ptr.To[int32](11311)}),
+			memcachedDefaults("no-size", cachev1.MemcachedSpec{ContainerPort: ptr.To[int32](11311)}),
+			memcachedDefaults("no-container-port", cachev1.MemcachedSpec{Size: ptr.To[int32](2)}),
+			memcachedDefaults("empty", cachev1.MemcachedSpec{}),
 			deployObjectDefaults("complete", false, ptr.To[int32](0), web,
 				complete("dns", 53, intstr.FromString("dns"), corev1.ProtocolUDP)),
 			deployObjectDefaults("no-replicas", false, nil, web),
@@ -287,7 +289,7 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 			By(c.name)
 			c.object.SetNamespace(ns)
 			want := c.object.DeepCopyObject().(client.Object)
-			c.kind.DefaultObject(want)
+			Expect(c.kind.DefaultObject(want)).To(BeTrue(), "a %T is a %s", want, c.kind.Kind())
 			path := mutatingPath[kindOf(c.object)]
 			before := webhookCalls(path)
 			Expect(k8s.Create(ctx, c.object)).To(Succeed())
@@ -317,27 +319,27 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 		path = mutatingPath["Welcome"]
 		before = webhookCalls(path)
 		Expect(k8s.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "auth.seedlabs.dev/v1alpha1", "kind": "Welcome",
+			"apiVersion": "auth.seedlabs.dev/v1", "kind": "Welcome",
 			"metadata": map[string]any{"name": "w-empty-service-type", "namespace": ns},
 			"spec":     map[string]any{"name": "Ada", "serviceType": ""},
 		}})).To(Succeed())
 		Expect(webhookCalls(path)).To(Equal(before+1), "an empty serviceType lacks a default: the mutating webhook must be called once")
-		storedWelcome := &authv1alpha1.Welcome{}
+		storedWelcome := &authv1.Welcome{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w-empty-service-type"}, storedWelcome)).To(Succeed())
-		Expect(storedWelcome.Spec.ServiceType).To(Equal(authv1alpha1.DefaultServiceType))
+		Expect(storedWelcome.Spec.ServiceType).To(Equal(authv1.DefaultServiceType))
 
 		By("Memcached without a spec, which the schema does not default")
 		path = mutatingPath["Memcached"]
 		before = webhookCalls(path)
 		Expect(k8s.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
-			"apiVersion": "cache.seedlabs.dev/v1alpha1", "kind": "Memcached",
+			"apiVersion": "cache.seedlabs.dev/v1", "kind": "Memcached",
 			"metadata": map[string]any{"name": "m-no-spec", "namespace": ns},
 		}})).To(Succeed())
 		Expect(webhookCalls(path)).To(Equal(before+1), "a Memcached without a spec lacks defaults: the mutating webhook must be called once")
-		storedMemcached := &cachev1alpha1.Memcached{}
+		storedMemcached := &cachev1.Memcached{}
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "m-no-spec"}, storedMemcached)).To(Succeed())
-		want := &cachev1alpha1.Memcached{}
-		webhooks.DefaultMemcached(want)
+		want := &cachev1.Memcached{}
+		webhooks.MemcachedV1.Default(want)
 		Expect(storedMemcached.Spec).To(Equal(want.Spec))
 
 		By("DeployObject with a null port, which the matchConditions send on and validation refuses")
@@ -364,9 +366,9 @@ var _ = Describe("The webhook configurations' matchConditions", admission, func(
 			// to a non-negative int32 on every version, in a cause of its own.
 			scaleReplicas string
 		}{
-			{"auth.seedlabs.dev/v1alpha1", "Welcome",
+			{"auth.seedlabs.dev/v1", "Welcome",
 				map[string]any{"name": "Ada", "replicas": int64(2), "port": int64(8088), "userID": int64(1000), "serviceType": "NodePort"}, ""},
-			{"cache.seedlabs.dev/v1alpha1", "Memcached", map[string]any{"size": int64(1), "containerPort": int64(11211)}, "size"},
+			{"cache.seedlabs.dev/v1", "Memcached", map[string]any{"size": int64(1), "containerPort": int64(11211)}, "size"},
 		} {
 			for _, field := range slices.Sorted(maps.Keys(c.spec)) {
 				if _, number := c.spec[field].(int64); !number {
@@ -430,9 +432,9 @@ func kindOf(obj client.Object) string {
 // specOf is the spec of one of the three kinds.
 func specOf(obj client.Object) any {
 	switch o := obj.(type) {
-	case *authv1alpha1.Welcome:
+	case *authv1.Welcome:
 		return o.Spec
-	case *cachev1alpha1.Memcached:
+	case *cachev1.Memcached:
 		return o.Spec
 	case *appv1.DeployObject:
 		return o.Spec

@@ -19,15 +19,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
-func newMemcached(namespace, name string, size *int32) *cachev1alpha1.Memcached {
-	return &cachev1alpha1.Memcached{
+func newMemcached(namespace, name string, size *int32) *cachev1.Memcached {
+	return &cachev1.Memcached{
 		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
-		Spec:       cachev1alpha1.MemcachedSpec{Size: size},
+		Spec:       cachev1.MemcachedSpec{Size: size},
 	}
 }
 
@@ -40,7 +40,7 @@ func expectInvalidSize(err error, size int32) {
 }
 
 // scaleMemcached writes the scale subresource, as `kubectl scale memcached/<name> --replicas=n` does.
-func scaleMemcached(ctx SpecContext, m *cachev1alpha1.Memcached, replicas int32) error {
+func scaleMemcached(ctx SpecContext, m *cachev1.Memcached, replicas int32) error {
 	scale := &autoscalingv1.Scale{
 		ObjectMeta: metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name},
 		Spec:       autoscalingv1.ScaleSpec{Replicas: replicas},
@@ -55,16 +55,16 @@ var _ = Describe("Memcached admission", admission, func() {
 	It("fills size and containerPort on create", func(ctx SpecContext) {
 		m := newMemcached(ns, "defaults", nil)
 		Expect(k8s.Create(ctx, m)).To(Succeed())
-		stored := &cachev1alpha1.Memcached{}
+		stored := &cachev1.Memcached{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), stored)).To(Succeed())
-		Expect(stored.Spec).To(Equal(cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1), ContainerPort: ptr.To[int32](11211)}))
+		Expect(stored.Spec).To(Equal(cachev1.MemcachedSpec{Size: ptr.To[int32](1), ContainerPort: ptr.To[int32](11211)}))
 	})
 
 	DescribeTable("refuses a size outside 1-3 and stores nothing",
 		func(ctx SpecContext, size int32) {
 			m := newMemcached(ns, fmt.Sprintf("size-%d", size+10), ptr.To(size))
 			expectInvalidSize(k8s.Create(ctx, m), size)
-			Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &cachev1alpha1.Memcached{}))).To(BeTrue())
+			Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &cachev1.Memcached{}))).To(BeTrue())
 		},
 		Entry("0", int32(0)),
 		Entry("4", int32(4)),
@@ -78,7 +78,7 @@ var _ = Describe("Memcached admission", admission, func() {
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(causes(err)).To(ConsistOf(".spec.size"))
 		Expect(err.Error()).To(ContainSubstring(".spec.size: Invalid value: -1: should be a non-negative integer"))
-		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &cachev1alpha1.Memcached{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &cachev1.Memcached{}))).To(BeTrue())
 	})
 
 	DescribeTable("accepts a size of 1 to 3",
@@ -126,7 +126,7 @@ spec: {size: 4}
 		By("the scale subresource, as kubectl scale writes it")
 		expectInvalidSize(scaleMemcached(ctx, m, 4), 4)
 
-		stored := &cachev1alpha1.Memcached{}
+		stored := &cachev1.Memcached{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(m), stored)).To(Succeed())
 		Expect(stored.Spec.Size).To(HaveValue(BeEquivalentTo(3)))
 
@@ -149,8 +149,8 @@ var _ = Describe("Memcached controller", func() {
 		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, d)).To(Succeed())
 		return d
 	}
-	getMemcached := func(g Gomega, ctx SpecContext, name string) *cachev1alpha1.Memcached {
-		m := &cachev1alpha1.Memcached{}
+	getMemcached := func(g Gomega, ctx SpecContext, name string) *cachev1.Memcached {
+		m := &cachev1.Memcached{}
 		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, m)).To(Succeed())
 		return m
 	}
@@ -270,7 +270,7 @@ var _ = Describe("Memcached controller", func() {
 
 	It("takes off the finalizer an earlier version put on, and lets the object go", func(ctx SpecContext) {
 		m := newMemcached(ns, "finalized", ptr.To[int32](1))
-		m.Finalizers = []string{cachev1alpha1.Finalizer, "example.com/backup"}
+		m.Finalizers = []string{cachev1.Finalizer, "example.com/backup"}
 		Expect(k8s.Create(ctx, m)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getMemcached(g, ctx, "finalized").Finalizers).To(Equal([]string{"example.com/backup"}))
@@ -287,7 +287,7 @@ var _ = Describe("Memcached controller", func() {
 			g.Expect(k8s.Update(ctx, got)).To(Succeed())
 		}).WithContext(ctx).Should(Succeed())
 		Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &cachev1alpha1.Memcached{}))
+			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(m), &cachev1.Memcached{}))
 		}).Should(BeTrue())
 	})
 

@@ -27,7 +27,8 @@ import (
 const migrationTimeout = 30 * time.Second
 
 // The manager's storage migration (internal/operator/storagemigration.go), by the API server:
-// these specs move a CRD's storage version to v1 and back, as an upgrade and a rollback would, and
+// these specs store objects at v1alpha1, as the previous release did, then move the CRD's storage
+// version to v1 and back, as an upgrade to this release and a rollback would, and
 // the manager's leader must store every object at the new version and trim the CRD's stored
 // versions to it, through the conversion webhook for Welcome and strategy None for Memcached.
 var _ = Describe("The storage migration", Ordered, Label("conversion"), func() {
@@ -67,12 +68,20 @@ var _ = Describe("The storage migration", Ordered, Label("conversion"), func() {
 		},
 	}} {
 		It("stores every object of "+tc.crd+" at v1 when v1 becomes the storage version, trims the stored versions to v1, and back", func(ctx SpecContext) {
+			// As the previous release left them: stored at v1alpha1.
+			setStorageVersion(ctx, tc.crd, "v1alpha1")
+			DeferCleanup(func(ctx SpecContext) {
+				setStorageVersion(ctx, tc.crd, "v1")
+				Eventually(func() []string { return crdObject(ctx, tc.crd).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
+					Should(Equal([]string{"v1"}))
+			})
+			Eventually(func() []string { return crdObject(ctx, tc.crd).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
+				Should(Equal([]string{"v1alpha1"}))
 			ns := newNamespace(ctx)
 			objects := make([]client.Object, 3)
 			for i := range objects {
 				objects[i] = tc.create(ctx, ns, i)
 			}
-			Expect(crdObject(ctx, tc.crd).Status.StoredVersions).To(Equal([]string{"v1alpha1"}))
 			group := crdObject(ctx, tc.crd).Spec.Group
 			etcd, err := clientv3.New(clientv3.Config{Endpoints: []string{env.EtcdURL()}, DialTimeout: 10 * time.Second, Logger: zap.NewNop()})
 			Expect(err).NotTo(HaveOccurred())
@@ -80,13 +89,8 @@ var _ = Describe("The storage migration", Ordered, Label("conversion"), func() {
 			for _, obj := range objects {
 				Expect(storedAPIVersion(ctx, etcd, tc.crd, obj)).To(Equal(group+"/v1alpha1"), "%s as etcd holds it", obj.GetName())
 			}
-			DeferCleanup(func(ctx SpecContext) {
-				setStorageVersion(ctx, tc.crd, "v1alpha1")
-				Eventually(func() []string { return crdObject(ctx, tc.crd).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
-					Should(Equal([]string{"v1alpha1"}))
-				setV1Served(ctx, tc.crd, false)
-			})
 
+			// The upgrade to this release, and a rollback.
 			for _, version := range []string{"v1", "v1alpha1"} {
 				versions := map[string]string{}
 				for _, obj := range objects {
@@ -134,16 +138,6 @@ func setStorageVersion(ctx context.Context, name, version string) {
 	updateVersions(ctx, name, func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
 		v.Storage = v.Name == version
 		v.Served = v.Served || v.Name == version
-	})
-}
-
-// setV1Served serves v1 of the CRD named name, or stops serving it.
-func setV1Served(ctx context.Context, name string, served bool) {
-	GinkgoHelper()
-	updateVersions(ctx, name, func(v *apiextensionsv1.CustomResourceDefinitionVersion) {
-		if v.Name == "v1" {
-			v.Served = served
-		}
 	})
 }
 

@@ -11,18 +11,18 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 var _ = Describe("A namespace's labels", func() {
 	It("changed under a policy with namespace overrides, have the controllers judge the objects in it again at once", func(ctx SpecContext) {
 		DeferCleanup(deletePolicy)
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{
-			rulePolicy(webhooks.MemcachedSize, policyv1alpha1.Enforce, policyv1alpha1.NamespaceAction{
-				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "lab"}}, Action: policyv1alpha1.Warn,
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{
+			rulePolicy(webhooks.MemcachedSize, policyv1.Enforce, policyv1.NamespaceAction{
+				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "lab"}}, Action: policyv1.Warn,
 			}),
 		}})
 		ns := newNamespace(ctx)
@@ -33,7 +33,7 @@ var _ = Describe("A namespace's labels", func() {
 			Expect(k8s.Update(ctx, namespace)).To(Succeed())
 		}
 		// stalled is the Memcached's Stalled condition and its Compliant message.
-		stalled := func(g Gomega, m *cachev1alpha1.Memcached) (*metav1.Condition, string) {
+		stalled := func(g Gomega, m *cachev1.Memcached) (*metav1.Condition, string) {
 			return storedConditionOf(g, ctx, m, conditions.Stalled), conditionOf(g, ctx, m, conditions.Compliant).Message
 		}
 

@@ -21,22 +21,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // rulePolicy sets rule id to action.
-func rulePolicy(id webhooks.RuleID, action policyv1alpha1.Action, namespaces ...policyv1alpha1.NamespaceAction) policyv1alpha1.RulePolicy {
-	return policyv1alpha1.RulePolicy{ID: string(id), Action: action, Namespaces: namespaces}
+func rulePolicy(id webhooks.RuleID, action policyv1.Action, namespaces ...policyv1.NamespaceAction) policyv1.RulePolicy {
+	return policyv1.RulePolicy{ID: string(id), Action: action, Namespaces: namespaces}
 }
 
 // setPolicy creates or replaces the AdmissionPolicy named cluster.
-func setPolicy(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpec) {
-	p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
+func setPolicy(ctx SpecContext, spec policyv1.AdmissionPolicySpec) {
+	p := &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}}
 	err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p)
 	if apierrors.IsNotFound(err) {
 		p.Spec = spec
@@ -51,7 +51,7 @@ func setPolicy(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpec) {
 // storePastTheWebhook stores the AdmissionPolicy named cluster with spec while its validating
 // webhook is left out of the configuration, as a policy written before the webhook or by a version
 // that allowed what this one refuses.
-func storePastTheWebhook(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpec) {
+func storePastTheWebhook(ctx SpecContext, spec policyv1.AdmissionPolicySpec) {
 	vwc := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	ExpectWithOffset(1, k8s.Get(ctx, types.NamespacedName{Name: "validating-webhook-configuration"}, vwc)).To(Succeed())
 	original := slices.Clone(vwc.Webhooks)
@@ -70,17 +70,17 @@ func storePastTheWebhook(ctx SpecContext, spec policyv1alpha1.AdmissionPolicySpe
 	// change, the webhook may still refuse.
 	EventuallyWithOffset(1, func() error {
 		deletePolicy(ctx)
-		return k8s.Create(ctx, &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: spec})
+		return k8s.Create(ctx, &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}, Spec: spec})
 	}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 }
 
 // expectApplied waits until the AdmissionPolicy's status describes its generation with a Ready
 // condition of status and reason, whose message starts with message, and a Stalled condition that
 // says the opposite, and returns the policy.
-func expectApplied(ctx SpecContext, status metav1.ConditionStatus, reason, message string) *policyv1alpha1.AdmissionPolicy {
-	p := &policyv1alpha1.AdmissionPolicy{}
+func expectApplied(ctx SpecContext, status metav1.ConditionStatus, reason, message string) *policyv1.AdmissionPolicy {
+	p := &policyv1.AdmissionPolicy{}
 	EventuallyWithOffset(1, func(g Gomega) {
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: policyv1alpha1.PolicyName}, p)).To(Succeed())
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: policyv1.PolicyName}, p)).To(Succeed())
 		g.Expect(p.Status.ObservedGeneration).To(Equal(p.Generation))
 		ready := meta.FindStatusCondition(p.Status.Conditions, conditions.Ready)
 		g.Expect(ready).NotTo(BeNil())
@@ -117,7 +117,7 @@ func policyGeneration() float64 {
 }
 
 func deletePolicy(ctx SpecContext) {
-	p := &policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}}
+	p := &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}}
 	ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(ctx, p))).To(Succeed())
 	// The manager learns of the deletion through its watch: until then, the next spec's requests
 	// would still be judged by the deleted policy.
@@ -127,14 +127,14 @@ func deletePolicy(ctx SpecContext) {
 
 var _ = Describe("The AdmissionPolicy", admission, func() {
 	It("is refused with every reason when the operator could not apply it", func(ctx SpecContext) {
-		p := &policyv1alpha1.AdmissionPolicy{
+		p := &policyv1.AdmissionPolicy{
 			ObjectMeta: metav1.ObjectMeta{Name: "mine"},
-			Spec: policyv1alpha1.AdmissionPolicySpec{
+			Spec: policyv1.AdmissionPolicySpec{
 				AllowedRegistries: []string{"Not A Registry"},
-				Rules: []policyv1alpha1.RulePolicy{
-					rulePolicy("welcome.no.such-rule", policyv1alpha1.Warn),
-					rulePolicy(webhooks.WelcomePort, policyv1alpha1.Warn),
-					rulePolicy(webhooks.WelcomePassword, policyv1alpha1.Enforce),
+				Rules: []policyv1.RulePolicy{
+					rulePolicy("welcome.no.such-rule", policyv1.Warn),
+					rulePolicy(webhooks.WelcomePort, policyv1.Warn),
+					rulePolicy(webhooks.WelcomePassword, policyv1.Enforce),
 				},
 			},
 		}
@@ -148,18 +148,18 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		DeferCleanup(deletePolicy)
 		ns := newNamespace(ctx)
 		image := "quay.io/team/app:1.0" // not among fixtures.AllowedRegistries, the flag of the suite's manager
-		audit := []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Audit)}
+		audit := []policyv1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1.Audit)}
 
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: audit})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: audit})
 		Eventually(func(g Gomega) {
 			err := k8s.Create(ctx, newDeployObject(ns, "app", image, httpPort(80)), client.DryRunAll)
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 			g.Expect(err.Error()).To(ContainSubstring("allowed registries: " + strings.Join(slices.Sorted(slices.Values(fixtures.AllowedRegistries)), ", ")))
-			g.Expect(k8s.Create(ctx, newWelcome(ns, "audited", authv1alpha1.WelcomeSpec{Name: "Ada", Email: "not-an-email"}), client.DryRunAll)).
+			g.Expect(k8s.Create(ctx, newWelcome(ns, "audited", authv1.WelcomeSpec{Name: "Ada", Email: "not-an-email"}), client.DryRunAll)).
 				To(Succeed(), "the policy's rules are in force")
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{}, Rules: audit})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{AllowedRegistries: []string{}, Rules: audit})
 		Eventually(func() error {
 			return k8s.Create(ctx, newDeployObject(ns, "app", image, httpPort(80)), client.DryRunAll)
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
@@ -171,18 +171,18 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		ns := newNamespace(ctx)
 		// The reproducer of issue 20, as an older version could have stored it: the whole policy
 		// was dropped, and docker.io, allowed by the manager's flag, came back.
-		storePastTheWebhook(ctx, policyv1alpha1.AdmissionPolicySpec{
+		storePastTheWebhook(ctx, policyv1.AdmissionPolicySpec{
 			AllowedRegistries: []string{"registry.corp.example", "not a registry"},
-			Rules:             []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomePort, policyv1alpha1.Warn), rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Audit)},
+			Rules:             []policyv1.RulePolicy{rulePolicy(webhooks.WelcomePort, policyv1.Warn), rulePolicy(webhooks.WelcomeEmail, policyv1.Audit)},
 		})
 		Eventually(func(g Gomega) {
 			err := k8s.Create(ctx, newDeployObject(ns, "app", "docker.io/library/nginx:1.27", httpPort(80)), client.DryRunAll)
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 			g.Expect(err.Error()).To(ContainSubstring("allowed registries: registry.corp.example"))
 			g.Expect(k8s.Create(ctx, newDeployObject(ns, "app", "registry.corp.example/app:1.0", httpPort(80)), client.DryRunAll)).To(Succeed())
-			g.Expect(k8s.Create(ctx, newWelcome(ns, "audited", authv1alpha1.WelcomeSpec{Name: "Ada", Email: "not-an-email"}), client.DryRunAll)).
+			g.Expect(k8s.Create(ctx, newWelcome(ns, "audited", authv1.WelcomeSpec{Name: "Ada", Email: "not-an-email"}), client.DryRunAll)).
 				To(Succeed(), "the valid rule is in force")
-			err = k8s.Create(ctx, newWelcome(ns, "port", authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](70000)}), client.DryRunAll)
+			err = k8s.Create(ctx, newWelcome(ns, "port", authv1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](70000)}), client.DryRunAll)
 			g.Expect(apierrors.IsInvalid(err)).To(BeTrue(), "a contract rule stays Enforced: want 422 Invalid, got %v", err)
 			g.Expect(err.Error()).To(ContainSubstring("(rule welcome.port.range)"))
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
@@ -209,8 +209,8 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		namespace.Labels = map[string]string{"env": "prod"}
 		Expect(k8s.Update(ctx, namespace)).To(Succeed())
 
-		badEmail := func(ns, name string) *authv1alpha1.Welcome {
-			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"})
+		badEmail := func(ns, name string) *authv1.Welcome {
+			return newWelcome(ns, name, authv1.WelcomeSpec{Name: "Ada", Email: "ada-at-example.com"})
 		}
 		refusedFor := func(ns string, rule webhooks.RuleID) func(g Gomega) {
 			return func(g Gomega) {
@@ -223,7 +223,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		refusedFor(dev, webhooks.WelcomeEmail)(Default)
 
 		By("warning once the policy says Warn")
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Warn)}})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1.Warn)}})
 		Eventually(func(g Gomega) {
 			warnings.Take()
 			g.Expect(c.Create(ctx, badEmail(dev, "probe"), client.DryRunAll)).To(Succeed())
@@ -235,7 +235,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		stored := badEmail(dev, "stored")
 		Expect(c.Create(ctx, stored)).To(Succeed())
 		Eventually(func(g Gomega) {
-			w := &authv1alpha1.Welcome{}
+			w := &authv1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(stored), w)).To(Succeed())
 			compliant := meta.FindStatusCondition(w.Status.Conditions, conditions.Compliant)
 			g.Expect(compliant).NotTo(BeNil())
@@ -255,9 +255,9 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("admitting silently under Audit, except in the namespaces an override Enforces it in")
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{
-			rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Audit, policyv1alpha1.NamespaceAction{
-				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Action: policyv1alpha1.Enforce,
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{
+			rulePolicy(webhooks.WelcomeEmail, policyv1.Audit, policyv1.NamespaceAction{
+				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"env": "prod"}}, Action: policyv1.Enforce,
 			}),
 		}})
 		audited := map[string]string{"kind": "Welcome", "rule": string(webhooks.WelcomeEmail), "action": "audited"}
@@ -271,8 +271,8 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		refusedFor(prod, webhooks.WelcomeEmail)(Default)
 
 		By("rolling out what a Warned rule admits: the controller holds a spec only to the rules the policy Enforces")
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.MemcachedSize, policyv1alpha1.Warn)}})
-		var big *cachev1alpha1.Memcached
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{rulePolicy(webhooks.MemcachedSize, policyv1.Warn)}})
+		var big *cachev1.Memcached
 		Eventually(func(g Gomega) {
 			big = newMemcached(dev, "big", ptr.To[int32](5))
 			g.Expect(c.Create(ctx, big)).To(Succeed())
@@ -281,20 +281,20 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 			d := &appsv1.Deployment{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), d)).To(Succeed())
 			g.Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))))
-			m := &cachev1alpha1.Memcached{}
+			m := &cachev1.Memcached{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, conditions.Stalled)).To(BeFalse())
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 
 		By("looking at every object again when the policy changes: Enforced again, the spec is held back, and what runs keeps running")
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1alpha1.Warn)}})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{rulePolicy(webhooks.WelcomeEmail, policyv1.Warn)}})
 		Eventually(func(g Gomega) { expectHeldBack(g, ctx, big, webhooks.MemcachedSize) }).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
 		d := &appsv1.Deployment{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), d)).To(Succeed())
 		Expect(d.Spec.Replicas).To(HaveValue(Equal(int32(5))), "the running pool is not stopped by the policy change")
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{rulePolicy(webhooks.MemcachedSize, policyv1alpha1.Audit)}})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{rulePolicy(webhooks.MemcachedSize, policyv1.Audit)}})
 		Eventually(func(g Gomega) {
-			m := &cachev1alpha1.Memcached{}
+			m := &cachev1.Memcached{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(big), m)).To(Succeed())
 			g.Expect(meta.IsStatusConditionTrue(m.Status.Conditions, conditions.Stalled)).To(BeFalse())
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
@@ -305,7 +305,7 @@ var _ = Describe("The AdmissionPolicy", admission, func() {
 		Eventually(func(g Gomega) {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(running), &appsv1.Deployment{})).To(Succeed())
 		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
-		setPolicy(ctx, policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"ghcr.io"}})
+		setPolicy(ctx, policyv1.AdmissionPolicySpec{AllowedRegistries: []string{"ghcr.io"}})
 		nginx := func() client.Object { return newDeployObject(dev, "nginx", "nginx:1.27", httpPort(80)) }
 		Eventually(func(g Gomega) {
 			err := c.Create(ctx, nginx(), client.DryRunAll)

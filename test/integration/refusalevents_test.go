@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 )
 
@@ -20,9 +20,9 @@ var _ = Describe("Refusal Events", func() {
 		const refusals = 80
 		suppressed := counterValue("webhook_operator_refusal_events_suppressed_total", nil)
 		for range refusals {
-			w := &authv1alpha1.Welcome{
+			w := &authv1.Welcome{
 				ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: "flood-"},
-				Spec:       authv1alpha1.WelcomeSpec{Name: "Ada", Port: new(int32)},
+				Spec:       authv1.WelcomeSpec{Name: "Ada", Port: new(int32)},
 			}
 			err := k8s.Create(ctx, w)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)

@@ -22,7 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/ownership"
@@ -41,7 +41,7 @@ var safetyKinds = []safetyKind{
 	{
 		kind: "Welcome",
 		newObject: func(ns, name string) conditioned {
-			return newWelcome(ns, name, authv1alpha1.WelcomeSpec{Name: "Ada"})
+			return newWelcome(ns, name, authv1.WelcomeSpec{Name: "Ada"})
 		},
 	},
 	{
@@ -232,12 +232,12 @@ var _ = Describe("DeployObject admission of what the Pod and Service APIs refuse
 	It("holds a Welcome's image to the image rules and the registry allow-list", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		for _, image := range []string{"ghcr.io/seedlabs/welcome-web", "ghcr.io/seedlabs/welcome-web:latest", "quay.io/seedlabs/welcome-web:v1"} {
-			w := newWelcome(ns, "img", authv1alpha1.WelcomeSpec{Name: "Ada", Image: image})
+			w := newWelcome(ns, "img", authv1.WelcomeSpec{Name: "Ada", Image: image})
 			err := k8s.Create(ctx, w)
 			Expect(apierrors.IsInvalid(err)).To(BeTrue(), "%s: want 422 Invalid, got %v", image, err)
 			Expect(causes(err)).To(ConsistOf("spec.image"), "%s", image)
 		}
-		Expect(k8s.Create(ctx, newWelcome(ns, "img", authv1alpha1.WelcomeSpec{Name: "Ada", Image: "ghcr.io/seedlabs/welcome-web:v0.2.0"}))).To(Succeed())
+		Expect(k8s.Create(ctx, newWelcome(ns, "img", authv1.WelcomeSpec{Name: "Ada", Image: "ghcr.io/seedlabs/welcome-web:v0.2.0"}))).To(Succeed())
 	})
 })
 

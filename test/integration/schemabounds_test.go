@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
 // boundCase is one structural bound of a CRD's schema: set writes into an object the value at the
@@ -39,21 +39,25 @@ type boundCase struct {
 }
 
 // The kinds' objects as JSON, complete and valid, so that neither a lacks-a-default nor a
-// may-be-refused matchCondition calls a webhook for them.
+// may-be-refused matchCondition calls a webhook for them; each at the version stored, and a
+// Welcome at v1alpha1 too, for its spec.password, which v1 has not.
 var boundKinds = map[string]struct {
-	apiVersion, validatePath string
-	spec                     func() map[string]any
+	kind, apiVersion, validatePath string
+	spec                           func() map[string]any
 }{
-	"Welcome": {"auth.seedlabs.dev/v1alpha1", "/validate-auth-seedlabs-dev-v1alpha1-welcome", func() map[string]any {
+	"Welcome": {"Welcome", "auth.seedlabs.dev/v1", "/validate-auth-seedlabs-dev-v1-welcome", func() map[string]any {
 		return map[string]any{"name": "Ada", "replicas": int64(1), "port": int64(8088), "serviceType": "NodePort"}
 	}},
-	"Memcached": {"cache.seedlabs.dev/v1alpha1", "/validate-cache-seedlabs-dev-v1alpha1-memcached", func() map[string]any {
+	"Welcome v1alpha1": {"Welcome", "auth.seedlabs.dev/v1alpha1", "/validate-auth-seedlabs-dev-v1alpha1-welcome", func() map[string]any {
+		return map[string]any{"name": "Ada", "replicas": int64(1), "port": int64(8088), "serviceType": "NodePort"}
+	}},
+	"Memcached": {"Memcached", "cache.seedlabs.dev/v1", "/validate-cache-seedlabs-dev-v1-memcached", func() map[string]any {
 		return map[string]any{"size": int64(1), "containerPort": int64(11211)}
 	}},
-	"DeployObject": {"app.seedlabs.dev/v1", "/validate-app-seedlabs-dev-v1-deployobject", func() map[string]any {
+	"DeployObject": {"DeployObject", "app.seedlabs.dev/v1", "/validate-app-seedlabs-dev-v1-deployobject", func() map[string]any {
 		return map[string]any{"image": "docker.io/library/nginx:1.27", "replicas": int64(1), "ports": []any{port(80)}}
 	}},
-	"AdmissionPolicy": {"policy.seedlabs.dev/v1alpha1", "/validate-policy-seedlabs-dev-v1alpha1-admissionpolicy", func() map[string]any {
+	"AdmissionPolicy": {"AdmissionPolicy", "policy.seedlabs.dev/v1", "/validate-policy-seedlabs-dev-v1-admissionpolicy", func() map[string]any {
 		return map[string]any{}
 	}},
 }
@@ -224,21 +228,21 @@ func schemaBoundCases() []boundCase {
 	}
 
 	cases := []boundCase{
-		lengthCase("Welcome", "spec.name", authv1alpha1.MaxStringLength),
-		countCase("Welcome", "spec.groups", authv1alpha1.MaxGroupsItems, func(i int) any { return fmt.Sprintf("g%d", i) }),
-		{kind: "Welcome", name: "spec.groups[*] maxLength", field: "spec.groups[0]", bound: strconv.Itoa(authv1alpha1.MaxStringLength),
+		lengthCase("Welcome", "spec.name", authv1.MaxStringLength),
+		countCase("Welcome", "spec.groups", authv1.MaxGroupsItems, func(i int) any { return fmt.Sprintf("g%d", i) }),
+		{kind: "Welcome", name: "spec.groups[*] maxLength", field: "spec.groups[0]", bound: strconv.Itoa(authv1.MaxStringLength),
 			set: func(obj map[string]any, past bool) {
-				at(obj, "spec")["groups"] = []any{text(upTo(authv1alpha1.MaxStringLength, past))}
+				at(obj, "spec")["groups"] = []any{text(upTo(authv1.MaxStringLength, past))}
 			}},
-		lengthCase("Welcome", "spec.email", authv1alpha1.MaxStringLength),
-		lengthCase("Welcome", "spec.password", authv1alpha1.MaxStringLength),
-		lengthCase("Welcome", "spec.image", authv1alpha1.MaxStringLength),
+		lengthCase("Welcome", "spec.email", authv1.MaxStringLength),
+		lengthCase("Welcome v1alpha1", "spec.password", authv1.MaxStringLength),
+		lengthCase("Welcome", "spec.image", authv1.MaxStringLength),
 		lengthCase("Welcome", "spec.serviceType", 64),
-		lengthCase("Welcome", "status.serviceURL", authv1alpha1.MaxServiceURLLength),
+		lengthCase("Welcome", "status.serviceURL", authv1.MaxServiceURLLength),
 		countCase("Welcome", "status.conditions", conditions.MaxItems, func(i int) any { return conditionJSON(fmt.Sprintf("C%d", i)) }),
 
-		lengthCase("Memcached", "status.selector", cachev1alpha1.MaxSelectorLength),
-		countCase("Memcached", "status.nodes", cachev1alpha1.MaxNodesItems, func(i int) any { return fmt.Sprintf("cache-%d", i) }),
+		lengthCase("Memcached", "status.selector", cachev1.MaxSelectorLength),
+		countCase("Memcached", "status.nodes", cachev1.MaxNodesItems, func(i int) any { return fmt.Sprintf("cache-%d", i) }),
 		{kind: "Memcached", status: true, name: "status.nodes[*] maxLength", field: "status.nodes[0]", bound: "253",
 			set: func(obj map[string]any, past bool) { at(obj, "status")["nodes"] = []any{text(upTo(253, past))} }},
 		countCase("Memcached", "status.conditions", conditions.MaxItems, func(i int) any { return conditionJSON(fmt.Sprintf("C%d", i)) }),
@@ -286,38 +290,38 @@ func schemaBoundCases() []boundCase {
 		deploymentCondition("message", appv1.MaxConditionMessageLength),
 		countCase("DeployObject", "status.conditions", conditions.MaxItems, func(i int) any { return conditionJSON(fmt.Sprintf("C%d", i)) }),
 
-		countCase("AdmissionPolicy", "spec.allowedRegistries", policyv1alpha1.MaxAllowedRegistriesItems, func(i int) any { return fmt.Sprintf("r%d.example.com", i) }),
-		{kind: "AdmissionPolicy", name: "spec.allowedRegistries[*] maxLength", field: "spec.allowedRegistries[0]", bound: strconv.Itoa(policyv1alpha1.MaxRegistryLength),
+		countCase("AdmissionPolicy", "spec.allowedRegistries", policyv1.MaxAllowedRegistriesItems, func(i int) any { return fmt.Sprintf("r%d.example.com", i) }),
+		{kind: "AdmissionPolicy", name: "spec.allowedRegistries[*] maxLength", field: "spec.allowedRegistries[0]", bound: strconv.Itoa(policyv1.MaxRegistryLength),
 			set: func(obj map[string]any, past bool) {
-				at(obj, "spec")["allowedRegistries"] = []any{text(upTo(policyv1alpha1.MaxRegistryLength, past))}
+				at(obj, "spec")["allowedRegistries"] = []any{text(upTo(policyv1.MaxRegistryLength, past))}
 			}},
-		countCase("AdmissionPolicy", "spec.rules", policyv1alpha1.MaxRulesItems, rule),
-		{kind: "AdmissionPolicy", name: "spec.rules[*].id maxLength", field: "spec.rules[0].id", bound: strconv.Itoa(policyv1alpha1.MaxRuleIDLength),
+		countCase("AdmissionPolicy", "spec.rules", policyv1.MaxRulesItems, rule),
+		{kind: "AdmissionPolicy", name: "spec.rules[*].id maxLength", field: "spec.rules[0].id", bound: strconv.Itoa(policyv1.MaxRuleIDLength),
 			set: func(obj map[string]any, past bool) {
-				at(obj, "spec")["rules"] = []any{map[string]any{"id": text(upTo(policyv1alpha1.MaxRuleIDLength, past)), "action": "Warn"}}
+				at(obj, "spec")["rules"] = []any{map[string]any{"id": text(upTo(policyv1.MaxRuleIDLength, past)), "action": "Warn"}}
 			}},
-		{kind: "AdmissionPolicy", name: "spec.rules[*].action maxLength", field: "spec.rules[0].action", bound: strconv.Itoa(policyv1alpha1.MaxActionLength),
+		{kind: "AdmissionPolicy", name: "spec.rules[*].action maxLength", field: "spec.rules[0].action", bound: strconv.Itoa(policyv1.MaxActionLength),
 			set: func(obj map[string]any, past bool) {
-				at(obj, "spec")["rules"] = []any{map[string]any{"id": "welcome.email.format", "action": text(upTo(policyv1alpha1.MaxActionLength, past))}}
+				at(obj, "spec")["rules"] = []any{map[string]any{"id": "welcome.email.format", "action": text(upTo(policyv1.MaxActionLength, past))}}
 			}},
-		{kind: "AdmissionPolicy", name: "spec.rules[*].namespaces maxItems", field: "spec.rules[0].namespaces", bound: strconv.Itoa(policyv1alpha1.MaxNamespacesItems),
-			set: func(obj map[string]any, past bool) {
-				at(obj, "spec")["rules"] = []any{map[string]any{"id": "welcome.email.format", "action": "Warn",
-					"namespaces": items(upTo(policyv1alpha1.MaxNamespacesItems, past), override)}}
-			}},
-		{kind: "AdmissionPolicy", name: "spec.rules[*].namespaces[*].action maxLength", field: "spec.rules[0].namespaces[0].action", bound: strconv.Itoa(policyv1alpha1.MaxActionLength),
+		{kind: "AdmissionPolicy", name: "spec.rules[*].namespaces maxItems", field: "spec.rules[0].namespaces", bound: strconv.Itoa(policyv1.MaxNamespacesItems),
 			set: func(obj map[string]any, past bool) {
 				at(obj, "spec")["rules"] = []any{map[string]any{"id": "welcome.email.format", "action": "Warn",
-					"namespaces": []any{map[string]any{"selector": map[string]any{}, "action": text(upTo(policyv1alpha1.MaxActionLength, past))}}}}
+					"namespaces": items(upTo(policyv1.MaxNamespacesItems, past), override)}}
 			}},
-		selector("matchLabels entries", policyv1alpha1.MaxMatchLabelsProperties, func(s map[string]any, n int) {
+		{kind: "AdmissionPolicy", name: "spec.rules[*].namespaces[*].action maxLength", field: "spec.rules[0].namespaces[0].action", bound: strconv.Itoa(policyv1.MaxActionLength),
+			set: func(obj map[string]any, past bool) {
+				at(obj, "spec")["rules"] = []any{map[string]any{"id": "welcome.email.format", "action": "Warn",
+					"namespaces": []any{map[string]any{"selector": map[string]any{}, "action": text(upTo(policyv1.MaxActionLength, past))}}}}
+			}},
+		selector("matchLabels entries", policyv1.MaxMatchLabelsProperties, func(s map[string]any, n int) {
 			labels := map[string]any{}
 			for i := range n {
 				labels[fmt.Sprintf("l%d", i)] = "v"
 			}
 			s["matchLabels"] = labels
 		}),
-		selector("matchExpressions items", policyv1alpha1.MaxMatchExpressionsItems, func(s map[string]any, n int) {
+		selector("matchExpressions items", policyv1.MaxMatchExpressionsItems, func(s map[string]any, n int) {
 			s["matchExpressions"] = items(n, func(i int) any { return map[string]any{"key": fmt.Sprintf("l%d", i), "operator": "Exists"} })
 		}),
 		countCase("AdmissionPolicy", "status.conditions", conditions.MaxItems, func(i int) any { return conditionJSON(fmt.Sprintf("C%d", i)) }),
@@ -347,11 +351,11 @@ var _ = Describe("The CRDs' structural bounds", admission, func() {
 			if stored[kind] == nil {
 				k := boundKinds[kind]
 				obj := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": k.apiVersion, "kind": kind,
-					"metadata": map[string]any{"name": "bounds-" + strings.ToLower(kind), "namespace": ns}, "spec": k.spec(),
+					"apiVersion": k.apiVersion, "kind": k.kind,
+					"metadata": map[string]any{"name": "bounds-" + strings.ToLower(strings.ReplaceAll(kind, " ", "-")), "namespace": ns}, "spec": k.spec(),
 				}}
 				if kind == "AdmissionPolicy" {
-					obj.SetName(policyv1alpha1.PolicyName)
+					obj.SetName(policyv1.PolicyName)
 					obj.SetNamespace("")
 				}
 				Expect(k8s.Create(ctx, obj)).To(Succeed(), "storing a %s", kind)
@@ -383,11 +387,11 @@ var _ = Describe("The CRDs' structural bounds", admission, func() {
 						err = k8s.Status().Patch(ctx, store(c.kind), client.RawPatch(types.MergePatchType, patch), client.DryRunAll)
 					} else {
 						obj := map[string]any{
-							"apiVersion": k.apiVersion, "kind": c.kind,
+							"apiVersion": k.apiVersion, "kind": k.kind,
 							"metadata": map[string]any{"name": fmt.Sprintf("bound-%d", i)}, "spec": k.spec(),
 						}
 						if c.kind == "AdmissionPolicy" {
-							at(obj, "metadata")["name"] = policyv1alpha1.PolicyName
+							at(obj, "metadata")["name"] = policyv1.PolicyName
 						} else {
 							at(obj, "metadata")["namespace"] = ns
 						}

@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -74,7 +74,7 @@ func newNamespace(ctx context.Context) string {
 	DeferCleanup(func(ctx SpecContext) {
 		// envtest runs no namespace controller: the operator's objects would outlive their
 		// namespace, and the manager would go on reconciling them in the specs that follow.
-		for _, obj := range []client.Object{&appv1.DeployObject{}, &authv1alpha1.Welcome{}, &cachev1alpha1.Memcached{}} {
+		for _, obj := range []client.Object{&appv1.DeployObject{}, &authv1.Welcome{}, &cachev1.Memcached{}} {
 			Expect(k8s.DeleteAllOf(ctx, obj, client.InNamespace(ns.Name))).To(Succeed())
 		}
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())

@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -22,14 +23,35 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
-func newWelcome(namespace, name string, spec authv1alpha1.WelcomeSpec) *authv1alpha1.Welcome {
+func newWelcome(namespace, name string, spec authv1.WelcomeSpec) *authv1.Welcome {
+	return &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: spec}
+}
+
+// newWelcomeV1alpha1 is newWelcome at v1alpha1, which is deprecated and still served.
+func newWelcomeV1alpha1(namespace, name string, spec authv1alpha1.WelcomeSpec) *authv1alpha1.Welcome {
 	return &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}, Spec: spec}
 }
+
+// withPassword is w with a v1alpha1 Welcome's password where v1 keeps it: in its conversion-data
+// annotation, which the webhooks name it by (passwordAtV1).
+func withPassword(w *authv1.Welcome, password string) *authv1.Welcome {
+	data, err := json.Marshal(map[string]any{"spec": map[string]string{"password": password}})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	metav1.SetMetaDataAnnotation(&w.ObjectMeta, authv1.ConversionDataAnnotation, string(data))
+	return w
+}
+
+// passwordAtV1 is the field the webhooks name a v1 Welcome's password by.
+const passwordAtV1 = "metadata.annotations[auth.seedlabs.dev/conversion-data].spec.password"
+
+// welcomeDeprecated is the warning kube-apiserver sends a client of a v1alpha1 Welcome.
+const welcomeDeprecated = "auth.seedlabs.dev/v1alpha1 Welcome is deprecated; use auth.seedlabs.dev/v1 (kubectl webhook-operator convert)"
 
 // causes returns the field of every cause of a 422 Invalid error.
 func causes(err error) []string {
@@ -47,12 +69,12 @@ var _ = Describe("Welcome admission", admission, func() {
 	BeforeEach(func(ctx SpecContext) { ns = newNamespace(ctx) })
 
 	It("fills replicas, port and serviceType on create", func(ctx SpecContext) {
-		w := newWelcome(ns, "defaults", authv1alpha1.WelcomeSpec{Name: "Ada"})
+		w := newWelcome(ns, "defaults", authv1.WelcomeSpec{Name: "Ada"})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 
-		stored := &authv1alpha1.Welcome{}
+		stored := &authv1.Welcome{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), stored)).To(Succeed())
-		Expect(stored.Spec).To(Equal(authv1alpha1.WelcomeSpec{
+		Expect(stored.Spec).To(Equal(authv1.WelcomeSpec{
 			Name:        "Ada",
 			Replicas:    ptr.To[int32](1),
 			Port:        ptr.To[int32](8088),
@@ -60,7 +82,7 @@ var _ = Describe("Welcome admission", admission, func() {
 		}))
 	})
 
-	It("keeps the values the user set, including replicas 0, and warns about replicas 0 and a password", func(ctx SpecContext) {
+	It("keeps the values the user set at v1alpha1, including replicas 0, and warns that the version is deprecated, and about replicas 0 and a password", func(ctx SpecContext) {
 		c, warnings, err := env.NewClientWithWarnings()
 		Expect(err).NotTo(HaveOccurred())
 		spec := authv1alpha1.WelcomeSpec{
@@ -70,17 +92,18 @@ var _ = Describe("Welcome admission", admission, func() {
 			Port:        ptr.To[int32](9090),
 			ServiceType: corev1.ServiceTypeClusterIP,
 		}
-		w := newWelcome(ns, "kept", spec)
+		w := newWelcomeV1alpha1(ns, "kept", spec)
 		Expect(c.Create(ctx, w)).To(Succeed())
 		Expect(w.Spec).To(Equal(spec))
 		Expect(warnings.Take()).To(ConsistOf(
+			welcomeDeprecated,
 			"spec.password is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead (rule welcome.password.plaintext)",
 			"spec.replicas is 0: no web server pod will run until it is raised (rule welcome.replicas.zero)",
 		))
 	})
 
 	It("refuses an invalid Welcome with one 422 naming every bad field, and stores nothing", func(ctx SpecContext) {
-		w := newWelcome(ns, "invalid", authv1alpha1.WelcomeSpec{
+		w := newWelcome(ns, "invalid", authv1.WelcomeSpec{
 			Name:        " ",
 			UserID:      ptr.To[int32](0),
 			Groups:      []string{"dev", "", "dev"},
@@ -100,11 +123,11 @@ var _ = Describe("Welcome admission", admission, func() {
 		))
 		Expect(err.Error()).To(ContainSubstring(`spec.port: Invalid value: 70000: must be between 1 and 65535`))
 
-		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(w), &authv1alpha1.Welcome{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(w), &authv1.Welcome{}))).To(BeTrue())
 	})
 
 	It("refuses an update that breaks a rule and keeps the stored object", func(ctx SpecContext) {
-		w := newWelcome(ns, "update", authv1alpha1.WelcomeSpec{Name: "Linus"})
+		w := newWelcome(ns, "update", authv1.WelcomeSpec{Name: "Linus"})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 
 		w.Spec.Port = ptr.To[int32](0)
@@ -113,24 +136,24 @@ var _ = Describe("Welcome admission", admission, func() {
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(causes(err)).To(ConsistOf("spec.port", "spec.email"))
 
-		stored := &authv1alpha1.Welcome{}
+		stored := &authv1.Welcome{}
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), stored)).To(Succeed())
 		Expect(stored.Spec.Port).To(HaveValue(BeEquivalentTo(8088)))
 		Expect(stored.Spec.Email).To(BeEmpty())
 	})
 
 	It("shows defaults on a server-side dry run and stores nothing", func(ctx SpecContext) {
-		w := newWelcome(ns, "dry-run", authv1alpha1.WelcomeSpec{Name: "Barbara"})
+		w := newWelcome(ns, "dry-run", authv1.WelcomeSpec{Name: "Barbara"})
 		Expect(k8s.Create(ctx, w, client.DryRunAll)).To(Succeed())
 		Expect(w.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
 		Expect(w.Spec.Port).To(HaveValue(BeEquivalentTo(8088)))
 		Expect(w.Spec.ServiceType).To(Equal(corev1.ServiceTypeNodePort))
 
-		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(w), &authv1alpha1.Welcome{}))).To(BeTrue())
+		Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(w), &authv1.Welcome{}))).To(BeTrue())
 	})
 
 	It("refuses an invalid Welcome on a server-side dry run too", func(ctx SpecContext) {
-		w := newWelcome(ns, "dry-run-invalid", authv1alpha1.WelcomeSpec{Name: "Ken", Port: ptr.To[int32](-3)})
+		w := newWelcome(ns, "dry-run-invalid", authv1.WelcomeSpec{Name: "Ken", Port: ptr.To[int32](-3)})
 		err := k8s.Create(ctx, w, client.DryRunAll)
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(causes(err)).To(ConsistOf("spec.port"))
@@ -157,11 +180,11 @@ spec:
 		// Let the controller settle: it writes status once for this generation.
 		key := types.NamespacedName{Namespace: ns, Name: "applied"}
 		Eventually(func(g Gomega) {
-			w := &authv1alpha1.Welcome{}
+			w := &authv1.Welcome{}
 			g.Expect(k8s.Get(ctx, key, w)).To(Succeed())
 			g.Expect(w.Status.ObservedGeneration).To(Equal(w.Generation))
 		}).Should(Succeed())
-		before := &authv1alpha1.Welcome{}
+		before := &authv1.Welcome{}
 		Expect(k8s.Get(ctx, key, before)).To(Succeed())
 
 		second := apply()
@@ -188,7 +211,7 @@ var _ = Describe("Welcome controller", func() {
 	container := func(d *appsv1.Deployment) corev1.Container { return d.Spec.Template.Spec.Containers[0] }
 
 	It("creates an owned Deployment and Service and reports the service URL", func(ctx SpecContext) {
-		w := newWelcome(ns, "hello", authv1alpha1.WelcomeSpec{Name: "Ada"})
+		w := newWelcome(ns, "hello", authv1.WelcomeSpec{Name: "Ada"})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 		owner := MatchFields(IgnoreExtras, Fields{
 			"Kind": Equal("Welcome"), "Name": Equal("hello"), "UID": Equal(w.UID),
@@ -224,7 +247,7 @@ var _ = Describe("Welcome controller", func() {
 		}).Should(Succeed())
 
 		Eventually(func(g Gomega) {
-			got := &authv1alpha1.Welcome{}
+			got := &authv1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.ServiceURL).To(Equal(fmt.Sprintf("http://hello.%s.svc:8088/hello/ (node port %d)", ns, nodePort)))
 			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
@@ -236,7 +259,7 @@ var _ = Describe("Welcome controller", func() {
 	})
 
 	It("puts drift back and never fights over the allocated clusterIP and nodePort", func(ctx SpecContext) {
-		w := newWelcome(ns, "drift", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)})
+		w := newWelcome(ns, "drift", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 		var clusterIP string
 		var nodePort int32
@@ -297,7 +320,7 @@ var _ = Describe("Welcome controller", func() {
 	})
 
 	It("rolls spec updates out", func(ctx SpecContext) {
-		w := newWelcome(ns, "rollout", authv1alpha1.WelcomeSpec{Name: "Ada"})
+		w := newWelcome(ns, "rollout", authv1.WelcomeSpec{Name: "Ada"})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 		Eventually(func(g Gomega) { getService(g, ctx, "rollout") }).Should(Succeed())
 
@@ -326,14 +349,14 @@ var _ = Describe("Welcome controller", func() {
 			g.Expect(s.Spec.Ports).To(ConsistOf(MatchFields(IgnoreExtras, Fields{
 				"Port": BeEquivalentTo(9000), "NodePort": BeZero(),
 			})))
-			got := &authv1alpha1.Welcome{}
+			got := &authv1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.ServiceURL).To(Equal(fmt.Sprintf("http://rollout.%s.svc:9000/hello/", ns)))
 		}).Should(Succeed())
 	})
 
 	It("reports readiness from the Deployment's status", func(ctx SpecContext) {
-		w := newWelcome(ns, "ready", authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)})
+		w := newWelcome(ns, "ready", authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2)})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 
 		By("simulating the Deployment controller, which envtest does not run")
@@ -350,7 +373,7 @@ var _ = Describe("Welcome controller", func() {
 		}).Should(Succeed())
 
 		Eventually(func(g Gomega) {
-			got := &authv1alpha1.Welcome{}
+			got := &authv1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.ReadyReplicas).To(BeEquivalentTo(2))
 			g.Expect(got.Status.Conditions).To(ConsistOf(
@@ -372,7 +395,7 @@ var _ = Describe("Welcome controller", func() {
 			g.Expect(k8s.Status().Update(ctx, d)).To(Succeed())
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
-			got := &authv1alpha1.Welcome{}
+			got := &authv1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.ReadyReplicas).To(BeEquivalentTo(1))
 			g.Expect(got.Status.Conditions).To(ContainElements(
@@ -387,10 +410,10 @@ var _ = Describe("Welcome controller", func() {
 		By("allowing no Deployment in the namespace through a ResourceQuota")
 		refuseDeployments(ctx, ns)
 
-		w := newWelcome(ns, "clash", authv1alpha1.WelcomeSpec{Name: "Ada"})
+		w := newWelcome(ns, "clash", authv1.WelcomeSpec{Name: "Ada"})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 		Eventually(func(g Gomega) {
-			got := &authv1alpha1.Welcome{}
+			got := &authv1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			stalled := meta.FindStatusCondition(got.Status.Conditions, conditions.Stalled)
 			g.Expect(stalled).To(PointTo(MatchFields(IgnoreExtras, Fields{
@@ -413,11 +436,11 @@ var _ = Describe("Welcome controller", func() {
 		By("letting the namespace bypass the validating webhooks, as if the object predated them")
 		bypassValidation(ctx, ns)
 
-		w := newWelcome(ns, "legacy", authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](70000)})
+		w := newWelcome(ns, "legacy", authv1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](70000)})
 		Eventually(func() error { return k8s.Create(ctx, w) }).Should(Succeed())
 
 		Eventually(func(g Gomega) {
-			got := &authv1alpha1.Welcome{}
+			got := &authv1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.Conditions).To(ContainElements(
 				condition(conditions.Stalled, metav1.ConditionTrue, conditions.ReasonInvalidSpec, got.Generation),
@@ -447,7 +470,7 @@ var _ = Describe("Welcome controller", func() {
 		Expect(k8s.Update(ctx, w)).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(container(getDeployment(g, ctx, "legacy")).Ports[0].ContainerPort).To(BeEquivalentTo(8080))
-			got := &authv1alpha1.Welcome{}
+			got := &authv1.Welcome{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), got)).To(Succeed())
 			g.Expect(got.Status.Conditions).To(ContainElement(
 				condition(conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected, got.Generation)))

@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
@@ -23,14 +23,14 @@ import (
 // Deployment just applied, of which no pod runs yet.
 func OperatorWrites(obj client.Object, welcomeImage, memcachedImage string) (*appsv1ac.DeploymentApplyConfiguration, *corev1ac.ServiceApplyConfiguration, client.Object) {
 	switch o := obj.(type) {
-	case *authv1alpha1.Welcome:
-		owner := resources.ControllerReference(authv1alpha1.GroupVersion.String(), "Welcome", o.Name, o.UID)
+	case *authv1.Welcome:
+		owner := resources.ControllerReference(authv1.GroupVersion.String(), "Welcome", o.Name, o.UID)
 		stored, deployment := o.DeepCopy(), resources.WelcomeDeployment(o, welcomeImage).WithOwnerReferences(owner)
 		status.SetRollout(stored, status.RolloutOf(deployment))
 		stored.Status.ServiceURL = resources.WelcomeServiceURL(o.Name, o.Namespace, *o.Spec.Port, 0)
 		return deployment, resources.WelcomeService(o).WithOwnerReferences(owner), stored
-	case *cachev1alpha1.Memcached:
-		owner := resources.ControllerReference(cachev1alpha1.GroupVersion.String(), "Memcached", o.Name, o.UID)
+	case *cachev1.Memcached:
+		owner := resources.ControllerReference(cachev1.GroupVersion.String(), "Memcached", o.Name, o.UID)
 		stored, deployment := o.DeepCopy(), resources.MemcachedDeployment(o, memcachedImage).WithOwnerReferences(owner)
 		status.SetRollout(stored, status.RolloutOf(deployment))
 		return deployment, resources.MemcachedService(o).WithOwnerReferences(owner), stored

@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/internal/scheme"
 )
 
@@ -63,7 +63,7 @@ func NewClient(t *testing.T, funcs *interceptor.Funcs, objs ...client.Object) cl
 	return fake.NewClientBuilder().
 		WithScheme(scheme.New()).
 		WithObjects(objs...).
-		WithStatusSubresource(&authv1alpha1.Welcome{}, &cachev1alpha1.Memcached{}, &appv1.DeployObject{}, &policyv1alpha1.AdmissionPolicy{}).
+		WithStatusSubresource(&authv1.Welcome{}, &cachev1.Memcached{}, &appv1.DeployObject{}, &policyv1.AdmissionPolicy{}).
 		WithInterceptorFuncs(*funcs).
 		// The controllers read what the operator's field manager holds of an object from its
 		// managedFields (apply.Held), as the manager's cache keeps it.

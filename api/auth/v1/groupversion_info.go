@@ -1,8 +1,8 @@
 // Package v1 contains the auth.seedlabs.dev API, version v1: the hub that Welcome's other
 // versions convert to and from.
 //
-// The CRD lists it, not served yet: v1alpha1 stays the version served and stored until a release
-// has served the conversion webhook, with its CA injected, to every replica (docs/upgrade.md).
+// Served and stored; v1alpha1 is still served, deprecated, and converted to and from v1 by the
+// conversion webhook (docs/upgrade.md).
 // +kubebuilder:object:generate=true
 // +groupName=auth.seedlabs.dev
 package v1

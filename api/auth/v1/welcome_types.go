@@ -133,7 +133,7 @@ type WelcomeStatus struct {
 // password is kept, at v1, in the annotation ConversionDataAnnotation names.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:unservedversion
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=wlc,categories=seedlabs
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

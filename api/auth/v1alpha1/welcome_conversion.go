@@ -96,6 +96,13 @@ func (w *Welcome) ConvertFrom(hub conversion.Hub) error {
 	return nil
 }
 
+// ConversionDataValid reports whether raw, the value of a v1 Welcome's conversion-data annotation,
+// is what a conversion writes, and so is read at this version.
+func ConversionDataValid(raw string) bool {
+	_, ok := parseConversionData(raw)
+	return ok
+}
+
 // parseConversionData reads the conversion-data annotation: one JSON object of conversionData's
 // fields and nothing else.
 func parseConversionData(raw string) (conversionData, bool) {

@@ -7,6 +7,10 @@ import (
 	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 )
 
+// DeprecationWarning is what the API server answers every request at v1alpha1 with: the
+// deprecatedversion marker of Welcome below says it again, and a test holds the CRD to it.
+const DeprecationWarning = "auth.seedlabs.dev/v1alpha1 Welcome is deprecated; use auth.seedlabs.dev/v1 (kubectl webhook-operator convert)"
+
 // Defaults and structural bounds of a Welcome: those of v1, the hub, which v1alpha1's schema
 // holds too (the markers below, which a test holds equal to these).
 const (
@@ -131,7 +135,7 @@ type WelcomeStatus struct {
 // Welcome is a small web app that greets a user by name.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
+// +kubebuilder:deprecatedversion:warning="auth.seedlabs.dev/v1alpha1 Welcome is deprecated; use auth.seedlabs.dev/v1 (kubectl webhook-operator convert)"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=wlc,categories=seedlabs
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

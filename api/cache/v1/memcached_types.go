@@ -95,7 +95,7 @@ type MemcachedStatus struct {
 // Memcached is a pool of memcached instances behind a Service.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:unservedversion
+// +kubebuilder:storageversion
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=mc,categories=seedlabs

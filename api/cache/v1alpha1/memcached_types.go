@@ -6,6 +6,10 @@ import (
 	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 )
 
+// DeprecationWarning is what the API server answers every request at v1alpha1 with: the
+// deprecatedversion marker of Memcached below says it again, and a test holds the CRD to it.
+const DeprecationWarning = "cache.seedlabs.dev/v1alpha1 Memcached is deprecated; use cache.seedlabs.dev/v1 (kubectl webhook-operator convert)"
+
 // Defaults, range and structural bounds of a Memcached: those of v1, which v1alpha1's schema
 // holds too (the markers below, which a test holds equal to these).
 const (
@@ -87,7 +91,7 @@ type MemcachedStatus struct {
 // Memcached is a pool of memcached instances behind a Service.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
+// +kubebuilder:deprecatedversion:warning="cache.seedlabs.dev/v1alpha1 Memcached is deprecated; use cache.seedlabs.dev/v1 (kubectl webhook-operator convert)"
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.size,statuspath=.status.replicas,selectorpath=.status.selector
 // +kubebuilder:resource:shortName=mc,categories=seedlabs

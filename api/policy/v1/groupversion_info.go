@@ -2,9 +2,8 @@
 // controls what admission does about each rule.
 //
 // AdmissionPolicy v1 has v1alpha1's shape, so the CRD converts between them with strategy None (the API
-// server rewrites apiVersion; a test holds the two schemas identical). The CRD lists it, not
-// served yet: v1alpha1 stays the version served and stored until the release that serves v1
-// (docs/upgrade.md).
+// server rewrites apiVersion; a test holds the two schemas identical). Served and stored;
+// v1alpha1 is still served, deprecated (docs/upgrade.md).
 // +kubebuilder:object:generate=true
 // +groupName=policy.seedlabs.dev
 package v1

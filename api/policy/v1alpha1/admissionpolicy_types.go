@@ -6,6 +6,10 @@ import (
 	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
+// DeprecationWarning is what the API server answers every request at v1alpha1 with: the
+// deprecatedversion marker of AdmissionPolicy below says it again, and a test holds the CRD to it.
+const DeprecationWarning = "policy.seedlabs.dev/v1alpha1 AdmissionPolicy is deprecated; use policy.seedlabs.dev/v1 (kubectl webhook-operator convert)"
+
 // The one AdmissionPolicy's name and the structural bounds of an AdmissionPolicy: those of v1,
 // which v1alpha1's schema holds too (the markers and CEL rules below, which a test holds equal to
 // these).
@@ -146,7 +150,7 @@ type AdmissionPolicyStatus struct {
 // restart.
 //
 // +kubebuilder:object:root=true
-// +kubebuilder:storageversion
+// +kubebuilder:deprecatedversion:warning="policy.seedlabs.dev/v1alpha1 AdmissionPolicy is deprecated; use policy.seedlabs.dev/v1 (kubectl webhook-operator convert)"
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:scope=Cluster,shortName=ap,categories=seedlabs
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

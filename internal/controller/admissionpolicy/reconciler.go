@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -34,7 +34,7 @@ type Reconciler struct {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	p := &policyv1alpha1.AdmissionPolicy{}
+	p := &policyv1.AdmissionPolicy{}
 	if err := r.Get(ctx, req.NamespacedName, p); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -43,9 +43,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 
 	p.SetObservedGeneration(p.Generation)
 	switch errs := webhooks.ValidateAdmissionPolicy(p); {
-	case p.Name != policyv1alpha1.PolicyName:
+	case p.Name != policyv1.PolicyName:
 		setApplied(p, false, conditions.ReasonNotRead,
-			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s; this one is not applied", policyv1alpha1.PolicyName))
+			fmt.Sprintf("the operator reads only the AdmissionPolicy named %s; this one is not applied", policyv1.PolicyName))
 	case len(errs) > 0:
 		setApplied(p, false, conditions.ReasonPartlyApplied,
 			message.Truncate("applied, except what cannot be: "+message.Violations(errs, message.ConditionLimit), message.ConditionLimit))
@@ -58,7 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 // setApplied sets Ready and Stalled as kstatus reads them: a policy applied whole is Ready; one
 // that is not cannot become so without an edit (a spec stored past the webhook) or ever (a policy
 // of another name), so it is Stalled, with the same reason and message.
-func setApplied(p *policyv1alpha1.AdmissionPolicy, applied bool, reason, msg string) {
+func setApplied(p *policyv1.AdmissionPolicy, applied bool, reason, msg string) {
 	status.DropRetired(p)
 	if applied {
 		status.Set(p, conditions.Ready, metav1.ConditionTrue, reason, msg)
@@ -73,6 +73,6 @@ func setApplied(p *policyv1alpha1.AdmissionPolicy, applied bool, reason, msg str
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&policyv1alpha1.AdmissionPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&policyv1.AdmissionPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Complete(r)
 }

@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/test/reconciletest"
 )
 
@@ -21,16 +21,16 @@ import (
 func TestReconcileReportsReadyAndDropsAccepted(t *testing.T) {
 	stale := metav1.Condition{Type: "Accepted", Status: metav1.ConditionTrue, Reason: conditions.ReasonApplied,
 		Message: "every rule and registry is applied", ObservedGeneration: 1, LastTransitionTime: metav1.Now()}
-	p := &policyv1alpha1.AdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName, Generation: 2},
-		Status:     policyv1alpha1.AdmissionPolicyStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{stale}},
+	p := &policyv1.AdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName, Generation: 2},
+		Status:     policyv1.AdmissionPolicyStatus{ObservedGeneration: 1, Conditions: []metav1.Condition{stale}},
 	}
 	h := reconciletest.New(t, types.NamespacedName{Name: p.Name}, func(c client.Client, _ *events.FakeRecorder) reconcile.Reconciler {
 		return &Reconciler{Client: c}
 	}, nil, p)
 	h.MustReconcile(t)
 
-	got := reconciletest.Get(t, h, &policyv1alpha1.AdmissionPolicy{})
+	got := reconciletest.Get(t, h, &policyv1.AdmissionPolicy{})
 	reconciletest.ExpectCondition(t, got, conditions.Ready, metav1.ConditionTrue, conditions.ReasonApplied)
 	reconciletest.ExpectCondition(t, got, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected)
 	if c := meta.FindStatusCondition(got.Status.Conditions, "Accepted"); c != nil {

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
@@ -51,7 +51,7 @@ type Reconciler struct {
 
 // Reconcile applies the Deployment and Service a Memcached asks for and records what they report.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	m := &cachev1alpha1.Memcached{}
+	m := &cachev1.Memcached{}
 	if err := r.Get(ctx, req.NamespacedName, m); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -70,7 +70,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{}, err
 	}
 	setPoolStatus(m, current.DeploymentStatus().Replicas, current.pods)
-	desired, errs, err := guard.Check(ctx, r.Guard, m, webhooks.Memcached)
+	desired, errs, err := guard.Check(ctx, r.Guard, m, webhooks.MemcachedV1)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -83,7 +83,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{RequeueAfter: ownership.RecheckAfter}, nil
 	}
 
-	owner := resources.ControllerReference(cachev1alpha1.GroupVersion.String(), "Memcached", m.Name, m.UID)
+	owner := resources.ControllerReference(cachev1.GroupVersion.String(), "Memcached", m.Name, m.UID)
 	deployment := resources.MemcachedDeployment(desired, r.Image).WithOwnerReferences(owner)
 	service := resources.MemcachedService(desired).WithOwnerReferences(owner)
 	if err := current.ApplyDeployment(ctx, r.Client, deployment); err != nil {
@@ -114,7 +114,7 @@ type observed struct {
 
 // observe reads the Memcached's Deployment and Service, from the cache or, for objects the cache
 // cannot hold, from the API server, and its pods from the cache.
-func (r *Reconciler) observe(ctx context.Context, m *cachev1alpha1.Memcached) (observed, error) {
+func (r *Reconciler) observe(ctx context.Context, m *cachev1.Memcached) (observed, error) {
 	key := client.ObjectKeyFromObject(m)
 	children, err := ownership.ObserveChildren(ctx, r.Client, r.APIReader, key, "Memcached", m.UID)
 	o := observed{Children: children}
@@ -135,7 +135,7 @@ func (r *Reconciler) observe(ctx context.Context, m *cachev1alpha1.Memcached) (o
 //
 // The cache may lag behind the apply of a previous reconcile by a moment; an Event recorded twice
 // then is folded into one Event series by the events.k8s.io recorder.
-func (r *Reconciler) recordScale(m *cachev1alpha1.Memcached, before *appsv1.Deployment, size int32) {
+func (r *Reconciler) recordScale(m *cachev1.Memcached, before *appsv1.Deployment, size int32) {
 	if before == nil {
 		return
 	}
@@ -145,14 +145,14 @@ func (r *Reconciler) recordScale(m *cachev1alpha1.Memcached, before *appsv1.Depl
 	}
 }
 
-// removeFinalizer takes cachev1alpha1.Finalizer off m, where an earlier version of the operator
+// removeFinalizer takes cachev1.Finalizer off m, where an earlier version of the operator
 // put it, with a merge patch carrying m's resourceVersion. metadata.finalizers is a plain list
 // that a merge patch replaces whole, so the resourceVersion precondition keeps it from
 // overwriting a finalizer another client added or removed meanwhile: the patch then fails with a
 // conflict and the reconcile is retried.
-func (r *Reconciler) removeFinalizer(ctx context.Context, m *cachev1alpha1.Memcached) error {
+func (r *Reconciler) removeFinalizer(ctx context.Context, m *cachev1.Memcached) error {
 	base := m.DeepCopy()
-	if !controllerutil.RemoveFinalizer(m, cachev1alpha1.Finalizer) {
+	if !controllerutil.RemoveFinalizer(m, cachev1.Finalizer) {
 		return nil
 	}
 	if err := r.Patch(ctx, m, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); client.IgnoreNotFound(err) != nil {
@@ -170,10 +170,10 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, m *cachev1alpha1.Memca
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := controller.WatchPods(ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&cachev1alpha1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&cachev1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}), resources.MemcachedApp, poolMembershipChanged())
-	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &cachev1alpha1.MemcachedList{}).Complete(r)
+	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &cachev1.MemcachedList{}).Complete(r)
 }
 
 // poolMembershipChanged passes pod creations and deletions, and the updates that can change

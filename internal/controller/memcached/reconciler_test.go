@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
@@ -35,13 +35,13 @@ const testImage = "registry.example.test/memcached:1.6"
 
 var key = types.NamespacedName{Namespace: "demo", Name: "cache"}
 
-func newMemcached(size *int32, finalizers ...string) *cachev1alpha1.Memcached {
-	return &cachev1alpha1.Memcached{
+func newMemcached(size *int32, finalizers ...string) *cachev1.Memcached {
+	return &cachev1.Memcached{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: key.Name, Namespace: key.Namespace, UID: "5e0d7c7a-1d3e-4a7e-9d51-0c2b8f3a9e42",
 			Generation: 1, Finalizers: finalizers,
 		},
-		Spec: cachev1alpha1.MemcachedSpec{Size: size},
+		Spec: cachev1.MemcachedSpec{Size: size},
 	}
 }
 
@@ -62,7 +62,7 @@ func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 	h.ExpectEvents(t,
 		"Normal Created created Deployment cache with 2 memcached instances and Service cache on port 11211")
 
-	m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
+	m := reconciletest.Get(t, h, &cachev1.Memcached{})
 	if len(m.Finalizers) != 0 {
 		t.Errorf("finalizers = %q, want none: nothing needs to happen before a Memcached goes", m.Finalizers)
 	}
@@ -77,7 +77,7 @@ func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 	reconciletest.ExpectCondition(t, m, conditions.Stalled, metav1.ConditionFalse, conditions.ReasonAsExpected)
 
 	wantOwner := []metav1.OwnerReference{{
-		APIVersion: "cache.seedlabs.dev/v1alpha1", Kind: "Memcached", Name: "cache", UID: m.UID,
+		APIVersion: "cache.seedlabs.dev/v1", Kind: "Memcached", Name: "cache", UID: m.UID,
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}}
 	d := reconciletest.Get(t, h, &appsv1.Deployment{})
@@ -154,7 +154,7 @@ func TestReconcileRollsOutAndPutsDriftBack(t *testing.T) {
 	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
-	m = reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
+	m = reconciletest.Get(t, h, &cachev1.Memcached{})
 	if want := []string{"cache-7c9-aa", "cache-7c9-zz"}; !reflect.DeepEqual(m.Status.Nodes, want) {
 		t.Errorf("status.nodes = %q, want %q", m.Status.Nodes, want)
 	}
@@ -177,7 +177,7 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 	// One Warning, though the controller looked twice.
 	h.ExpectEvents(t, "Warning InvalidSpec spec is not rolled out: spec.size: Invalid value: 5: must be between 1 and 3 (rule memcached.size.range)")
 
-	m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
+	m := reconciletest.Get(t, h, &cachev1.Memcached{})
 	reconciletest.ExpectCondition(t, m, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
 	reconciletest.ExpectCondition(t, m, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
 	if c := meta.FindStatusCondition(m.Status.Conditions, conditions.Stalled); c != nil &&
@@ -197,7 +197,7 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 	}
 }
 
-func deleting(m *cachev1alpha1.Memcached) *cachev1alpha1.Memcached {
+func deleting(m *cachev1.Memcached) *cachev1.Memcached {
 	m.DeletionTimestamp = ptr.To(metav1.Now())
 	// The API server bumps the generation when it sets deletionTimestamp.
 	m.Generation++
@@ -207,12 +207,12 @@ func deleting(m *cachev1alpha1.Memcached) *cachev1alpha1.Memcached {
 // TestReconcileDeletionRemovesTheFinalizer: the finalizer an earlier version put on a Memcached
 // comes off, so the object goes.
 func TestReconcileDeletionRemovesTheFinalizer(t *testing.T) {
-	h := newHarness(t, nil, deleting(newMemcached(ptr.To[int32](2), cachev1alpha1.Finalizer)))
+	h := newHarness(t, nil, deleting(newMemcached(ptr.To[int32](2), cachev1.Finalizer)))
 	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
 	h.ExpectEvents(t)
-	if err := h.Client.Get(context.Background(), key, &cachev1alpha1.Memcached{}); !apierrors.IsNotFound(err) {
+	if err := h.Client.Get(context.Background(), key, &cachev1.Memcached{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Memcached: %v, want NotFound: the finalizer should have come off", err)
 	}
 
@@ -225,12 +225,12 @@ func TestReconcileDeletionRemovesTheFinalizer(t *testing.T) {
 
 func TestReconcileDeletionKeepsOtherFinalizers(t *testing.T) {
 	const other = "example.com/backup"
-	h := newHarness(t, nil, deleting(newMemcached(ptr.To[int32](2), other, cachev1alpha1.Finalizer)))
+	h := newHarness(t, nil, deleting(newMemcached(ptr.To[int32](2), other, cachev1.Finalizer)))
 	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
 	h.ExpectEvents(t)
-	m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
+	m := reconciletest.Get(t, h, &cachev1.Memcached{})
 	if !reflect.DeepEqual(m.Finalizers, []string{other}) {
 		t.Errorf("finalizers = %q, want only %q", m.Finalizers, other)
 	}
@@ -240,7 +240,7 @@ func TestReconcileDeletionKeepsOtherFinalizers(t *testing.T) {
 		t.Fatalf("Reconcile() = %v", err)
 	}
 	h.ExpectEvents(t)
-	if got := reconciletest.Get(t, h, &cachev1alpha1.Memcached{}); !reflect.DeepEqual(got.Status, m.Status) || !reflect.DeepEqual(got.Finalizers, m.Finalizers) {
+	if got := reconciletest.Get(t, h, &cachev1.Memcached{}); !reflect.DeepEqual(got.Status, m.Status) || !reflect.DeepEqual(got.Finalizers, m.Finalizers) {
 		t.Errorf("the second reconcile changed the Memcached")
 	}
 }
@@ -248,11 +248,11 @@ func TestReconcileDeletionKeepsOtherFinalizers(t *testing.T) {
 // TestReconcileRemovesTheFinalizerOfALiveMemcached: an object an earlier version finalized loses
 // the finalizer on its first reconcile, and is rolled out as usual.
 func TestReconcileRemovesTheFinalizerOfALiveMemcached(t *testing.T) {
-	h := newHarness(t, nil, newMemcached(ptr.To[int32](2), cachev1alpha1.Finalizer))
+	h := newHarness(t, nil, newMemcached(ptr.To[int32](2), cachev1.Finalizer))
 	if err := h.ReconcileNow(t); err != nil {
 		t.Fatalf("Reconcile() = %v", err)
 	}
-	if m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{}); len(m.Finalizers) != 0 {
+	if m := reconciletest.Get(t, h, &cachev1.Memcached{}); len(m.Finalizers) != 0 {
 		t.Errorf("finalizers = %q, want none", m.Finalizers)
 	}
 	if d := reconciletest.Get(t, h, &appsv1.Deployment{}); ptr.Deref(d.Spec.Replicas, 0) != 2 {
@@ -277,7 +277,7 @@ func TestReconcileApplyFailure(t *testing.T) {
 		}
 	}
 	h.ExpectEvents(t, "Warning ApplyFailed applying the Deployment: "+applyErr.Error())
-	m := reconciletest.Get(t, h, &cachev1alpha1.Memcached{})
+	m := reconciletest.Get(t, h, &cachev1.Memcached{})
 	reconciletest.ExpectCondition(t, m, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonApplyFailed)
 	if err := h.Client.Get(context.Background(), key, &corev1.Service{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Service: %v, want NotFound: nothing is applied after a failure", err)

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
@@ -18,7 +18,7 @@ func isNode(pod *corev1.Pod) bool {
 }
 
 // nodesOf returns the sorted names of the pods that are members of the pool, or nil if none is:
-// the first cachev1alpha1.MaxNodesItems of them, as many as the CRD's schema holds, so that the
+// the first cachev1.MaxNodesItems of them, as many as the CRD's schema holds, so that the
 // status write of a larger pool (a relaxed memcached.size.range allows one) is never refused.
 func nodesOf(pods []corev1.Pod) []string {
 	var nodes []string
@@ -28,7 +28,7 @@ func nodesOf(pods []corev1.Pod) []string {
 		}
 	}
 	slices.Sort(nodes)
-	return nodes[:min(len(nodes), cachev1alpha1.MaxNodesItems)]
+	return nodes[:min(len(nodes), cachev1.MaxNodesItems)]
 }
 
 // selectorOf is the label selector of a Memcached's pods in the string form the scale
@@ -39,7 +39,7 @@ func selectorOf(name string) string {
 
 // setPoolStatus records the pods the pool has: replicas is the Deployment's status.replicas
 // (0 when there is no Deployment), pods are the pods matching the selector.
-func setPoolStatus(m *cachev1alpha1.Memcached, replicas int32, pods []corev1.Pod) {
+func setPoolStatus(m *cachev1.Memcached, replicas int32, pods []corev1.Pod) {
 	m.Status.Replicas = replicas
 	m.Status.Selector = selectorOf(m.Name)
 	m.Status.Nodes = nodesOf(pods)

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/diff"
 	"k8s.io/utils/ptr"
 
-	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
@@ -80,16 +80,16 @@ func TestNodesOf(t *testing.T) {
 // TestNodesOfFitTheSchema holds status.nodes of a pool larger than the CRD's schema allows to its
 // first names, sorted, so that the status write is not refused.
 func TestNodesOfFitTheSchema(t *testing.T) {
-	const n = cachev1alpha1.MaxNodesItems + 2
+	const n = cachev1.MaxNodesItems + 2
 	var pods []corev1.Pod
 	for i := n - 1; i >= 0; i-- {
 		pods = append(pods, pod(fmt.Sprintf("cache-%05d", i), corev1.PodRunning, false))
 	}
 	got := nodesOf(pods)
-	if len(got) != cachev1alpha1.MaxNodesItems {
-		t.Fatalf("nodesOf() of %d pods lists %d names, want the schema's %d", n, len(got), cachev1alpha1.MaxNodesItems)
+	if len(got) != cachev1.MaxNodesItems {
+		t.Fatalf("nodesOf() of %d pods lists %d names, want the schema's %d", n, len(got), cachev1.MaxNodesItems)
 	}
-	if got[0] != "cache-00000" || got[len(got)-1] != fmt.Sprintf("cache-%05d", cachev1alpha1.MaxNodesItems-1) {
+	if got[0] != "cache-00000" || got[len(got)-1] != fmt.Sprintf("cache-%05d", cachev1.MaxNodesItems-1) {
 		t.Errorf("nodesOf() lists %s to %s, want the first names in order", got[0], got[len(got)-1])
 	}
 }
@@ -97,8 +97,8 @@ func TestNodesOfFitTheSchema(t *testing.T) {
 // TestSelectorOfFitsTheSchema holds status.selector of the longest name a Memcached may have to
 // the CRD's schema.
 func TestSelectorOfFitsTheSchema(t *testing.T) {
-	if got := selectorOf(strings.Repeat("m", 253)); len(got) > cachev1alpha1.MaxSelectorLength {
-		t.Errorf("selectorOf() of a 253-character name has %d characters, more than the schema's %d", len(got), cachev1alpha1.MaxSelectorLength)
+	if got := selectorOf(strings.Repeat("m", 253)); len(got) > cachev1.MaxSelectorLength {
+		t.Errorf("selectorOf() of a 253-character name has %d characters, more than the schema's %d", len(got), cachev1.MaxSelectorLength)
 	}
 }
 
@@ -124,11 +124,11 @@ func TestSelectorOf(t *testing.T) {
 }
 
 func TestSetPoolStatusWithoutDeployment(t *testing.T) {
-	m := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "demo", Generation: 2}, Status: cachev1alpha1.MemcachedStatus{ObservedGeneration: 1}}
+	m := &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Name: "cache", Namespace: "demo", Generation: 2}, Status: cachev1.MemcachedStatus{ObservedGeneration: 1}}
 	m.Status.Replicas = 3
 	m.Status.Nodes = []string{"cache-gone"}
 	setPoolStatus(m, 0, nil)
-	want := cachev1alpha1.MemcachedStatus{
+	want := cachev1.MemcachedStatus{
 		ObservedGeneration: 1,
 		Selector:           "app.kubernetes.io/instance=cache,app.kubernetes.io/name=memcached",
 	}

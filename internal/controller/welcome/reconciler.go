@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
@@ -45,7 +45,7 @@ type Reconciler struct {
 
 // Reconcile applies the Deployment and Service a Welcome asks for and records what they report.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, reterr error) {
-	w := &authv1alpha1.Welcome{}
+	w := &authv1.Welcome{}
 	if err := r.Get(ctx, req.NamespacedName, w); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -62,7 +62,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 	}
 	// The pods of an earlier spec keep serving while a new one is held back.
 	w.Status.ReadyReplicas = children.DeploymentStatus().ReadyReplicas
-	desired, errs, err := guard.Check(ctx, r.Guard, w, webhooks.Welcome)
+	desired, errs, err := guard.Check(ctx, r.Guard, w, webhooks.WelcomeV1)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -75,7 +75,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 		return ctrl.Result{RequeueAfter: ownership.RecheckAfter}, nil
 	}
 
-	owner := resources.ControllerReference(authv1alpha1.GroupVersion.String(), "Welcome", w.Name, w.UID)
+	owner := resources.ControllerReference(authv1.GroupVersion.String(), "Welcome", w.Name, w.UID)
 	deployment := resources.WelcomeDeployment(desired, r.Image).WithOwnerReferences(owner)
 	service := resources.WelcomeService(desired).WithOwnerReferences(owner)
 	if err := children.Apply(ctx, r.Client, deployment, service); err != nil {
@@ -98,8 +98,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := controller.WatchPods(ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&authv1alpha1.Welcome{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&authv1.Welcome{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}), resources.WelcomeApp)
-	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &authv1alpha1.WelcomeList{}).Complete(r)
+	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &authv1.WelcomeList{}).Complete(r)
 }

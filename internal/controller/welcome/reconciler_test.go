@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/guard"
@@ -34,10 +34,10 @@ const testImage = "registry.example.test/welcome-web:v1.0.0"
 var key = types.NamespacedName{Namespace: "demo", Name: "hello"}
 
 // newWelcome is a Welcome as stored without the CRD's defaults: the controller defaults a copy.
-func newWelcome() *authv1alpha1.Welcome {
-	return &authv1alpha1.Welcome{
+func newWelcome() *authv1.Welcome {
+	return &authv1.Welcome{
 		ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, UID: "9b2f4c1e-0a6d-4e8b-8c3f-5d7e9a1b2c3d", Generation: 1},
-		Spec:       authv1alpha1.WelcomeSpec{Name: "Ada"},
+		Spec:       authv1.WelcomeSpec{Name: "Ada"},
 	}
 }
 
@@ -54,7 +54,7 @@ func TestReconcileRollsOut(t *testing.T) {
 
 	h.MustReconcile(t)
 	h.ExpectEvents(t, "Normal Created created Deployment hello running "+testImage+" with 1 replica and Service hello of type NodePort on port 8088")
-	w := reconciletest.Get(t, h, &authv1alpha1.Welcome{})
+	w := reconciletest.Get(t, h, &authv1.Welcome{})
 	if w.Spec.Port != nil || w.Spec.Replicas != nil {
 		t.Errorf("spec = %+v, want the stored spec left undefaulted", w.Spec)
 	}
@@ -67,7 +67,7 @@ func TestReconcileRollsOut(t *testing.T) {
 	reconciletest.ExpectCondition(t, w, conditions.Compliant, metav1.ConditionTrue, conditions.ReasonAsExpected)
 
 	wantOwner := []metav1.OwnerReference{{
-		APIVersion: "auth.seedlabs.dev/v1alpha1", Kind: "Welcome", Name: "hello", UID: w.UID,
+		APIVersion: "auth.seedlabs.dev/v1", Kind: "Welcome", Name: "hello", UID: w.UID,
 		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 	}}
 	dep := reconciletest.Get(t, h, &appsv1.Deployment{})
@@ -90,7 +90,7 @@ func TestReconcileRollsOut(t *testing.T) {
 	}
 	h.MustReconcile(t)
 	h.ExpectEvents(t)
-	w = reconciletest.Get(t, h, &authv1alpha1.Welcome{})
+	w = reconciletest.Get(t, h, &authv1.Welcome{})
 	if w.Status.ReadyReplicas != 1 {
 		t.Errorf("status.readyReplicas = %d, want 1", w.Status.ReadyReplicas)
 	}
@@ -111,7 +111,7 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 		t.Fatalf("updating the Deployment status: %v", err)
 	}
 
-	w := reconciletest.Get(t, h, &authv1alpha1.Welcome{})
+	w := reconciletest.Get(t, h, &authv1.Welcome{})
 	w.Spec.Port = ptr.To[int32](70000)
 	w.Generation++
 	if err := h.Client.Update(ctx, w); err != nil {
@@ -124,7 +124,7 @@ func TestReconcileRefusesInvalidSpec(t *testing.T) {
 	}
 	// One Warning, though the controller looked twice.
 	h.ExpectEvents(t, "Warning InvalidSpec spec is not rolled out: spec.port: Invalid value: 70000: must be between 1 and 65535 (rule welcome.port.range)")
-	w = reconciletest.Get(t, h, &authv1alpha1.Welcome{})
+	w = reconciletest.Get(t, h, &authv1.Welcome{})
 	reconciletest.ExpectCondition(t, w, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonInvalidSpec)
 	reconciletest.ExpectCondition(t, w, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonInvalidSpec)
 	if w.Status.ObservedGeneration != 2 || w.Status.ReadyReplicas != 1 {
@@ -149,7 +149,7 @@ func TestReconcileLeavesAUsersServiceAlone(t *testing.T) {
 	}
 	h.ExpectEvents(t, "Warning NameConflict Service hello already exists and is not this Welcome's: it has no controller. "+
 		"Nothing is applied until it is deleted or renamed, or this Welcome is created under another name")
-	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &authv1alpha1.Welcome{}), conditions.Stalled, metav1.ConditionTrue, conditions.ReasonNameConflict)
+	reconciletest.ExpectCondition(t, reconciletest.Get(t, h, &authv1.Welcome{}), conditions.Stalled, metav1.ConditionTrue, conditions.ReasonNameConflict)
 	if err := h.Client.Get(context.Background(), key, &appsv1.Deployment{}); !apierrors.IsNotFound(err) {
 		t.Errorf("getting the Deployment: %v, want NotFound: nothing is applied beside a foreign object", err)
 	}
@@ -174,7 +174,7 @@ func TestReconcileApplyFailure(t *testing.T) {
 		}
 	}
 	h.ExpectEvents(t, "Warning ApplyFailed applying the Service: "+applyErr.Error())
-	w := reconciletest.Get(t, h, &authv1alpha1.Welcome{})
+	w := reconciletest.Get(t, h, &authv1.Welcome{})
 	reconciletest.ExpectCondition(t, w, conditions.Stalled, metav1.ConditionTrue, conditions.ReasonApplyFailed)
 	reconciletest.ExpectCondition(t, w, conditions.Ready, metav1.ConditionFalse, conditions.ReasonApplyFailed)
 	reconciletest.ExpectCondition(t, w, conditions.Reconciling, metav1.ConditionFalse, conditions.ReasonApplyFailed)

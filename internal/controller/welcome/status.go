@@ -4,14 +4,14 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 )
 
 // setRolloutStatus records in w's status the rollout of the applied Deployment and where the
 // applied Service answers. desired is w with defaults applied.
-func setRolloutStatus(w, desired *authv1alpha1.Welcome, r status.Rollout, svc *corev1ac.ServiceApplyConfiguration) {
+func setRolloutStatus(w, desired *authv1.Welcome, r status.Rollout, svc *corev1ac.ServiceApplyConfiguration) {
 	w.Status.ReadyReplicas = r.Status.ReadyReplicas
 	w.Status.ServiceURL = resources.WelcomeServiceURL(w.Name, w.Namespace, *desired.Spec.Port, nodePortOf(svc))
 	status.SetRollout(w, r)

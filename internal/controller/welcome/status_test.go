@@ -12,7 +12,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
 	"github.com/seedlabs/webhook-operator/internal/resources"
@@ -25,8 +25,8 @@ var cond = conditiontest.Condition
 // numbers to the CRD's schema, so that the status write is never refused.
 func TestServiceURLFitsTheSchema(t *testing.T) {
 	url := resources.WelcomeServiceURL(strings.Repeat("w", 253), strings.Repeat("n", 63), math.MinInt32, math.MinInt32)
-	if len(url) > authv1alpha1.MaxServiceURLLength {
-		t.Errorf("the longest serviceURL has %d characters, more than the schema's %d: %s", len(url), authv1alpha1.MaxServiceURLLength, url)
+	if len(url) > authv1.MaxServiceURLLength {
+		t.Errorf("the longest serviceURL has %d characters, more than the schema's %d: %s", len(url), authv1.MaxServiceURLLength, url)
 	}
 }
 
@@ -145,10 +145,10 @@ func TestSetRolloutStatus(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			w := &authv1alpha1.Welcome{
+			w := &authv1.Welcome{
 				ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "demo", Generation: gen},
-				Spec:       authv1alpha1.WelcomeSpec{Name: "Ada", Port: tt.specPort},
-				Status: authv1alpha1.WelcomeStatus{
+				Spec:       authv1.WelcomeSpec{Name: "Ada", Port: tt.specPort},
+				Status: authv1.WelcomeStatus{
 					ObservedGeneration: 3,
 					ReadyReplicas:      1,
 					ServiceURL:         "http://stale.demo.svc:1/hello/",

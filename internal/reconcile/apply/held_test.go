@@ -8,7 +8,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/internal/resources"
 	"github.com/seedlabs/webhook-operator/test/reconciletest"
 )
@@ -19,7 +19,7 @@ import (
 func BenchmarkHeld(b *testing.B) {
 	ctx := context.Background()
 	c := reconciletest.NewClient(&testing.T{}, nil)
-	w := &authv1alpha1.Welcome{Spec: authv1alpha1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), Port: ptr.To[int32](8088)}}
+	w := &authv1.Welcome{Spec: authv1.WelcomeSpec{Name: "Ada", Replicas: ptr.To[int32](2), Port: ptr.To[int32](8088)}}
 	w.Name, w.Namespace = "hello", "default"
 	if err := Apply(ctx, c, nil, resources.WelcomeDeployment(w, "registry.local/welcome-web:1"), Options()...); err != nil {
 		b.Fatal(err)

@@ -16,7 +16,7 @@ import (
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
-	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
@@ -32,9 +32,9 @@ func deployObject(image string) *appv1.DeployObject {
 	}
 }
 
-func policy(t *testing.T, spec policyv1alpha1.AdmissionPolicySpec) webhooks.PolicySource {
+func policy(t *testing.T, spec policyv1.AdmissionPolicySpec) webhooks.PolicySource {
 	t.Helper()
-	p, errs := webhooks.NewPolicy(&policyv1alpha1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1alpha1.PolicyName}, Spec: spec}, webhooks.ImagePolicy{})
+	p, errs := webhooks.NewPolicy(&policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}, Spec: spec}, webhooks.ImagePolicy{})
 	if len(errs) > 0 {
 		t.Fatalf("the test's policy is refused: %v", errs)
 	}
@@ -55,11 +55,11 @@ func (n namespaces) HasNamespace(context.Context, string) bool { return n.err ==
 
 func TestCheck(t *testing.T) {
 	ctx := context.Background()
-	allowCorp := policyv1alpha1.AdmissionPolicySpec{AllowedRegistries: []string{"registry.corp.example"}}
-	warnUnpinned := policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{{ID: string(webhooks.DeployObjectImagePinned), Action: policyv1alpha1.Warn}}}
-	warnUnpinnedInTeams := policyv1alpha1.AdmissionPolicySpec{Rules: []policyv1alpha1.RulePolicy{{
-		ID: string(webhooks.DeployObjectImagePinned), Action: policyv1alpha1.Enforce,
-		Namespaces: []policyv1alpha1.NamespaceAction{{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}}, Action: policyv1alpha1.Warn}},
+	allowCorp := policyv1.AdmissionPolicySpec{AllowedRegistries: []string{"registry.corp.example"}}
+	warnUnpinned := policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{{ID: string(webhooks.DeployObjectImagePinned), Action: policyv1.Warn}}}
+	warnUnpinnedInTeams := policyv1.AdmissionPolicySpec{Rules: []policyv1.RulePolicy{{
+		ID: string(webhooks.DeployObjectImagePinned), Action: policyv1.Enforce,
+		Namespaces: []policyv1.NamespaceAction{{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}}, Action: policyv1.Warn}},
 	}}}
 
 	tests := []struct {
@@ -146,9 +146,9 @@ func TestCheck(t *testing.T) {
 func TestCheckRecordsAnEventOnlyWhenTheBrokenRulesChange(t *testing.T) {
 	ctx := context.Background()
 	rec := events.NewFakeRecorder(10)
-	g := Guard{Recorder: rec, Policy: policy(t, policyv1alpha1.AdmissionPolicySpec{
+	g := Guard{Recorder: rec, Policy: policy(t, policyv1.AdmissionPolicySpec{
 		AllowedRegistries: []string{"registry.corp.example"},
-		Rules:             []policyv1alpha1.RulePolicy{{ID: string(webhooks.DeployObjectImagePinned), Action: policyv1alpha1.Audit}},
+		Rules:             []policyv1.RulePolicy{{ID: string(webhooks.DeployObjectImagePinned), Action: policyv1.Audit}},
 	})}
 	obj := deployObject(pinned)
 	check := func() {
@@ -196,10 +196,10 @@ func TestCheckJudgesOnce(t *testing.T) {
 		return validate(old, obj, p)
 	}
 	g := Guard{Recorder: events.NewFakeRecorder(10), Namespaces: countingNamespaces{namespaces{labels: map[string]string{"team": "shop"}}, &reads},
-		Policy: policy(t, policyv1alpha1.AdmissionPolicySpec{
+		Policy: policy(t, policyv1.AdmissionPolicySpec{
 			AllowedRegistries: []string{"registry.corp.example"},
-			Rules: []policyv1alpha1.RulePolicy{{ID: string(webhooks.DeployObjectEnvDuplicate), Action: policyv1alpha1.Warn,
-				Namespaces: []policyv1alpha1.NamespaceAction{{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}}, Action: policyv1alpha1.Audit}}}},
+			Rules: []policyv1.RulePolicy{{ID: string(webhooks.DeployObjectEnvDuplicate), Action: policyv1.Warn,
+				Namespaces: []policyv1.NamespaceAction{{Selector: metav1.LabelSelector{MatchLabels: map[string]string{"team": "shop"}}, Action: policyv1.Audit}}}},
 		})}
 	obj := deployObject(unpinned)
 	obj.Spec.Env = []corev1.EnvVar{{Name: "A"}, {Name: "A"}}
