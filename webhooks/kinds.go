@@ -70,7 +70,9 @@ func Kinds() []AnyKind { return []AnyKind{WelcomeV1, MemcachedV1, DeployObject} 
 
 // deprecated are the kinds at the versions still served, deprecated, beside Kinds': at v1alpha1,
 // which the API server still serves and the webhook configurations still route a Welcome of
-// (docs/upgrade.md). The next release unserves them.
+// (docs/upgrade.md). Their webhooks must outlive the version by a release: the release that
+// unserves v1alpha1 still serves these paths, which this release's configuration calls, until its
+// rollout is done.
 func deprecated() []AnyKind { return []AnyKind{Welcome, Memcached} }
 
 // KindOf is the kind of gvk, at any version served, if admission defaults and validates it.

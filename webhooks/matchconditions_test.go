@@ -630,6 +630,16 @@ func TestWelcomeV1PasswordChangeIsJudged(t *testing.T) {
 	if !m.calls(t, admission.Update, "", tooLong, old) {
 		t.Error("an update of a v1 Welcome's password alone is not sent to its validating webhook")
 	}
+	// An empty annotation added to a Welcome without one, which no conversion writes.
+	bare := welcomeV1(welcome())
+	empty := bare.DeepCopy()
+	empty.Annotations = map[string]string{authv1.ConversionDataAnnotation: ""}
+	if errs, _ := WelcomeV1.Validate(bare, empty, DefaultPolicy(ImagePolicy{})); len(errs) == 0 {
+		t.Fatal("WelcomeV1 admits an empty conversion-data annotation; the test needs one it refuses")
+	}
+	if !m.calls(t, admission.Update, "", empty, bare) {
+		t.Error("an update adding an empty conversion-data annotation alone is not sent to the validating webhook")
+	}
 	relabelled := old.DeepCopy()
 	relabelled.Labels = map[string]string{"team": "web"}
 	if m.calls(t, admission.Update, "", relabelled, old) {

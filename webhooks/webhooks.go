@@ -45,12 +45,11 @@ func Setup(mgr ctrl.Manager, opts Options) {
 	}
 }
 
-// Handlers returns every webhook by the path it is called on: those the webhook configurations
-// in config/webhook call (the defaulting and validating webhooks of each of Kinds and of a
-// Welcome at v1alpha1, the validating webhooks of the memcacheds/scale subresource and of the
-// AdmissionPolicy), those the previous release's configurations call (deprecated, and the
-// AdmissionPolicy's at v1alpha1), and the conversion webhook, which a CRD that converts by webhook
-// calls. The scheme must know the kinds, each
+// Handlers returns every webhook by the path it is called on: the defaulting and validating
+// webhooks of each of Kinds and of the deprecated versions, and the validating webhooks of the
+// memcacheds/scale subresource and of the AdmissionPolicy at each version, which this release's
+// configurations in config/webhook call, or the previous release's do; and the conversion
+// webhook, which a CRD that converts by webhook calls. The scheme must know the kinds, each
 // version of a kind that converts, and autoscaling/v1 Scale.
 func Handlers(scheme *runtime.Scheme, opts Options) map[string]http.Handler {
 	handlers := make(map[string]http.Handler)

@@ -298,9 +298,14 @@ func (l Linter) object(data []byte) Result {
 		return l.refused(result, err)
 	}
 	gk := gv.WithKind(meta.Kind).GroupKind()
+	// The API server answers any request at a deprecated version with its warning.
+	warning, deprecated := deprecations[gv.WithKind(meta.Kind)]
 	kind, ok := webhooks.KindOf(gv.WithKind(meta.Kind))
 	if !ok {
 		result.Verdict = Skipped
+		if deprecated {
+			result.Warnings = []string{warning}
+		}
 		return result
 	}
 
@@ -317,8 +322,7 @@ func (l Linter) object(data []byte) Result {
 		namespace = result.Namespace
 	}
 	result.Namespace = namespace
-	// The API server answers any request at a deprecated version with its warning.
-	if warning, ok := deprecations[gv.WithKind(meta.Kind)]; ok {
+	if deprecated {
 		result.Warnings = []string{warning}
 	}
 	obj, _, err := decoder.Decode(data, nil, nil)

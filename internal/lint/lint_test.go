@@ -3,6 +3,7 @@ package lint
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
+	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
 	"github.com/seedlabs/webhook-operator/webhooks"
 )
@@ -343,5 +345,17 @@ func TestDeprecationsAreTheCRDs(t *testing.T) {
 	}
 	if diff := cmp.Diff(found, deprecations); diff != "" {
 		t.Errorf("the CRDs' deprecated versions and warnings (-CRDs +deprecations):\n%s", diff)
+	}
+}
+
+// TestLintWarnsOfADeprecatedVersionItSkips: kubectl prints the API server's warning for an
+// AdmissionPolicy at v1alpha1, which lint does not judge.
+func TestLintWarnsOfADeprecatedVersionItSkips(t *testing.T) {
+	results, err := Linter{}.Lint("policy.yaml", strings.NewReader("apiVersion: policy.seedlabs.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata: {name: cluster}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 1 || results[0].Verdict != Skipped || !slices.Equal(results[0].Warnings, []string{policyv1alpha1.DeprecationWarning}) {
+		t.Errorf("results %+v, want one Skipped with the deprecation warning", results)
 	}
 }

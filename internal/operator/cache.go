@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/apply"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
@@ -182,14 +183,23 @@ func held(obj any) string {
 }
 
 // withoutWhatIsNotRead is the cache transform of every object but those above: no managedFields,
-// and of the custom resources no labels or annotations either. The controllers read neither of a
-// custom resource (kubectl apply's last-applied-configuration among them, as large as the object),
-// and a tenant can make both as large as the API allows.
+// and of the custom resources no labels, and no annotations but a Welcome's conversion-data, where
+// v1 keeps v1alpha1's password, which the guard judges (its rules bound it at admission). The
+// controllers read nothing else of them (kubectl apply's last-applied-configuration among them, as
+// large as the object), and a tenant can make both as large as the API allows.
 //
 // Of a custom resource it also shares the strings many carry (intern): its namespace, its
 // apiVersion and kind, and its conditions' types, statuses, reasons and messages, which the
 // controllers write from a few templates ("1 of 1 replica available") and kstatus reads. A
 // DeployObject it keeps as a keptDeployObject, its resource lists in a slice.
+// readAnnotations are the annotations of a custom resource the controllers read.
+func readAnnotations(annotations map[string]string) map[string]string {
+	if data, ok := annotations[authv1.ConversionDataAnnotation]; ok {
+		return map[string]string{authv1.ConversionDataAnnotation: data}
+	}
+	return nil
+}
+
 func withoutWhatIsNotRead(obj any) (any, error) {
 	o, ok := obj.(metav1.Object)
 	if !ok {
@@ -198,7 +208,7 @@ func withoutWhatIsNotRead(obj any) (any, error) {
 	o.SetManagedFields(nil)
 	if r, ok := obj.(runtime.Object); ok && slices.ContainsFunc(webhooks.Kinds(), func(k webhooks.AnyKind) bool { return k.Matches(r) }) {
 		o.SetLabels(nil)
-		o.SetAnnotations(nil)
+		o.SetAnnotations(readAnnotations(o.GetAnnotations()))
 		o.SetNamespace(intern(o.GetNamespace()))
 		if t, ok := r.GetObjectKind().(*metav1.TypeMeta); ok {
 			t.APIVersion, t.Kind = canonical(t.APIVersion), canonical(t.Kind)

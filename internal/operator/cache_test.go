@@ -230,6 +230,19 @@ func TestTheCacheKeepsOfCustomResourcesAndNamespacesWhatIsRead(t *testing.T) {
 		t.Errorf("withoutWhatIsNotRead() (-want +got):\n%s", diff)
 	}
 
+	// Of a Welcome's annotations, the conversion data, where v1 keeps the password the guard judges.
+	const password = `{"spec":{"password":"hunter2"}}`
+	w = &authv1.Welcome{ObjectMeta: *meta.DeepCopy(), Spec: authv1.WelcomeSpec{Name: "Ada"}}
+	w.Annotations[authv1.ConversionDataAnnotation] = password
+	got, err = withoutWhatIsNotRead(w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want.Annotations = map[string]string{authv1.ConversionDataAnnotation: password}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("withoutWhatIsNotRead() of a Welcome with a password (-want +got):\n%s", diff)
+	}
+
 	secret := &corev1.Secret{ObjectMeta: *meta.DeepCopy()}
 	got, err = withoutWhatIsNotRead(secret)
 	if err != nil {

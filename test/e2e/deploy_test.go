@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
@@ -996,13 +997,31 @@ func welcomeAt(w *authv1.Welcome, version string) *unstructured.Unstructured {
 	return obj
 }
 
+// createByGVR creates the Welcome obj in a server-side dry run through the dynamic client, by its
+// group, version and resource rather than through the client's REST mapper, which does not learn
+// of a version served after it first looked; obj becomes the API server's answer.
+func createByGVR(ctx context.Context, dyn dynamic.Interface, obj *unstructured.Unstructured) error {
+	gv, err := schema.ParseGroupVersion(obj.GetAPIVersion())
+	if err != nil {
+		return err
+	}
+	created, err := dyn.Resource(gv.WithResource("welcomes")).Namespace(obj.GetNamespace()).
+		Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	if err == nil {
+		obj.Object = created.Object
+	}
+	return err
+}
+
 // startAdmissionLoadAt is startAdmissionLoad writing Welcomes at version, which every version of
-// an upgrade serves. With reads, it reads too: each round lists namespace's Welcomes at v1alpha1
+// an upgrade serves, and at v1 too once it is served. With reads, it reads too: each round lists namespace's Welcomes at v1alpha1
 // and v1, each read through the conversion webhook when the version is not the one stored, and
 // requires every list to succeed once its version has been served (v1 becomes served during an
 // upgrade from the release that listed it unserved).
 func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string, version string, reads bool) *admissionLoad {
 	clientset, err := kubernetes.NewForConfig(kube.Config)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	dyn, err := dynamic.NewForConfig(kube.Config)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(ctx)
 	load := &admissionLoad{}
@@ -1012,36 +1031,44 @@ func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string
 		defer close(done)
 		served := map[string]bool{}
 		for i := 0; ctx.Err() == nil; i++ {
-			valid := welcomeAt(&authv1.Welcome{
-				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "load-" + strconv.Itoa(i)},
-				Spec:       authv1.WelcomeSpec{Name: "Load"},
-			}, version)
-			err := k8s.Create(ctx, valid, client.DryRunAll)
-			if ctx.Err() != nil {
-				return
+			// At version, and at v1 too once it is served (during an upgrade from the release
+			// that listed it unserved, the previous replicas answer its webhooks).
+			versions := []string{version}
+			if version != "v1" && served["v1"] {
+				versions = append(versions, "v1")
 			}
-			replicas, _, _ := unstructured.NestedInt64(valid.Object, "spec", "replicas")
-			switch {
-			case err != nil:
-				load.fail("valid Welcome refused: %v", err)
-			case replicas != 1:
-				load.fail("valid Welcome not defaulted by the mutating webhook")
-			default:
-				load.answered.Add(1)
-			}
+			for _, v := range versions {
+				valid := welcomeAt(&authv1.Welcome{
+					ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "load-" + strconv.Itoa(i)},
+					Spec:       authv1.WelcomeSpec{Name: "Load"},
+				}, v)
+				err := createByGVR(ctx, dyn, valid)
+				if ctx.Err() != nil {
+					return
+				}
+				replicas, _, _ := unstructured.NestedInt64(valid.Object, "spec", "replicas")
+				switch {
+				case err != nil:
+					load.fail("valid Welcome at %s refused: %v", v, err)
+				case replicas != 1:
+					load.fail("valid Welcome at %s not defaulted by the mutating webhook", v)
+				default:
+					load.answered.Add(1)
+				}
 
-			invalid := welcomeAt(&authv1.Welcome{
-				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "load-invalid-" + strconv.Itoa(i)},
-				Spec:       authv1.WelcomeSpec{Name: "Load", Replicas: ptr.To[int32](-1)},
-			}, version)
-			err = k8s.Create(ctx, invalid, client.DryRunAll)
-			if ctx.Err() != nil {
-				return
-			}
-			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.replicas") {
-				load.fail("invalid Welcome: want the webhook's 422 on spec.replicas, got %v", err)
-			} else {
-				load.answered.Add(1)
+				invalid := welcomeAt(&authv1.Welcome{
+					ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "load-invalid-" + strconv.Itoa(i)},
+					Spec:       authv1.WelcomeSpec{Name: "Load", Replicas: ptr.To[int32](-1)},
+				}, v)
+				err = createByGVR(ctx, dyn, invalid)
+				if ctx.Err() != nil {
+					return
+				}
+				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.replicas") {
+					load.fail("invalid Welcome at %s: want the webhook's 422 on spec.replicas, got %v", v, err)
+				} else {
+					load.answered.Add(1)
+				}
 			}
 
 			for _, v := range []string{"v1alpha1", "v1"} {
@@ -1086,6 +1113,10 @@ func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string
 		return load.failures
 	}
 	EventuallyWithOffset(1, load.answered.Load).WithContext(ctx).WithTimeout(30*time.Second).Should(BeNumerically(">=", 20),
-		"the admission load's first answers")
+		func() string {
+			load.mu.Lock()
+			defer load.mu.Unlock()
+			return fmt.Sprintf("the admission load's first answers; its failures: %q", load.failures[:min(len(load.failures), 5)])
+		})
 	return load
 }

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -14,6 +15,7 @@ import (
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
+	"github.com/seedlabs/webhook-operator/api/conditions"
 	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	policyv1alpha1 "github.com/seedlabs/webhook-operator/api/policy/v1alpha1"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -26,15 +28,16 @@ import (
 var _ = Describe("The admission webhooks of each version", Label("conversion"), func() {
 	It("route a v1alpha1 Welcome to the v1alpha1 webhooks alone, which judge it with no conversion call", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
-		before := webhookCallsByPath()
+		before, conversions := webhookCallsByPath(), webhookCalls(webhooks.ConvertPath)
 		err := k8s.Create(ctx, newWelcomeV1alpha1(ns, "bad-port", authv1alpha1.WelcomeSpec{Name: "Ada", Port: ptr.To[int32](0)}))
 		after := webhookCallsByPath()
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(causes(err)).To(ConsistOf("spec.port"))
 		Expect(after[webhooks.Welcome.ValidatePath()]-before[webhooks.Welcome.ValidatePath()]).To(BeNumerically(">=", 1), "calls by path: %v", after)
-		for _, path := range []string{webhooks.WelcomeV1.MutatePath(), webhooks.WelcomeV1.ValidatePath(), webhooks.ConvertPath} {
+		for _, path := range []string{webhooks.WelcomeV1.MutatePath(), webhooks.WelcomeV1.ValidatePath()} {
 			Expect(after[path]).To(Equal(before[path]), "%s; calls by path: %v", path, after)
 		}
+		Expect(webhookCalls(webhooks.ConvertPath)).To(Equal(conversions), "a refused v1alpha1 Welcome was converted")
 	})
 
 	It("route a v1 Welcome to the v1 webhooks alone, which refuse it as at v1alpha1 and name its password where v1 keeps it", func(ctx SpecContext) {
@@ -81,6 +84,33 @@ var _ = Describe("The admission webhooks of each version", Label("conversion"), 
 			Replicas: ptr.To[int32](1), Port: ptr.To[int32](8088), ServiceType: "ClusterIP"}))
 	})
 
+	It("and the controller judge a v1 Welcome's password where v1 keeps it: reported as broken, and, past its limit and stored past the webhook by an update of the annotation alone, held back", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		w := withPassword(newWelcome(ns, "secret", authv1.WelcomeSpec{Name: "Ada", ServiceType: "ClusterIP"}), "p")
+		Expect(k8s.Create(ctx, w)).To(Succeed())
+		Eventually(func(g Gomega) {
+			c := conditionOf(g, ctx, w, conditions.Compliant)
+			g.Expect(c.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(c.Message).To(HavePrefix("breaks welcome.password.plaintext (Warn): "))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+
+		restore := bypassValidation(ctx, ns)
+		Eventually(func() error {
+			got := &authv1.Welcome{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+				return err
+			}
+			return k8s.Update(ctx, withPassword(got, strings.Repeat("p", 257)))
+		}).WithContext(ctx).WithTimeout(30 * time.Second).Should(Succeed())
+		restore()
+		Eventually(func(g Gomega) {
+			stalled := stalledOf(g, ctx, w)
+			g.Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(stalled.Reason).To(Equal(conditions.ReasonInvalidSpec))
+			g.Expect(stalled.Message).To(ContainSubstring(passwordAtV1 + ": Too long"))
+		}).WithContext(ctx).WithTimeout(30*time.Second).Should(Succeed(), "the controller reconciles an update of the conversion data alone")
+	})
+
 	It("route a Memcached and an AdmissionPolicy of either version to their v1 webhooks", func(ctx SpecContext) {
 		ns := newNamespace(ctx)
 		before := webhookCallsByPath()
@@ -111,7 +141,7 @@ var _ = Describe("The admission webhooks of each version", Label("conversion"), 
 		Expect(after[v1alpha1Policy]).To(Equal(before[v1alpha1Policy]), "calls by path: %v", after)
 
 		By("at v1alpha1, converted by kube-apiserver in process")
-		before = webhookCallsByPath()
+		before, conversions := webhookCallsByPath(), webhookCalls(webhooks.ConvertPath)
 		err = k8s.Create(ctx, &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "old-pool"},
 			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](4)}})
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
@@ -124,8 +154,9 @@ var _ = Describe("The admission webhooks of each version", Label("conversion"), 
 		for _, path := range []string{webhooks.MemcachedV1.ValidatePath(), v1Policy} {
 			Expect(after[path]-before[path]).To(BeNumerically(">=", 1), "%s; calls by path: %v", path, after)
 		}
-		for _, path := range []string{webhooks.Memcached.MutatePath(), webhooks.Memcached.ValidatePath(), v1alpha1Policy, webhooks.ConvertPath} {
+		for _, path := range []string{webhooks.Memcached.MutatePath(), webhooks.Memcached.ValidatePath(), v1alpha1Policy} {
 			Expect(after[path]).To(Equal(before[path]), "%s; calls by path: %v", path, after)
 		}
+		Expect(webhookCalls(webhooks.ConvertPath)).To(Equal(conversions), "a Memcached or AdmissionPolicy went through the conversion webhook")
 	})
 })
