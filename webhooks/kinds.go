@@ -75,9 +75,12 @@ func Kinds() []AnyKind { return []AnyKind{WelcomeV1, MemcachedV1, DeployObject} 
 // rollout is done.
 func deprecated() []AnyKind { return []AnyKind{Welcome, Memcached} }
 
+// served are the kinds at every version served: Kinds, then deprecated.
+func served() []AnyKind { return append(Kinds(), deprecated()...) }
+
 // KindOf is the kind of gvk, at any version served, if admission defaults and validates it.
 func KindOf(gvk schema.GroupVersionKind) (AnyKind, bool) {
-	for _, k := range append(Kinds(), deprecated()...) {
+	for _, k := range served() {
 		if k.Kind() == gvk {
 			return k, true
 		}
@@ -88,7 +91,7 @@ func KindOf(gvk schema.GroupVersionKind) (AnyKind, bool) {
 // DefaultObject defaults obj by the rules of its kind, and reports false for an object of no kind
 // admission knows.
 func DefaultObject(obj runtime.Object) bool {
-	for _, k := range append(Kinds(), deprecated()...) {
+	for _, k := range served() {
 		if k.DefaultObject(obj) {
 			return true
 		}

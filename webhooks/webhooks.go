@@ -90,7 +90,7 @@ func admissionWebhooks(scheme *runtime.Scheme, opts Options) map[string]*admissi
 				return ValidateAdmissionPolicy(admissionPolicyV1(p)), nil
 			}),
 	}
-	for _, k := range append(Kinds(), deprecated()...) {
+	for _, k := range served() {
 		k.register(table, scheme, j)
 	}
 	return table

@@ -108,7 +108,7 @@ func TestRatchetLeavesItsInputAlone(t *testing.T) {
 // TestKindsAreTheSchemes holds each Kind's GVK, written by hand in the kind's file, equal to the
 // one the scheme registers its type under, which the serving adapters read.
 func TestKindsAreTheSchemes(t *testing.T) {
-	for _, k := range append(Kinds(), deprecated()...) {
+	for _, k := range served() {
 		gvks, _, err := testScheme.ObjectKinds(k.newObject())
 		if err != nil || len(gvks) != 1 || gvks[0] != k.Kind() {
 			t.Errorf("%s: the scheme registers %T as %v (%v)", k.Kind(), k.newObject(), gvks, err)

@@ -182,6 +182,14 @@ func held(obj any) string {
 	return h
 }
 
+// readAnnotations are the annotations of a custom resource the controllers read.
+func readAnnotations(annotations map[string]string) map[string]string {
+	if data, ok := annotations[authv1.ConversionDataAnnotation]; ok {
+		return map[string]string{authv1.ConversionDataAnnotation: data}
+	}
+	return nil
+}
+
 // withoutWhatIsNotRead is the cache transform of every object but those above: no managedFields,
 // and of the custom resources no labels, and no annotations but a Welcome's conversion-data, where
 // v1 keeps v1alpha1's password, which the guard judges (its rules bound it at admission). The
@@ -192,14 +200,6 @@ func held(obj any) string {
 // apiVersion and kind, and its conditions' types, statuses, reasons and messages, which the
 // controllers write from a few templates ("1 of 1 replica available") and kstatus reads. A
 // DeployObject it keeps as a keptDeployObject, its resource lists in a slice.
-// readAnnotations are the annotations of a custom resource the controllers read.
-func readAnnotations(annotations map[string]string) map[string]string {
-	if data, ok := annotations[authv1.ConversionDataAnnotation]; ok {
-		return map[string]string{authv1.ConversionDataAnnotation: data}
-	}
-	return nil
-}
-
 func withoutWhatIsNotRead(obj any) (any, error) {
 	o, ok := obj.(metav1.Object)
 	if !ok {

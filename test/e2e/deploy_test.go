@@ -40,7 +40,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -1019,8 +1018,6 @@ func createByGVR(ctx context.Context, dyn dynamic.Interface, obj *unstructured.U
 // requires every list to succeed once its version has been served (v1 becomes served during an
 // upgrade from the release that listed it unserved).
 func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string, version string, reads bool) *admissionLoad {
-	clientset, err := kubernetes.NewForConfig(kube.Config)
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	dyn, err := dynamic.NewForConfig(kube.Config)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(ctx)
@@ -1075,10 +1072,9 @@ func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string
 				if !reads {
 					break
 				}
-				// By path: the client's REST mapper does not learn of a version served after it
-				// first looked.
-				_, err := clientset.CoreV1().RESTClient().Get().
-					AbsPath("/apis", authv1.GroupVersion.Group, v, "namespaces", namespace, "welcomes").DoRaw(ctx)
+				// By group, version and resource, as createByGVR writes.
+				_, err := dyn.Resource(authv1.GroupVersion.WithResource("welcomes").GroupResource().WithVersion(v)).
+					Namespace(namespace).List(ctx, metav1.ListOptions{})
 				switch {
 				case ctx.Err() != nil:
 					return
