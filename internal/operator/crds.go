@@ -4,8 +4,10 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,8 +123,8 @@ type crdWatch struct {
 	mu          sync.Mutex
 	synced      bool
 	established map[string]bool
-	// unmigrated holds the CRDs whose stored versions list one other than the storage version.
-	unmigrated map[string]bool
+	// storage holds what the storage migration follows of each CRD.
+	storage map[string]storageState
 	// changed is closed, and replaced, whenever a CRD's establishment, or whether it waits for a
 	// storage migration, changes.
 	changed chan struct{}
@@ -140,7 +142,7 @@ func newCRDWatch(mgr ctrl.Manager) *crdWatch {
 		recorder:    mgr.GetEventRecorder(EventSource),
 		pod:         podFromEnv(os.Getenv),
 		established: make(map[string]bool, len(operatorCRDs)),
-		unmigrated:  make(map[string]bool, len(operatorCRDs)),
+		storage:     make(map[string]storageState, len(operatorCRDs)),
 		changed:     make(chan struct{}),
 		acquiring:   make(map[string]chan struct{}, len(operatorCRDs)),
 	}
@@ -191,9 +193,9 @@ func (w *crdWatch) Start(ctx context.Context) error {
 			return fmt.Errorf("watching the CustomResourceDefinition %s: %w", c.name, err)
 		}
 		registration, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-			AddFunc:    func(obj any) { w.observe(c, establishedCRD(obj)); w.observeStorage(c, unmigrated(obj)) },
-			UpdateFunc: func(_, obj any) { w.observe(c, establishedCRD(obj)); w.observeStorage(c, unmigrated(obj)) },
-			DeleteFunc: func(any) { w.observe(c, false); w.observeStorage(c, false) },
+			AddFunc:    func(obj any) { w.observe(c, establishedCRD(obj)); w.observeStorage(c, storageStateOf(obj)) },
+			UpdateFunc: func(_, obj any) { w.observe(c, establishedCRD(obj)); w.observeStorage(c, storageStateOf(obj)) },
+			DeleteFunc: func(any) { w.observe(c, false); w.observeStorage(c, storageState{}) },
 		})
 		if err != nil {
 			return fmt.Errorf("watching the CustomResourceDefinition %s: %w", c.name, err)
@@ -222,6 +224,7 @@ func keepEstablished(obj any) (any, error) {
 		Name:              c.Name,
 		UID:               c.UID,
 		ResourceVersion:   c.ResourceVersion,
+		Generation:        c.Generation,
 		DeletionTimestamp: c.DeletionTimestamp,
 	}}
 	for _, v := range c.Spec.Versions {
@@ -251,15 +254,48 @@ func establishedCRD(obj any) bool {
 	return false
 }
 
-// unmigrated reports whether obj is a CRD that may store objects at a version other than its
-// storage version: its status.storedVersions lists another.
-func unmigrated(obj any) bool {
+// storageState is what the storage migration follows of a CRD.
+type storageState struct {
+	// unmigrated: the CRD may store objects at a version other than its storage version, since its
+	// status.storedVersions lists another.
+	unmigrated bool
+	// unserved names the versions the CRD lists and does not serve, comma-separated: its objects'
+	// managedFields entries of those versions are to be dropped before a version leaves the CRD.
+	unserved string
+	// generation is the CRD's metadata.generation.
+	generation int64
+}
+
+// pending reports whether the storage migration has work to do for the CRD, having dropped the
+// managedFields entries of versions not served at the CRD's generation cleaned (0 if at none):
+// again at every generation, since a version served meanwhile may have had entries added.
+func (s storageState) pending(cleaned int64) bool {
+	return s.unmigrated || (s.unserved != "" && s.generation != cleaned)
+}
+
+// storageStateOf is the storageState of obj, a CRD; the zero state if it is being deleted.
+func storageStateOf(obj any) storageState {
 	c, ok := obj.(*apiextensionsv1.CustomResourceDefinition)
 	if !ok || c.DeletionTimestamp != nil {
-		return false
+		return storageState{}
 	}
 	storage := storageVersion(c)
-	return storage != "" && !slices.Equal(c.Status.StoredVersions, []string{storage})
+	return storageState{
+		unmigrated: storage != "" && !slices.Equal(c.Status.StoredVersions, []string{storage}),
+		unserved:   unservedVersions(c),
+		generation: c.Generation,
+	}
+}
+
+// unservedVersions names the versions c lists and does not serve, comma-separated.
+func unservedVersions(c *apiextensionsv1.CustomResourceDefinition) string {
+	var names []string
+	for _, v := range c.Spec.Versions {
+		if !v.Served {
+			names = append(names, v.Name)
+		}
+	}
+	return strings.Join(names, ",")
 }
 
 // storageVersion is the version c stores its objects at; empty if it names none.
@@ -272,16 +308,17 @@ func storageVersion(c *apiextensionsv1.CustomResourceDefinition) string {
 	return ""
 }
 
-// observeStorage records whether c waits for a storage migration, in storageMigrationPending and
-// for the migration (unmigratedCRDs), which a change wakes.
-func (w *crdWatch) observeStorage(c crd, pending bool) {
+// observeStorage records c's storage state: whether it waits for a storage migration, in
+// storageMigrationPending, and the whole state for the migration (storageStates), which a change
+// wakes.
+func (w *crdWatch) observeStorage(c crd, state storageState) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	storageMigrationPending.WithLabelValues(c.name).Set(map[bool]float64{false: 0, true: 1}[pending])
-	if w.unmigrated[c.name] == pending {
+	storageMigrationPending.WithLabelValues(c.name).Set(map[bool]float64{false: 0, true: 1}[state.unmigrated])
+	if w.storage[c.name] == state {
 		return
 	}
-	w.unmigrated[c.name] = pending
+	w.storage[c.name] = state
 	w.notifyLocked()
 }
 
@@ -291,17 +328,12 @@ func (w *crdWatch) notifyLocked() {
 	w.changed = make(chan struct{})
 }
 
-// unmigratedCRDs are the CRDs that wait for a storage migration now, and a channel closed at the
-// next change of any CRD's state.
-func (w *crdWatch) unmigratedCRDs() (pending []crd, changed <-chan struct{}) {
+// storageStates are the CRDs' storage states now, by name, and a channel closed at the next change
+// of any CRD's state.
+func (w *crdWatch) storageStates() (states map[string]storageState, changed <-chan struct{}) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, c := range operatorCRDs {
-		if w.unmigrated[c.name] {
-			pending = append(pending, c)
-		}
-	}
-	return pending, w.changed
+	return maps.Clone(w.storage), w.changed
 }
 
 // observe records what the watch of c saw, and reports a change once every CRD is cached.

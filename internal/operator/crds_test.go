@@ -34,7 +34,7 @@ func TestTheCRDCacheKeepsOfACRDWhetherItIsEstablished(t *testing.T) {
 	deleted := metav1.Now()
 	crd := func(deletion *metav1.Time, conditions ...apiextensionsv1.CustomResourceDefinitionCondition) *apiextensionsv1.CustomResourceDefinition {
 		return &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: "welcomes.auth.seedlabs.dev", UID: "u1", ResourceVersion: "7", DeletionTimestamp: deletion,
+			ObjectMeta: metav1.ObjectMeta{Name: "welcomes.auth.seedlabs.dev", UID: "u1", ResourceVersion: "7", Generation: 2, DeletionTimestamp: deletion,
 				Labels: map[string]string{"padding": "x"}, ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}},
 			Spec: apiextensionsv1.CustomResourceDefinitionSpec{Group: "auth.seedlabs.dev", Versions: []apiextensionsv1.CustomResourceDefinitionVersion{
 				{Name: "v1alpha1", Served: true, Storage: true, Schema: &apiextensionsv1.CustomResourceValidation{}},
@@ -44,7 +44,7 @@ func TestTheCRDCacheKeepsOfACRDWhetherItIsEstablished(t *testing.T) {
 	}
 	kept := func(deletion *metav1.Time, conditions ...apiextensionsv1.CustomResourceDefinitionCondition) *apiextensionsv1.CustomResourceDefinition {
 		return &apiextensionsv1.CustomResourceDefinition{
-			ObjectMeta: metav1.ObjectMeta{Name: "welcomes.auth.seedlabs.dev", UID: "u1", ResourceVersion: "7", DeletionTimestamp: deletion},
+			ObjectMeta: metav1.ObjectMeta{Name: "welcomes.auth.seedlabs.dev", UID: "u1", ResourceVersion: "7", Generation: 2, DeletionTimestamp: deletion},
 			Spec:       apiextensionsv1.CustomResourceDefinitionSpec{Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1alpha1", Served: true, Storage: true}}},
 			Status:     apiextensionsv1.CustomResourceDefinitionStatus{Conditions: conditions, StoredVersions: []string{"v1alpha1"}},
 		}
@@ -85,9 +85,9 @@ func TestTheCRDCacheKeepsOfACRDWhetherItIsEstablished(t *testing.T) {
 	}
 }
 
-// TestACRDWaitsForAStorageMigrationWhileItListsAnotherStoredVersion: what crdWatch tells the
-// storage migration, from what its cache keeps of a CRD.
-func TestACRDWaitsForAStorageMigrationWhileItListsAnotherStoredVersion(t *testing.T) {
+// TestACRDWaitsForAStorageMigrationWhileItListsAnotherStoredVersionOrAVersionNotServed: what
+// crdWatch tells the storage migration, from what its cache keeps of a CRD.
+func TestACRDWaitsForAStorageMigrationWhileItListsAnotherStoredVersionOrAVersionNotServed(t *testing.T) {
 	crd := func(storage string, stored ...string) *apiextensionsv1.CustomResourceDefinition {
 		c := &apiextensionsv1.CustomResourceDefinition{ObjectMeta: metav1.ObjectMeta{Name: "welcomes.auth.seedlabs.dev"}}
 		for _, v := range []string{"v1alpha1", "v1"} {
@@ -98,25 +98,43 @@ func TestACRDWaitsForAStorageMigrationWhileItListsAnotherStoredVersion(t *testin
 	}
 	deleting := crd("v1", "v1alpha1", "v1")
 	deleting.DeletionTimestamp = ptr.To(metav1.Now())
+	unserved := crd("v1", "v1")
+	unserved.Spec.Versions[0].Served = false
+	unserved.Generation = 3
+	unservedUnmigrated := crd("v1", "v1alpha1", "v1")
+	unservedUnmigrated.Spec.Versions[0].Served = false
+	unservedUnmigrated.Generation = 3
 	for _, tc := range []struct {
 		name string
 		crd  *apiextensionsv1.CustomResourceDefinition
-		want bool
+		want storageState
+		// cleaned is the generation the migration dropped the managed fields at; wantPending
+		// whether it then has work to do.
+		cleaned     int64
+		wantPending bool
 	}{
-		{"stored at its storage version alone", crd("v1alpha1", "v1alpha1"), false},
-		{"the storage version changed", crd("v1", "v1alpha1", "v1"), true},
-		{"stored at the previous storage version alone, as after a storage version change in place", crd("v1", "v1alpha1"), true},
-		{"back to the earlier storage version", crd("v1alpha1", "v1alpha1", "v1"), true},
-		{"no storage version", crd("", "v1alpha1"), false},
-		{"being deleted", deleting, false},
+		{"stored at its storage version alone", crd("v1alpha1", "v1alpha1"), storageState{}, 0, false},
+		{"the storage version changed", crd("v1", "v1alpha1", "v1"), storageState{unmigrated: true}, 0, true},
+		{"stored at the previous storage version alone, as after a storage version change in place", crd("v1", "v1alpha1"), storageState{unmigrated: true}, 0, true},
+		{"back to the earlier storage version", crd("v1alpha1", "v1alpha1", "v1"), storageState{unmigrated: true}, 0, true},
+		{"no storage version", crd("", "v1alpha1"), storageState{}, 0, false},
+		{"being deleted", deleting, storageState{}, 0, false},
+		{"a version not served, its managed fields not yet dropped", unserved, storageState{unserved: "v1alpha1", generation: 3}, 0, true},
+		{"a version not served, its managed fields dropped at this generation", unserved, storageState{unserved: "v1alpha1", generation: 3}, 3, false},
+		{"a version not served, its managed fields dropped at an earlier generation", unserved, storageState{unserved: "v1alpha1", generation: 3}, 2, true},
+		{"a version not served, and objects stored at it", unservedUnmigrated, storageState{unmigrated: true, unserved: "v1alpha1", generation: 3}, 3, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			kept, err := keepEstablished(tc.crd)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := unmigrated(kept); got != tc.want {
-				t.Errorf("unmigrated = %t, want %t", got, tc.want)
+			got := storageStateOf(kept)
+			if got != tc.want {
+				t.Errorf("storageStateOf = %+v, want %+v", got, tc.want)
+			}
+			if pending := got.pending(tc.cleaned); pending != tc.wantPending {
+				t.Errorf("pending(%d) = %t, want %t", tc.cleaned, pending, tc.wantPending)
 			}
 		})
 	}

@@ -302,7 +302,7 @@ func New(cfg *rest.Config, o Options) (*Manager, error) {
 			return nil, fmt.Errorf("adding the storage migration: %w", err)
 		}
 		if err := controllers.Add(&storageMigration{crds: crds, api: mgr.GetAPIReader(), writer: mgr.GetClient(), discovery: discovery,
-			log: mgr.GetLogger().WithName("storage-migration")}); err != nil {
+			log: mgr.GetLogger().WithName("storage-migration"), cleaned: map[string]int64{}}); err != nil {
 			return nil, fmt.Errorf("adding the storage migration: %w", err)
 		}
 	}

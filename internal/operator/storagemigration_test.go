@@ -2,13 +2,18 @@ package operator
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apiserver/pkg/endpoints/discovery"
 	fakediscovery "k8s.io/client-go/discovery/fake"
 	clienttesting "k8s.io/client-go/testing"
@@ -82,7 +87,7 @@ func TestStorageMigration(t *testing.T) {
 				APIResources: []metav1.APIResource{{Name: "memcacheds", Kind: "Memcached",
 					StorageVersionHash: discovery.StorageVersionHash("cache.seedlabs.dev", storageVersion(tc.crd), "Memcached")}},
 			}}}}
-			m := &storageMigration{api: c, writer: c, discovery: disco, log: logr.Discard()}
+			m := &storageMigration{api: c, writer: c, discovery: disco, log: logr.Discard(), cleaned: map[string]int64{}}
 
 			err := m.migrate(context.Background(), name)
 			switch {
@@ -100,6 +105,119 @@ func TestStorageMigration(t *testing.T) {
 			}
 			if strings.Join(got.Status.StoredVersions, ",") != strings.Join(tc.wantStored, ",") {
 				t.Errorf("stored versions %v, want %v", got.Status.StoredVersions, tc.wantStored)
+			}
+		})
+	}
+}
+
+// TestDropManagedFields: the patch that drops the managedFields entries of versions not served, by
+// a fake API server; kube-apiserver applies it in test/integration/nextrelease_test.go.
+func TestDropManagedFields(t *testing.T) {
+	gvk := cachev1alpha1.GroupVersion.WithKind("Memcached")
+	gvk.Version = "v1"
+	served := map[string]bool{"cache.seedlabs.dev/v1": true, "cache.seedlabs.dev/v1alpha1": false}
+	entry := func(manager, version string) metav1.ManagedFieldsEntry {
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationApply, APIVersion: "cache.seedlabs.dev/" + version,
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:size":{}}}`)}
+	}
+	type patch struct {
+		Op    string          `json:"op"`
+		Path  string          `json:"path"`
+		Value json.RawMessage `json:"value"`
+	}
+	for _, tc := range []struct {
+		name    string
+		entries []metav1.ManagedFieldsEntry
+		// conflicts is how many patches the API server refuses as written meanwhile; getErr what
+		// reading the object again then returns.
+		conflicts   int
+		getErr      error
+		wantResult  string
+		wantPatches int
+		// wantManagers are the managers the last patch keeps, by manager@version.
+		wantManagers []string
+	}{
+		{name: "entries of versions served alone: nothing to patch", entries: []metav1.ManagedFieldsEntry{entry("kubectl", "v1")},
+			wantResult: "current"},
+		{name: "entries of a version not served dropped, the others kept", entries: []metav1.ManagedFieldsEntry{entry("kubectl", "v1alpha1"), entry("helm", "v1"), entry("argocd", "v1alpha1")},
+			wantResult: "cleaned", wantPatches: 1, wantManagers: []string{"helm@cache.seedlabs.dev/v1"}},
+		{name: "no entry left: one of the operator's, owning the name", entries: []metav1.ManagedFieldsEntry{entry("kubectl", "v1alpha1")},
+			wantResult: "cleaned", wantPatches: 1, wantManagers: []string{EventSource + "@cache.seedlabs.dev/v1"}},
+		{name: "written meanwhile: read again and patched again", entries: []metav1.ManagedFieldsEntry{entry("kubectl", "v1alpha1"), entry("helm", "v1")}, conflicts: 1,
+			wantResult: "cleaned", wantPatches: 2, wantManagers: []string{"helm@cache.seedlabs.dev/v1"}},
+		{name: "deleted meanwhile", entries: []metav1.ManagedFieldsEntry{entry("kubectl", "v1alpha1")}, conflicts: 1, getErr: apierrors.NewNotFound(schema.GroupResource{}, "a"),
+			wantResult: "gone", wantPatches: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", ResourceVersion: "10", ManagedFields: tc.entries}}
+			var rvs []string
+			var managers []string
+			patches := 0
+			c := fake.NewClientBuilder().WithScheme(scheme.New()).WithInterceptorFuncs(interceptor.Funcs{
+				Get: func(_ context.Context, _ client.WithWatch, _ client.ObjectKey, got client.Object, _ ...client.GetOption) error {
+					if tc.getErr != nil {
+						return tc.getErr
+					}
+					got.SetManagedFields(tc.entries)
+					got.SetResourceVersion("11")
+					return nil
+				},
+				Patch: func(_ context.Context, _ client.WithWatch, patched client.Object, p client.Patch, _ ...client.PatchOption) error {
+					patches++
+					if p.Type() != types.JSONPatchType {
+						t.Errorf("patch type %s, want a JSON patch", p.Type())
+					}
+					if v := patched.GetObjectKind().GroupVersionKind(); v != gvk {
+						t.Errorf("patched at %v, want %v", v, gvk)
+					}
+					body, err := p.Data(patched)
+					if err != nil {
+						t.Fatal(err)
+					}
+					var ops []patch
+					if err := json.Unmarshal(body, &ops); err != nil {
+						t.Fatal(err)
+					}
+					managers = nil
+					for _, op := range ops {
+						switch op.Path {
+						case "/metadata/resourceVersion":
+							var rv string
+							_ = json.Unmarshal(op.Value, &rv)
+							rvs = append(rvs, rv)
+						case "/metadata/managedFields":
+							var kept []metav1.ManagedFieldsEntry
+							if err := json.Unmarshal(op.Value, &kept); err != nil {
+								t.Fatal(err)
+							}
+							for _, e := range kept {
+								managers = append(managers, e.Manager+"@"+e.APIVersion)
+							}
+						}
+					}
+					if patches <= tc.conflicts {
+						return apierrors.NewConflict(schema.GroupResource{Group: "cache.seedlabs.dev", Resource: "memcacheds"}, "a", errors.New("modified"))
+					}
+					return nil
+				},
+			}).Build()
+			m := &storageMigration{api: c, writer: c, log: logr.Discard()}
+
+			result, err := m.dropManagedFields(context.Background(), gvk, obj, served)
+			if err != nil {
+				t.Fatalf("dropManagedFields: %v", err)
+			}
+			if result != tc.wantResult {
+				t.Errorf("result %q, want %q", result, tc.wantResult)
+			}
+			if patches != tc.wantPatches {
+				t.Errorf("%d patches, want %d", patches, tc.wantPatches)
+			}
+			if tc.wantResult == "cleaned" && !slices.Equal(managers, tc.wantManagers) {
+				t.Errorf("the entries kept are %v, want %v", managers, tc.wantManagers)
+			}
+			if want := []string{"10", "11"}[:min(patches, 2)]; !slices.Equal(rvs, want) {
+				t.Errorf("the patches' resourceVersion preconditions are %v, want %v (the one read, then the one read again)", rvs, want)
 			}
 		})
 	}

@@ -16,7 +16,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -197,7 +200,99 @@ func describeUpgrade(text, namespace string, previousImage func() string, instal
 			expectUpgradedInPlace(ctx, namespace, objects, before, previousLeader, load, namespace, start)
 			Expect(rec.exits()).To(BeEmpty(), "manager containers exited on their own")
 		}, SpecTimeout(8*time.Minute))
+
+		It("takes the next release's CRDs, v1alpha1 not served: the manager drops the v1alpha1 managedFields, server-side apply works, the garbage collector deletes a Welcome's children and the namespace is deleted", func(ctx SpecContext) {
+			expectTakesTheNextReleasesCRDs(ctx, namespace, objects)
+		}, SpecTimeout(5*time.Minute))
 	})
+}
+
+// convertedCRDs are the CRDs whose kinds move from v1alpha1 to v1.
+var convertedCRDs = []string{"welcomes.auth.seedlabs.dev", "memcacheds.cache.seedlabs.dev", "admissionpolicies.policy.seedlabs.dev"}
+
+// expectTakesTheNextReleasesCRDs: the objects, written at v1alpha1 by the previous release and its
+// controllers and upgraded, under the CRDs of the release after this one, which serve v1alpha1 no
+// more (this tree's with v1alpha1 not served): this tree's leader drops every v1alpha1
+// managedFields entry, so that a server-side apply would still work once v1alpha1 is removed; a
+// server-side apply at v1 by kubectl works; the garbage collector, which finds an owner through
+// the version its owner reference names, deletes a deleted Welcome's Deployment and Service; and
+// the namespace controller, which lists every kind the namespace may hold at the versions served,
+// deletes the namespace. The CRDs are put back as they were when the spec ends.
+func expectTakesTheNextReleasesCRDs(ctx context.Context, namespace string, objects []client.Object) {
+	versionsOf := func(g Gomega, obj client.Object) []string {
+		gvk, err := apiutil.GVKForObject(obj, k8s.Scheme())
+		g.ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		meta := &metav1.PartialObjectMetadata{}
+		meta.SetGroupVersionKind(schema.GroupVersionKind{Group: gvk.Group, Version: "v1", Kind: gvk.Kind})
+		g.ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(obj), meta)).To(Succeed())
+		var versions []string
+		for _, e := range meta.ManagedFields {
+			versions = append(versions, e.Manager+"@"+e.APIVersion)
+		}
+		return versions
+	}
+	var converted []client.Object // the objects of the kinds that move to v1: all but the DeployObject
+	for _, obj := range objects {
+		if _, ok := obj.(*appv1.DeployObject); !ok {
+			converted = append(converted, obj)
+		}
+	}
+	for _, obj := range converted {
+		ExpectWithOffset(1, versionsOf(Default, obj)).To(ContainElement(HaveSuffix("/v1alpha1")), "%T %s, as the previous release wrote it", obj, obj.GetName())
+	}
+
+	for _, crd := range convertedCRDs {
+		setServed(ctx, crd, "v1alpha1", false)
+	}
+	DeferCleanup(func(ctx SpecContext) {
+		for _, crd := range convertedCRDs {
+			setServed(ctx, crd, "v1alpha1", true)
+		}
+	})
+	for _, obj := range converted {
+		EventuallyWithOffset(1, func(g Gomega) []string { return versionsOf(g, obj) }).WithContext(ctx).WithTimeout(time.Minute).
+			ShouldNot(ContainElement(HaveSuffix("/v1alpha1")), "%T %s: its v1alpha1 managedFields entries, dropped by the leader", obj, obj.GetName())
+	}
+
+	memcached := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "cache.seedlabs.dev/v1", "kind": "Memcached",
+		"metadata": map[string]any{"name": "memcached", "namespace": namespace, "labels": map[string]any{"e2e.seedlabs.dev/applied": "next-release"}},
+	}}
+	ExpectWithOffset(1, k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(memcached), client.FieldOwner("kubectl"))).To(Succeed(), "a server-side apply at v1")
+
+	welcome := &authv1.Welcome{}
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: namespace, Name: "welcome"}, welcome)).To(Succeed())
+	var deployments []appsv1.Deployment
+	var services []corev1.Service
+	EventuallyWithOffset(1, func(g Gomega) {
+		deployments, services = ownedBy(ctx, g, welcome)
+		g.Expect(deployments).To(HaveLen(1))
+		g.Expect(services).To(HaveLen(1))
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+	ExpectWithOffset(1, k8s.Delete(ctx, welcome, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+	for _, child := range []client.Object{&deployments[0], &services[0]} {
+		EventuallyWithOffset(1, func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(child), child) }).WithContext(ctx).WithTimeout(time.Minute).
+			Should(Satisfy(apierrors.IsNotFound), "%T %s, collected once its owner is deleted", child, child.GetName())
+	}
+
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	ExpectWithOffset(1, k8s.Delete(ctx, ns)).To(Succeed())
+	EventuallyWithOffset(1, func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(ns), ns) }).WithContext(ctx).WithTimeout(2*time.Minute).
+		Should(Satisfy(apierrors.IsNotFound), "namespace %s, deleted with its objects", namespace)
+}
+
+// setServed serves, or stops serving, version of the CRD named name.
+func setServed(ctx context.Context, name, version string, served bool) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		g.Expect(k8s.Get(ctx, client.ObjectKey{Name: name}, crd)).To(Succeed())
+		for i := range crd.Spec.Versions {
+			if crd.Spec.Versions[i].Name == version {
+				crd.Spec.Versions[i].Served = served
+			}
+		}
+		g.Expect(k8s.Update(ctx, crd)).To(Succeed())
+	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "%s %s served: %t", name, version, served)
 }
 
 var _ = Describe("Upgrades", func() {

@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	. "github.com/onsi/gomega/gstruct"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -24,10 +25,13 @@ import (
 	"github.com/seedlabs/webhook-operator/test/testenv"
 )
 
-// counterValue is the value of the counter name with exactly the labels given, 0 when absent.
-func counterValue(name string, labels map[string]string) float64 {
+// series are the series of the metric name whose labels include labels, in the registry the
+// Manager serves.
+func series(name string, labels map[string]string) []*dto.Metric {
+	GinkgoHelper()
 	families, err := metrics.Registry.Gather()
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	Expect(err).NotTo(HaveOccurred())
+	var found []*dto.Metric
 	for _, f := range families {
 		if f.GetName() != name {
 			continue
@@ -39,10 +43,38 @@ func counterValue(name string, labels map[string]string) float64 {
 					continue metric
 				}
 			}
-			return m.GetCounter().GetValue()
+			found = append(found, m)
 		}
 	}
+	return found
+}
+
+// counterValue is the value of the counter name with the labels given (its first series with
+// them), 0 when absent.
+func counterValue(name string, labels map[string]string) float64 {
+	for _, m := range series(name, labels) {
+		return m.GetCounter().GetValue()
+	}
 	return 0
+}
+
+// gaugeSum is the sum of the gauge name's series with the labels given.
+func gaugeSum(name string, labels map[string]string) (sum float64) {
+	for _, m := range series(name, labels) {
+		sum += m.GetGauge().GetValue()
+	}
+	return sum
+}
+
+// awaitControllerIdle waits until the controller named controller has nothing queued and nothing
+// in hand: a spec that made many objects for it calls it as it ends, so that the next spec's
+// objects do not wait behind them. It waits for as long as a few hundred reconciles may take on a
+// loaded machine.
+func awaitControllerIdle(ctx SpecContext, controller string) {
+	Eventually(func() float64 {
+		return gaugeSum("workqueue_depth", map[string]string{"name": controller}) +
+			gaugeSum("controller_runtime_active_workers", map[string]string{"controller": controller})
+	}).WithContext(ctx).WithTimeout(2*time.Minute).WithPolling(200*time.Millisecond).Should(BeZero(), "the %s controller's queue and workers", controller)
 }
 
 // dashboardMetric is a metric name in a PromQL expression of ours or controller-runtime's.

@@ -24,6 +24,7 @@ import (
 
 	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	"github.com/seedlabs/webhook-operator/internal/controller/welcome"
 	"github.com/seedlabs/webhook-operator/internal/convert"
 	"github.com/seedlabs/webhook-operator/test/testenv"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -90,6 +91,11 @@ var _ = Describe("Welcome's conversion webhook", Ordered, Label("conversion"), f
 	})
 
 	It("serves a LIST page at v1alpha1 larger than a ConversionReview the webhook reads: kube-apiserver does not send the page in one review", func(ctx SpecContext) {
+		// Its Welcomes, their children and their deletion are a hundred reconciles and more: the
+		// spec ends once the Welcome controller is done with them (registered before the namespace,
+		// so run after its deletion), lest the next spec's Welcome wait behind them (on a loaded
+		// machine, CI saw one get no status in 20 s).
+		DeferCleanup(awaitControllerIdle, welcome.ControllerName)
 		ns := newNamespace(ctx)
 		const welcomes, padBytes = 40, 200 << 10 // 8 MB in all, past MaxConversionReviewBytes
 		pad := strings.Repeat("x", padBytes)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
@@ -166,4 +167,102 @@ func storedAPIVersion(ctx context.Context, etcd *clientv3.Client, crd string, ob
 	}
 	ExpectWithOffset(1, json.Unmarshal(got.Kvs[0].Value, &stored)).To(Succeed())
 	return stored.APIVersion
+}
+
+// With the conversion webhook down, by the API server: kube-apiserver calls the webhook to read an
+// object stored at a version other than the one asked for, so before the migration a LIST at v1
+// fails, and after it only one at v1alpha1 does. The Welcome CRD's webhook is pointed at a port
+// nothing listens on, as when no replica of the manager is ready, and put back.
+var _ = Describe("The conversion webhook down", Ordered, Label("conversion"), func() {
+	// recoveryTimeout bounds how long the manager takes to reconcile a new Welcome once the webhook
+	// answers again: its Welcome informer lists again, after a back-off of at most 30 s.
+	const recoveryTimeout = time.Minute
+
+	It("fails a LIST at v1 of Welcomes stored at v1alpha1, not once the leader has stored them at v1; only v1alpha1 reads fail then; and the controller reconciles again once it is back", func(ctx SpecContext) {
+		setStorageVersion(ctx, welcomeCRD, "v1alpha1")
+		DeferCleanup(func(ctx SpecContext) {
+			setStorageVersion(ctx, welcomeCRD, "v1")
+			Eventually(func() []string { return crdObject(ctx, welcomeCRD).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
+				Should(Equal([]string{"v1"}))
+		})
+		Eventually(func() []string { return crdObject(ctx, welcomeCRD).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
+			Should(Equal([]string{"v1alpha1"}))
+		ns := newNamespace(ctx)
+		for _, name := range []string{"stored-old-a", "stored-old-b"} {
+			Expect(k8s.Create(ctx, &authv1alpha1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: authv1alpha1.WelcomeSpec{Name: "Ada"}})).To(Succeed())
+		}
+		list := func(list client.ObjectList) func() error {
+			return func() error { return k8s.List(ctx, list, client.InNamespace(ns)) }
+		}
+		down := func() {
+			GinkgoHelper()
+			restore := pointConversionAt(ctx, "127.0.0.1:1") // refused at once
+			DeferCleanup(restore)
+		}
+
+		By("before the migration")
+		down()
+		Eventually(list(&authv1.WelcomeList{})).WithContext(ctx).WithTimeout(migrationTimeout).
+			Should(MatchError(ContainSubstring("conversion webhook for auth.seedlabs.dev/v1alpha1, Kind=Welcome failed")), "a LIST at v1")
+		Expect(list(&authv1alpha1.WelcomeList{})()).To(Succeed(), "a LIST at the version they are stored at")
+
+		By("the webhook back, the leader stores them at v1")
+		pointConversionBack(ctx)
+		setStorageVersion(ctx, welcomeCRD, "v1")
+		Eventually(func() []string { return crdObject(ctx, welcomeCRD).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
+			Should(Equal([]string{"v1"}))
+
+		By("after the migration")
+		down()
+		Eventually(list(&authv1alpha1.WelcomeList{})).WithContext(ctx).WithTimeout(migrationTimeout).
+			Should(MatchError(ContainSubstring("conversion webhook for auth.seedlabs.dev/v1, Kind=Welcome failed")), "a LIST at v1alpha1")
+		welcomes := &authv1.WelcomeList{}
+		Expect(list(welcomes)()).To(Succeed(), "a LIST at v1, the version they are stored at")
+		Expect(welcomes.Items).To(HaveLen(2))
+
+		By("the webhook back")
+		back := time.Now()
+		pointConversionBack(ctx)
+		Eventually(list(&authv1alpha1.WelcomeList{})).WithContext(ctx).WithTimeout(migrationTimeout).Should(Succeed())
+		w := newWelcome(ns, "after-the-outage", authv1.WelcomeSpec{Name: "Grace"})
+		Expect(k8s.Create(ctx, w)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
+			g.Expect(w.Status.ObservedGeneration).To(Equal(w.Generation))
+		}).WithContext(ctx).WithTimeout(recoveryTimeout).Should(Succeed(), "the Welcome controller reconciles again")
+		AddReportEntry("from the webhook back to a new Welcome reconciled", time.Since(back).Round(time.Millisecond).String())
+	}, SpecTimeout(5*migrationTimeout))
+})
+
+// conversionURL is the Welcome CRD's conversion webhook URL as envtest installed it.
+var conversionURL string
+
+// pointConversionAt points the Welcome CRD's conversion webhook at host, and returns what puts it
+// back.
+func pointConversionAt(ctx context.Context, host string) (restore func(SpecContext)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		crd := crdObject(ctx, welcomeCRD)
+		config := crd.Spec.Conversion.Webhook.ClientConfig
+		g.Expect(config.URL).NotTo(BeNil(), "envtest calls the Manager by URL")
+		if conversionURL == "" {
+			conversionURL = *config.URL
+		}
+		u, err := url.Parse(*config.URL)
+		g.Expect(err).NotTo(HaveOccurred())
+		u.Host = host
+		config.URL = ptr.To(u.String())
+		g.Expect(k8s.Update(ctx, crd)).To(Succeed())
+	}).WithContext(ctx).WithTimeout(migrationTimeout).Should(Succeed())
+	return pointConversionBack
+}
+
+// pointConversionBack points the Welcome CRD's conversion webhook at the Manager again.
+func pointConversionBack(ctx SpecContext) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		crd := crdObject(ctx, welcomeCRD)
+		crd.Spec.Conversion.Webhook.ClientConfig.URL = ptr.To(conversionURL)
+		g.Expect(k8s.Update(ctx, crd)).To(Succeed())
+	}).WithContext(ctx).WithTimeout(migrationTimeout).Should(Succeed())
 }
