@@ -17,6 +17,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -249,8 +250,24 @@ func waitAvailable(ctx context.Context, kind string, obj client.Object) {
 // earlier commit.
 func waitRolledOut(ctx context.Context, kind string, obj client.Object, ready string) {
 	EventuallyWithOffset(2, func(g Gomega) {
-		g.Expect(kinds[kind].rolledOut(readAt(ctx, g, obj, kinds[kind].newObject()), ready)).To(Succeed())
+		g.Expect(kinds[kind].rolledOut(readAt(ctx, g, obj, kinds[kind].newObject()), ready)).To(Succeed(), "its Deployment: %s", deploymentState(ctx, obj))
 	}).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "%s %s", kind, obj.GetName())
+}
+
+// deploymentState says, for a failure, where the Deployment of the name and namespace of obj is
+// in its rollout, or why it cannot be read.
+func deploymentState(ctx context.Context, obj client.Object) string {
+	d := &appsv1.Deployment{}
+	if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), d); err != nil {
+		return err.Error()
+	}
+	owner := ""
+	if ref := metav1.GetControllerOf(d); ref != nil {
+		owner = ref.APIVersion
+	}
+	st := d.Status
+	return fmt.Sprintf("generation %d, observed %d, replicas %d, updated %d, ready %d, available %d, owner at %s, annotations %v, managers %d",
+		d.Generation, st.ObservedGeneration, st.Replicas, st.UpdatedReplicas, st.ReadyReplicas, st.AvailableReplicas, owner, d.Annotations, len(d.ManagedFields))
 }
 
 // readAt reads obj at its own version into into, an object of the version these specs' Go code
