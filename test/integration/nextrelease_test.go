@@ -52,7 +52,8 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 		}
 	})
 
-	// apply applies an object of k's kind at version with spec, by field manager manager.
+	// apply server-side applies the object ns/name of group's kind at version, with spec, as field
+	// manager manager.
 	apply := func(ctx context.Context, group, kind, version, ns, name, manager string, spec map[string]any) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": group + "/" + version, "kind": kind,
@@ -61,7 +62,8 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 		}}
 		return k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager))
 	}
-	// entries are obj's managedFields entries, each as manager@apiVersion.
+	// entries are the managedFields entries of the object ns/name of group's kind, each as
+	// manager@apiVersion.
 	entries := func(ctx context.Context, group, kind, ns, name string) []string {
 		GinkgoHelper()
 		obj := &metav1.PartialObjectMetadata{}
