@@ -287,10 +287,7 @@ func (m *storageMigration) rewrite(ctx context.Context, gvk schema.GroupVersionK
 	if err != nil {
 		return "failed", err
 	}
-	u := &unstructured.Unstructured{}
-	u.SetGroupVersionKind(gvk)
-	u.SetNamespace(obj.Namespace)
-	u.SetName(obj.Name)
+	u := patchTarget(gvk, obj)
 	switch err := m.writer.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, body), client.FieldOwner(EventSource)); {
 	case apierrors.IsNotFound(err):
 		return "gone", nil
@@ -335,11 +332,7 @@ func (m *storageMigration) dropManagedFields(ctx context.Context, gvk schema.Gro
 			return err
 		}
 		result = "cleaned"
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(gvk)
-		u.SetNamespace(obj.Namespace)
-		u.SetName(obj.Name)
-		return m.writer.Patch(ctx, u, client.RawPatch(types.JSONPatchType, body), client.FieldOwner(EventSource))
+		return m.writer.Patch(ctx, patchTarget(gvk, obj), client.RawPatch(types.JSONPatchType, body), client.FieldOwner(EventSource))
 	})
 	switch {
 	case apierrors.IsNotFound(err):
@@ -348,4 +341,13 @@ func (m *storageMigration) dropManagedFields(ctx context.Context, gvk schema.Gro
 		return "failed", fmt.Errorf("dropping the managed fields of versions not served from %s %s: %w", gvk.Kind, client.ObjectKeyFromObject(obj), err)
 	}
 	return result, nil
+}
+
+// patchTarget is the object a patch of obj, of gvk's kind, is sent for and its reply read into.
+func patchTarget(gvk schema.GroupVersionKind, obj *metav1.PartialObjectMetadata) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	u.SetNamespace(obj.Namespace)
+	u.SetName(obj.Name)
+	return u
 }

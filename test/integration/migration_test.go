@@ -145,12 +145,21 @@ func setStorageVersion(ctx context.Context, name, version string) {
 // updateVersions changes every version of the CRD named name with change.
 func updateVersions(ctx context.Context, name string, change func(*apiextensionsv1.CustomResourceDefinitionVersion)) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		crd := crdObject(ctx, name)
+	updateCRD(ctx, name, func(g Gomega, crd *apiextensionsv1.CustomResourceDefinition) {
 		g.Expect(slices.ContainsFunc(crd.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1" })).To(BeTrue())
 		for i := range crd.Spec.Versions {
 			change(&crd.Spec.Versions[i])
 		}
+	})
+}
+
+// updateCRD updates the CRD named name as change makes it, read again and changed again while the
+// update conflicts with another writer's.
+func updateCRD(ctx context.Context, name string, change func(Gomega, *apiextensionsv1.CustomResourceDefinition)) {
+	GinkgoHelper()
+	Eventually(func(g Gomega) {
+		crd := crdObject(ctx, name)
+		change(g, crd)
 		g.Expect(k8s.Update(ctx, crd)).To(Succeed())
 	}).WithContext(ctx).WithTimeout(migrationTimeout).Should(Succeed())
 }
@@ -243,8 +252,7 @@ var conversionURL string
 // back.
 func pointConversionAt(ctx context.Context, host string) (restore func(SpecContext)) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		crd := crdObject(ctx, welcomeCRD)
+	updateCRD(ctx, welcomeCRD, func(g Gomega, crd *apiextensionsv1.CustomResourceDefinition) {
 		config := crd.Spec.Conversion.Webhook.ClientConfig
 		g.Expect(config.URL).NotTo(BeNil(), "envtest calls the Manager by URL")
 		if conversionURL == "" {
@@ -254,17 +262,14 @@ func pointConversionAt(ctx context.Context, host string) (restore func(SpecConte
 		g.Expect(err).NotTo(HaveOccurred())
 		u.Host = host
 		config.URL = ptr.To(u.String())
-		g.Expect(k8s.Update(ctx, crd)).To(Succeed())
-	}).WithContext(ctx).WithTimeout(migrationTimeout).Should(Succeed())
+	})
 	return pointConversionBack
 }
 
 // pointConversionBack points the Welcome CRD's conversion webhook at the Manager again.
 func pointConversionBack(ctx SpecContext) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		crd := crdObject(ctx, welcomeCRD)
+	updateCRD(ctx, welcomeCRD, func(_ Gomega, crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Spec.Conversion.Webhook.ClientConfig.URL = ptr.To(conversionURL)
-		g.Expect(k8s.Update(ctx, crd)).To(Succeed())
-	}).WithContext(ctx).WithTimeout(migrationTimeout).Should(Succeed())
+	})
 }

@@ -197,9 +197,7 @@ func restoreVersions(ctx context.Context, name string) {
 // changeVersions replaces the versions of the CRD named name with what change makes of them.
 func changeVersions(ctx context.Context, name string, change func([]apiextensionsv1.CustomResourceDefinitionVersion) []apiextensionsv1.CustomResourceDefinitionVersion) {
 	GinkgoHelper()
-	Eventually(func(g Gomega) {
-		crd := crdObject(ctx, name)
+	updateCRD(ctx, name, func(_ Gomega, crd *apiextensionsv1.CustomResourceDefinition) {
 		crd.Spec.Versions = change(crd.Spec.Versions)
-		g.Expect(k8s.Update(ctx, crd)).To(Succeed())
-	}).WithContext(ctx).WithTimeout(migrationTimeout).Should(Succeed())
+	})
 }
