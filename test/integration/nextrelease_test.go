@@ -54,13 +54,13 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 
 	// apply server-side applies the object ns/name of group's kind at version, with spec, as field
 	// manager manager.
-	apply := func(ctx context.Context, group, kind, version, ns, name, manager string, spec map[string]any) error {
+	apply := func(ctx context.Context, group, kind, version, ns, name, manager string, spec map[string]any, opts ...client.ApplyOption) error {
 		u := &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": group + "/" + version, "kind": kind,
 			"metadata": map[string]any{"name": name, "namespace": ns},
 			"spec":     spec,
 		}}
-		return k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(manager))
+		return k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), append(opts, client.FieldOwner(manager))...)
 	}
 	// entries are the managedFields entries of the object ns/name of group's kind, each as
 	// manager@apiVersion.
@@ -117,12 +117,16 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 			// The witness gets a v1alpha1 entry the manager has not dropped (it dropped them at the
 			// CRD's generation before), so that its applies failing tell when the API server has
 			// taken the CRD without v1alpha1: every apply of the other objects is made after that.
+			// The probe is a dry run: an apply by kubectl that the API server took before it had the
+			// new CRD would have replaced kubectl's v1alpha1 entry, and the witness would never fail.
 			addEntry(ctx, k.group, k.kind, ns, "witness", metav1.ManagedFieldsEntry{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply,
 				APIVersion: v1alpha1, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{}}`)})
 			changeVersions(ctx, k.crd, func(versions []apiextensionsv1.CustomResourceDefinitionVersion) []apiextensionsv1.CustomResourceDefinitionVersion {
 				return slices.DeleteFunc(versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1alpha1" })
 			})
-			Eventually(func() error { return apply(ctx, k.group, k.kind, "v1", ns, "witness", "kubectl", k.changed) }).WithContext(ctx).WithTimeout(migrationTimeout).
+			Eventually(func() error {
+				return apply(ctx, k.group, k.kind, "v1", ns, "witness", "kubectl", k.changed, client.DryRunAll)
+			}).WithContext(ctx).WithTimeout(migrationTimeout).
 				Should(MatchError(ContainSubstring(fmt.Sprintf("%s: %s", invalidVersion, v1alpha1))), "the witness's apply")
 			for _, manager := range []string{"kubectl", "argocd-controller"} {
 				Expect(apply(ctx, k.group, k.kind, "v1", ns, "by-two", manager, k.changed)).To(Succeed(), "%s applies again, at v1", manager)
@@ -146,9 +150,14 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 			changeVersions(ctx, k.crd, func(versions []apiextensionsv1.CustomResourceDefinitionVersion) []apiextensionsv1.CustomResourceDefinitionVersion {
 				return slices.DeleteFunc(versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1alpha1" })
 			})
+			// A dry run until the API server has the CRD without v1alpha1: an apply by kubectl it took
+			// before would have replaced kubectl's v1alpha1 entry (CI saw it), and nothing would fail.
+			refused := MatchError(ContainSubstring(fmt.Sprintf("%s: %s", invalidVersion, v1alpha1)))
+			Eventually(func() error {
+				return apply(ctx, k.group, k.kind, "v1", ns, "skipped", "kubectl", k.changed, client.DryRunAll)
+			}).WithContext(ctx).WithTimeout(migrationTimeout).Should(refused, "the API server has the CRD without v1alpha1")
 			for _, manager := range []string{"kubectl", "argocd-controller"} {
-				Eventually(func() error { return apply(ctx, k.group, k.kind, "v1", ns, "skipped", manager, k.changed) }).WithContext(ctx).WithTimeout(migrationTimeout).
-					Should(MatchError(ContainSubstring(fmt.Sprintf("%s: %s", invalidVersion, v1alpha1))), "%s's apply", manager)
+				Expect(apply(ctx, k.group, k.kind, "v1", ns, "skipped", manager, k.changed)).To(refused, "%s's apply", manager)
 			}
 			Expect(entries(ctx, k.group, k.kind, ns, "skipped")).To(ContainElement("kubectl@"+v1alpha1), "kept: no version is unserved, so the manager drops nothing")
 		})
