@@ -256,6 +256,25 @@ var _ = Describe("What kstatus and Argo CD make of the status", func() {
 				rollOut(ctx, k, key)
 			})
 
+			It("is Current again when a status written elsewhere says otherwise: a replica that has since lost the Lease, or a write of its own that the cache had not yet shown", func(ctx SpecContext) {
+				u := asUnstructured(k.valid(ns, "overwritten"), k.gvk)
+				Expect(k8s.Create(ctx, u)).To(Succeed())
+				key := client.ObjectKeyFromObject(u)
+				expectVerdict(ctx, k.gvk, key, "applied, no pod yet", status.InProgressStatus, "rolling out 2 replicas")
+				rollOut(ctx, k, key)
+
+				// What a reconcile of the rollout half done wrote: the CI run of an upgrade saw a
+				// Memcached keep it, its Deployment complete, until nothing changed any more.
+				Expect(k8s.Get(ctx, key, u)).To(Succeed())
+				stale := fmt.Sprintf(`{"status":{"conditions":[`+
+					`{"type":"Ready","status":"False","reason":"Reconciling","message":"2 replicas available, 2 requested","observedGeneration":%[1]d,"lastTransitionTime":"2026-01-01T00:00:00Z"},`+
+					`{"type":"Reconciling","status":"True","reason":"Reconciling","message":"rolling out 2 replicas: 2 running, 2 updated, 2 available","observedGeneration":%[1]d,"lastTransitionTime":"2026-01-01T00:00:00Z"},`+
+					`{"type":"Stalled","status":"False","reason":"AsExpected","message":"","observedGeneration":%[1]d,"lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, u.GetGeneration())
+				Expect(k8s.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(stale)))).To(Succeed())
+				Expect(judge(Default, u)).To(HaveField("KStatus", status.InProgressStatus), "as written")
+				expectVerdict(ctx, k.gvk, key, "a status written elsewhere, put right", status.CurrentStatus, "Resource is Ready")
+			})
+
 			It("is Failed for a stored spec that breaks the rules, and Current once it is fixed and rolled out", func(ctx SpecContext) {
 				bypassValidation(ctx, ns)
 				u := asUnstructured(k.invalid(ns, "legacy"), k.gvk)
@@ -363,6 +382,14 @@ var _ = Describe("What kstatus and Argo CD make of the AdmissionPolicy", func() 
 		Expect(judge(Default, u)).To(HaveField("KStatus", status.InProgressStatus), "as stored, before the operator has reported")
 		count(gvk.Kind, "as stored", status.InProgressStatus)
 		expectVerdict(ctx, gvk, key, "Applied", status.CurrentStatus, "Resource is Ready")
+
+		By("being Current again when a status written elsewhere says otherwise")
+		Expect(k8s.Get(ctx, key, u)).To(Succeed())
+		stale := fmt.Sprintf(`{"status":{"conditions":[{"type":"Ready","status":"False","reason":"PartlyApplied","message":"written elsewhere",`+
+			`"observedGeneration":%d,"lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`, u.GetGeneration())
+		Expect(k8s.Status().Patch(ctx, u, client.RawPatch(types.MergePatchType, []byte(stale)))).To(Succeed())
+		Expect(judge(Default, u)).To(HaveField("KStatus", status.InProgressStatus), "as written")
+		expectVerdict(ctx, gvk, key, "a status written elsewhere, put right", status.CurrentStatus, "Resource is Ready")
 
 		storePastTheWebhook(ctx, policyv1.AdmissionPolicySpec{AllowedRegistries: []string{"not a registry"}})
 		expectVerdict(ctx, gvk, key, "PartlyApplied", status.FailedStatus, `allowed registry "not a registry" is not a registry host`)

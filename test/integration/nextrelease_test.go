@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -52,15 +53,23 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 		}
 	})
 
-	// apply server-side applies the object ns/name of group's kind at version, with spec, as field
-	// manager manager.
-	apply := func(ctx context.Context, group, kind, version, ns, name, manager string, spec map[string]any, opts ...client.ApplyOption) error {
-		u := &unstructured.Unstructured{Object: map[string]any{
+	// configuration is the object ns/name of group's kind at version, with spec, to apply.
+	configuration := func(group, kind, version, ns, name string, spec map[string]any) runtime.ApplyConfiguration {
+		return client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": group + "/" + version, "kind": kind,
 			"metadata": map[string]any{"name": name, "namespace": ns},
 			"spec":     spec,
-		}}
-		return k8s.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), append(opts, client.FieldOwner(manager))...)
+		}})
+	}
+	// apply server-side applies the object ns/name of group's kind at version, with spec, as field
+	// manager manager.
+	apply := func(ctx context.Context, group, kind, version, ns, name, manager string, spec map[string]any) error {
+		return k8s.Apply(ctx, configuration(group, kind, version, ns, name, spec), client.FieldOwner(manager))
+	}
+	// probe is kubectl's apply of the object ns/name at v1 with spec, as a dry run: the API server
+	// refuses it as it would the apply, and it changes nothing.
+	probe := func(ctx context.Context, group, kind, ns, name string, spec map[string]any) error {
+		return k8s.Apply(ctx, configuration(group, kind, "v1", ns, name, spec), client.FieldOwner("kubectl"), client.DryRunAll)
 	}
 	// entries are the managedFields entries of the object ns/name of group's kind, each as
 	// manager@apiVersion.
@@ -125,7 +134,7 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 				return slices.DeleteFunc(versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1alpha1" })
 			})
 			Eventually(func() error {
-				return apply(ctx, k.group, k.kind, "v1", ns, "witness", "kubectl", k.changed, client.DryRunAll)
+				return probe(ctx, k.group, k.kind, ns, "witness", k.changed)
 			}).WithContext(ctx).WithTimeout(migrationTimeout).
 				Should(MatchError(ContainSubstring(fmt.Sprintf("%s: %s", invalidVersion, v1alpha1))), "the witness's apply")
 			for _, manager := range []string{"kubectl", "argocd-controller"} {
@@ -154,7 +163,7 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 			// before would have replaced kubectl's v1alpha1 entry (CI saw it), and nothing would fail.
 			refused := MatchError(ContainSubstring(fmt.Sprintf("%s: %s", invalidVersion, v1alpha1)))
 			Eventually(func() error {
-				return apply(ctx, k.group, k.kind, "v1", ns, "skipped", "kubectl", k.changed, client.DryRunAll)
+				return probe(ctx, k.group, k.kind, ns, "skipped", k.changed)
 			}).WithContext(ctx).WithTimeout(migrationTimeout).Should(refused, "the API server has the CRD without v1alpha1")
 			for _, manager := range []string{"kubectl", "argocd-controller"} {
 				Expect(apply(ctx, k.group, k.kind, "v1", ns, "skipped", manager, k.changed)).To(refused, "%s's apply", manager)

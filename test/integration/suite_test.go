@@ -77,6 +77,16 @@ func newNamespace(ctx context.Context) string {
 		for _, obj := range []client.Object{&appv1.DeployObject{}, &authv1.Welcome{}, &cachev1.Memcached{}} {
 			Expect(k8s.DeleteAllOf(ctx, obj, client.InNamespace(ns.Name))).To(Succeed())
 		}
+		// The namespace goes once the manager's cache holds none of them: a reconcile of one it
+		// still holds would apply its children in a namespace being deleted, be refused, and be
+		// retried with back-off into the specs that follow (CI saw a spec's Welcome get no status
+		// in 20 s while ten deleted ones were retried; the cache was 16 s behind their deletion).
+		Eventually(func(g Gomega) {
+			for _, list := range []client.ObjectList{&appv1.DeployObjectList{}, &authv1.WelcomeList{}, &cachev1.MemcachedList{}} {
+				g.Expect(env.Manager.GetCache().List(ctx, list, client.InNamespace(ns.Name))).To(Succeed())
+				g.Expect(meta.LenList(list)).To(BeZero(), "%T in the manager's cache", list)
+			}
+		}).WithContext(ctx).WithTimeout(2 * time.Minute).WithPolling(200 * time.Millisecond).Should(Succeed())
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())
 	})
 	return ns.Name

@@ -10,10 +10,10 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
+	"github.com/seedlabs/webhook-operator/internal/controller"
 	"github.com/seedlabs/webhook-operator/internal/message"
 	"github.com/seedlabs/webhook-operator/internal/reconcile/status"
 	"github.com/seedlabs/webhook-operator/webhooks"
@@ -69,10 +69,11 @@ func setApplied(p *policyv1.AdmissionPolicy, applied bool, reason, msg string) {
 	status.Set(p, conditions.Stalled, metav1.ConditionTrue, reason, msg)
 }
 
-// SetupWithManager has mgr run the controller.
+// SetupWithManager has mgr run the controller: it reconciles the AdmissionPolicy when its spec or
+// its status changes (controller.SpecOrStatusChanged).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&policyv1.AdmissionPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&policyv1.AdmissionPolicy{}, builder.WithPredicates(controller.SpecOrStatusChanged)).
 		Complete(r)
 }
