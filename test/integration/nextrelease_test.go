@@ -151,6 +151,36 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 			}
 		})
 
+		It("R4 for "+k.crd+" where it still stores v1alpha1 (a cluster that skipped this release's migration): the API server refuses the CRD, naming status.storedVersions, and nothing changes", func(ctx SpecContext) {
+			// Run last, once the versions are back: the leader has migrated the objects to v1 again.
+			DeferCleanup(func(ctx SpecContext) {
+				Eventually(func() []string { return crdObject(ctx, k.crd).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
+					Should(Equal([]string{"v1"}))
+			})
+			restoreVersions(ctx, k.crd)
+			ns := newNamespace(ctx)
+			setStorageVersion(ctx, k.crd, "v1alpha1")
+			Eventually(func() []string { return crdObject(ctx, k.crd).Status.StoredVersions }).WithContext(ctx).WithTimeout(migrationTimeout).
+				Should(Equal([]string{"v1alpha1"}), "as the previous release left them")
+			Expect(apply(ctx, k.group, k.kind, "v1alpha1", ns, "stored-at-v1alpha1", "kubectl", k.spec)).To(Succeed())
+			before := crdObject(ctx, k.crd)
+
+			r4 := before.DeepCopy()
+			r4.Spec.Versions = slices.DeleteFunc(r4.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1alpha1" })
+			r4.Spec.Versions[0].Storage = true
+			Expect(k8s.Update(ctx, r4)).To(MatchError(And(
+				ContainSubstring(`status.storedVersions[0]: Invalid value: "v1alpha1": missing from spec.versions`),
+				ContainSubstring("spec.versions"),
+			)), "R4's CRD")
+			after := crdObject(ctx, k.crd)
+			Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "the CRD is as it was")
+			Expect(after.Spec.Versions).To(Equal(before.Spec.Versions))
+			got := &unstructured.Unstructured{}
+			got.SetAPIVersion(v1alpha1)
+			got.SetKind(k.kind)
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stored-at-v1alpha1"}, got)).To(Succeed(), "still read at v1alpha1")
+		})
+
 		It("R4 for "+k.crd+" without R3: v1alpha1 removed while objects keep its managedFields entries, and every server-side apply fails", func(ctx SpecContext) {
 			restoreVersions(ctx, k.crd)
 			ns := newNamespace(ctx)
