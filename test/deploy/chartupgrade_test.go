@@ -84,21 +84,41 @@ func TestChartUpgradeGivesNewWebhooksTheInstalledCABundle(t *testing.T) {
 			}
 
 			run("upgrade")
-			var got []string
-			edit(t, c, func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool {
-				got = append(got, name)
-				if string(cc.CABundle) != string(caBundle) {
-					t.Errorf("%s after the upgrade: caBundle %q, want the installed entries' %q", name, cc.CABundle, caBundle)
+			got := caBundles(t, c)
+			for name, bundle := range got {
+				if string(bundle) != string(caBundle) {
+					t.Errorf("%s after the upgrade: caBundle %q, want the installed entries' %q", name, bundle, caBundle)
 				}
-				return true
-			})
+			}
 			for _, name := range removed {
-				if !strings.Contains(strings.Join(got, " "), name) {
+				if _, ok := got[name]; !ok {
 					t.Errorf("the upgrade did not add %s back", name)
 				}
 			}
 		})
 	}
+}
+
+// caBundles are the caBundles of the entries of the chart's two webhook configurations, by name.
+func caBundles(t *testing.T, c client.Client) map[string][]byte {
+	t.Helper()
+	ctx := context.Background()
+	bundles := map[string][]byte{}
+	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "webhook-operator-validating-webhook-configuration"}, validating); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range validating.Webhooks {
+		bundles[w.Name] = w.ClientConfig.CABundle
+	}
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
+	if err := c.Get(ctx, client.ObjectKey{Name: "webhook-operator-mutating-webhook-configuration"}, mutating); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range mutating.Webhooks {
+		bundles[w.Name] = w.ClientConfig.CABundle
+	}
+	return bundles
 }
 
 // edit reads the chart's two webhook configurations, keeps the entries keep returns true for,

@@ -10,6 +10,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/seedlabs/webhook-operator/api/conditions"
 	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
@@ -70,10 +71,10 @@ func setApplied(p *policyv1.AdmissionPolicy, applied bool, reason, msg string) {
 }
 
 // SetupWithManager has mgr run the controller: it reconciles the AdmissionPolicy when its spec or
-// its status changes (controller.SpecOrStatusChanged).
+// its status changes (controller.WatchStatus).
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&policyv1.AdmissionPolicy{}, builder.WithPredicates(controller.SpecOrStatusChanged)).
-		Complete(r)
+		For(&policyv1.AdmissionPolicy{}, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+	return controller.WatchStatus(b, &policyv1.AdmissionPolicy{}).Complete(r)
 }

@@ -12,6 +12,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	"github.com/seedlabs/webhook-operator/internal/controller"
@@ -120,14 +121,15 @@ func portList(ports []corev1.ServicePort) string {
 }
 
 // SetupWithManager registers the controller. A DeployObject is reconciled when its generation
-// changes, which covers every spec change, or its status (controller.SpecOrStatusChanged), when
-// its Deployment or Service changes, so that drift is put back and the status follows the
-// rollout, and when one of its pods turns unable to start a container or able again.
+// changes, which covers every spec change, or its status (controller.WatchStatus), when its
+// Deployment or Service changes, so that drift is put back and the status follows the rollout,
+// and when one of its pods turns unable to start a container or able again.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := controller.WatchPods(ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&appv1.DeployObject{}, builder.WithPredicates(controller.SpecOrStatusChanged)).
+		For(&appv1.DeployObject{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}), resources.DeployObjectApp)
+	b = controller.WatchStatus(b, &appv1.DeployObject{})
 	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &appv1.DeployObjectList{}).Complete(r)
 }

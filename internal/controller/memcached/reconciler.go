@@ -165,15 +165,17 @@ func (r *Reconciler) removeFinalizer(ctx context.Context, m *cachev1.Memcached) 
 // when its generation changes, which covers spec changes, the scale subresource and the start of
 // the deletion of an object that still carries an earlier version's finalizer (the API server
 // bumps metadata.generation when it sets deletionTimestamp on an object with finalizers), and
-// when its status changes (controller.SpecOrStatusChanged); when its Deployment or Service
-// changes, so drift is put back and the status follows the rollout; and when one of its pods comes, goes or stops being a member of the pool,
-// so status.nodes follows the pods, or turns unable to start a container or able again.
+// when its status changes (controller.WatchStatus); when its Deployment or Service changes, so
+// drift is put back and the status follows the rollout; and when one of its pods comes, goes or
+// stops being a member of the pool, so status.nodes follows the pods, or turns unable to start a
+// container or able again.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := controller.WatchPods(ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&cachev1.Memcached{}, builder.WithPredicates(controller.SpecOrStatusChanged)).
+		For(&cachev1.Memcached{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}), resources.MemcachedApp, poolMembershipChanged())
+	b = controller.WatchStatus(b, &cachev1.Memcached{})
 	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &cachev1.MemcachedList{}).Complete(r)
 }
 

@@ -93,14 +93,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Re
 }
 
 // SetupWithManager registers the controller: it reconciles a Welcome when its spec, its status
-// (controller.SpecOrStatusChanged) or its conversion-data annotation changes (the password, which
-// the guard judges: the one annotation the cache keeps), when its Deployment or Service changes, so drift is put back, and when one of its
-// pods turns unable to start a container or able again.
+// (controller.WatchStatus) or its conversion-data annotation changes (the password, which the
+// guard judges: the one annotation the cache keeps), when its Deployment or Service changes, so
+// drift is put back, and when one of its pods turns unable to start a container or able again.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := controller.WatchPods(ctrl.NewControllerManagedBy(mgr).
 		Named(ControllerName).
-		For(&authv1.Welcome{}, builder.WithPredicates(predicate.Or(controller.SpecOrStatusChanged, predicate.AnnotationChangedPredicate{}))).
+		For(&authv1.Welcome{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.Service{}), resources.WelcomeApp)
+	b = controller.WatchStatus(b, &authv1.Welcome{})
 	return policywatch.Watch(b, mgr.GetClient(), r.PolicyChanges, r.Guard.Policy, &authv1.WelcomeList{}).Complete(r)
 }
