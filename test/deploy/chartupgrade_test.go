@@ -102,56 +102,53 @@ func TestChartUpgradeGivesNewWebhooksTheInstalledCABundle(t *testing.T) {
 // caBundles are the caBundles of the entries of the chart's two webhook configurations, by name.
 func caBundles(t *testing.T, c client.Client) map[string][]byte {
 	t.Helper()
-	ctx := context.Background()
 	bundles := map[string][]byte{}
-	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "webhook-operator-validating-webhook-configuration"}, validating); err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range validating.Webhooks {
-		bundles[w.Name] = w.ClientConfig.CABundle
-	}
-	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "webhook-operator-mutating-webhook-configuration"}, mutating); err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range mutating.Webhooks {
-		bundles[w.Name] = w.ClientConfig.CABundle
-	}
+	entries(t, c, false, func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool {
+		bundles[name] = cc.CABundle
+		return true
+	})
 	return bundles
 }
 
-// edit reads the chart's two webhook configurations, keeps the entries keep returns true for,
+// edit keeps the entries of the chart's two webhook configurations that keep returns true for,
 // after it has looked at or changed their client configuration, and writes them back.
 func edit(t *testing.T, c client.Client, keep func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool) {
 	t.Helper()
+	entries(t, c, true, keep)
+}
+
+// entries reads the chart's two webhook configurations, keeps the entries keep returns true for,
+// and, when write is set, writes the configurations back.
+func entries(t *testing.T, c client.Client, write bool, keep func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool) {
+	t.Helper()
 	ctx := context.Background()
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "webhook-operator-validating-webhook-configuration"}, validating); err != nil {
 		t.Fatal(err)
 	}
-	var vs []admissionregistrationv1.ValidatingWebhook
-	for _, w := range validating.Webhooks {
-		if keep(w.Name, &w.ClientConfig) {
-			vs = append(vs, w)
-		}
-	}
-	validating.Webhooks = vs
-	if err := c.Update(ctx, validating); err != nil {
-		t.Fatal(err)
-	}
-	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
 	if err := c.Get(ctx, client.ObjectKey{Name: "webhook-operator-mutating-webhook-configuration"}, mutating); err != nil {
 		t.Fatal(err)
 	}
-	var ms []admissionregistrationv1.MutatingWebhook
-	for _, w := range mutating.Webhooks {
-		if keep(w.Name, &w.ClientConfig) {
-			ms = append(ms, w)
+	var vs []admissionregistrationv1.ValidatingWebhook
+	for i := range validating.Webhooks { // by index: keep changes the entry itself
+		if w := &validating.Webhooks[i]; keep(w.Name, &w.ClientConfig) {
+			vs = append(vs, *w)
 		}
 	}
-	mutating.Webhooks = ms
-	if err := c.Update(ctx, mutating); err != nil {
-		t.Fatal(err)
+	var ms []admissionregistrationv1.MutatingWebhook
+	for i := range mutating.Webhooks {
+		if w := &mutating.Webhooks[i]; keep(w.Name, &w.ClientConfig) {
+			ms = append(ms, *w)
+		}
+	}
+	validating.Webhooks, mutating.Webhooks = vs, ms
+	if !write {
+		return
+	}
+	for _, obj := range []client.Object{validating, mutating} {
+		if err := c.Update(ctx, obj); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
