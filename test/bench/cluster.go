@@ -104,6 +104,9 @@ func startCluster(ctx context.Context, workDir string) (*cluster, error) {
 		return nil, err
 	}
 	env := &envtest.Environment{
+		// The operator's scheme, so that envtest keeps the conversion webhook of the CRDs whose
+		// versions convert (it points them at the manager's /convert) rather than strip it.
+		Scheme:                scheme.New(),
 		CRDDirectoryPaths:     []string{filepath.Join(root, "config", "crd", "bases")},
 		CRDs:                  copies,
 		ErrorIfCRDPathMissing: true,
@@ -199,7 +202,22 @@ func (c *cluster) servedCertificate() (*x509.Certificate, error) {
 	return conn.ConnectionState().PeerCertificates[0], nil
 }
 
+// trustCA has the webhook configurations and the CRDs' conversion webhooks trust the bench's CA.
 func (c *cluster) trustCA(ctx context.Context) error {
+	var crds apiextensionsv1.CustomResourceDefinitionList
+	if err := c.client.List(ctx, &crds); err != nil {
+		return err
+	}
+	for i := range crds.Items {
+		crd := &crds.Items[i]
+		if conv := crd.Spec.Conversion; conv == nil || conv.Webhook == nil || conv.Webhook.ClientConfig == nil {
+			continue
+		}
+		crd.Spec.Conversion.Webhook.ClientConfig.CABundle = c.ca.CertPEM
+		if err := c.client.Update(ctx, crd); err != nil {
+			return err
+		}
+	}
 	var mutating admissionregistrationv1.MutatingWebhookConfigurationList
 	if err := c.client.List(ctx, &mutating); err != nil {
 		return err

@@ -2,7 +2,8 @@
 // ratios: admission through the API server against the same CRD with no webhook and with the same
 // rules as admission policies; the webhook handlers over HTTPS against a trivial stdlib handler;
 // convergence against a plain client making the same writes, and the writes of the steady state;
-// the manager's memory per byte of what it caches; start to serving and certificate swap.
+// reads, writes and storage migrations through the conversion webhook against a kind that converts
+// with None; the manager's memory per byte of what it caches; start to serving and certificate swap.
 //
 // Every comparison runs its variants in interleaved rounds and reports the median of the rounds
 // and their spread [min–max]. It reports numbers and never fails on them; make bench runs it.
@@ -34,10 +35,11 @@ type settings struct {
 	admission   admissionSettings
 	handlers    handlerSettings
 	convergence convergenceSettings
+	conversion  conversionSettings
 	memory      memorySettings
 	hostile     hostileSettings
 	certSwaps   int
-	// sections are the sections to run: handlers, admission, convergence, memory, start.
+	// sections are the sections to run: handlers, admission, convergence, conversion, memory, start.
 	sections map[string]bool
 }
 
@@ -47,7 +49,7 @@ func main() {
 	quick := flag.Bool("quick", false, "Small sizes, to try the bench out in a minute or two; the numbers are not worth much.")
 	memoryObjects := flag.String("memory-objects", "", "The numbers of custom resources the memory section measures a new leader with, comma-separated; empty means 1000,10000,30000, or 300,1000 with -quick.")
 	throughAPI := flag.Int("memory-through-api", 10000, "How many of the memory section's custom resources are stored through kube-apiserver; the rest are written straight into etcd as copies (300 with -quick).")
-	sections := flag.String("sections", "handlers,admission,convergence,memory,start",
+	sections := flag.String("sections", "handlers,admission,convergence,conversion,memory,start",
 		"The sections to run, comma-separated; hostile (about 15 minutes) runs only when named, best after memory.")
 	floodDuration := flag.Duration("flood-duration", 10*time.Minute, "How long the hostile section floods the webhooks with refused creates.")
 	baselineManager := flag.String("baseline-manager", "", "A manager binary the memory and hostile sections also start, to compare with.")
@@ -58,6 +60,7 @@ func main() {
 		admission:   admissionSettings{rounds: 11, requests: 300, concurrency: []int{1, 8}},
 		handlers:    handlerSettings{rounds: 5, duration: 500 * time.Millisecond, concurrency: []int{1, 8}},
 		convergence: convergenceSettings{rounds: 3, perKind: 1000, workers: 8},
+		conversion:  conversionSettings{perKind: 1000, rounds: 5, lists: 5, gets: 100, writes: 50, migrations: 3, bigList: 10000, workers: 8},
 		memory:      memorySettings{steps: []int{1000, 10000, 30000}, workers: 16, hostile: 500, childPadding: 1 << 20, metadataPadding: 256 << 10},
 		hostile:     hostileSettings{deployments: 1000, envBytes: 1 << 20, floodRate: 300},
 		certSwaps:   5,
@@ -70,6 +73,7 @@ func main() {
 		s.admission.rounds, s.admission.requests = 2, 60
 		s.handlers.rounds, s.handlers.duration = 2, 200*time.Millisecond
 		s.convergence.rounds, s.convergence.perKind = 1, 100
+		s.conversion = conversionSettings{perKind: 100, rounds: 2, lists: 2, gets: 20, writes: 10, migrations: 1, bigList: 1000, workers: 8}
 		s.memory.steps, s.memory.hostile, s.certSwaps = []int{300, 1000}, 50, 2
 		*throughAPI = min(*throughAPI, 300)
 		s.hostile.deployments, s.hostile.envBytes, *floodDuration = 100, 256<<10, 20*time.Second
@@ -137,7 +141,7 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 			return err
 		}
 	}
-	if !s.sections["admission"] && !s.sections["convergence"] && !s.sections["memory"] && !s.sections["start"] && !s.sections["hostile"] {
+	if !s.sections["admission"] && !s.sections["convergence"] && !s.sections["conversion"] && !s.sections["memory"] && !s.sections["start"] && !s.sections["hostile"] {
 		fmt.Print(r.markdown())
 		return nil
 	}
@@ -196,6 +200,24 @@ func run(ctx context.Context, s settings, out, managerBinary string) (err error)
 		r.startups = append(r.startups, startups...)
 		if err != nil {
 			return fmt.Errorf("convergence: %w", err)
+		}
+		if err := write(); err != nil {
+			return err
+		}
+	}
+
+	if s.sections["conversion"] {
+		if m != nil {
+			err, m = m.stop(), nil
+			if err != nil {
+				return err
+			}
+		}
+		var startups []time.Duration
+		r.conversion, startups, err = runConversion(ctx, c, mf, s.conversion, smp, logf)
+		r.startups = append(r.startups, startups...)
+		if err != nil {
+			return fmt.Errorf("conversion: %w", err)
 		}
 		if err := write(); err != nil {
 			return err

@@ -17,6 +17,7 @@ type report struct {
 	handlers    *handlerResult
 	admission   *admissionResult
 	convergence *convergenceResult
+	conversion  *conversionResult
 	memory      *memoryResult
 	hostile     *hostileResult
 	startups    []time.Duration
@@ -48,6 +49,9 @@ func (r *report) markdown() string {
 	}
 	if len(r.startups) > 0 {
 		r.startTable(p)
+	}
+	if r.conversion != nil {
+		r.conversionTables(p)
 	}
 	return b.String()
 }
@@ -320,5 +324,71 @@ func (r *report) hostileTables(p func(string, ...any)) {
 	p("|---|---|---|---|")
 	p("| before the flood | | %s | %s |", mib(f.before.rss), mib(f.before.heap))
 	p("| after the flood | %s | %s | %s |", mib(f.after.peakRSS), mib(f.after.rss), mib(f.after.heap))
+	p("")
+}
+
+func (r *report) conversionTables(p func(string, ...any)) {
+	c := r.conversion
+	s := c.settings
+	p("## 7. Conversion")
+	p("")
+	p("%d Welcomes (conversion Webhook: the manager's /convert) and %d Memcacheds (conversion None, the baseline), stored at v1,", s.perKind, s.perKind)
+	p("read and written at v1 and at v1alpha1 with the controllers idle; %d rounds, the variants in a rotated order. Per round and", s.rounds)
+	p("variant: %d unpaged LISTs of the namespace, %d GETs, %d creates and %d merge patches of the spec, one at a time; a cell is", s.lists, s.gets, s.writes, s.writes)
+	p("the median over rounds of each round's p50. \"/convert per request\" is the manager's /convert calls over the requests.")
+	p("")
+	p("| request | Welcome v1 | Welcome v1alpha1 | ÷ v1 | /convert per request, v1 / v1alpha1 | Memcached v1 | Memcached v1alpha1 | ÷ v1 |")
+	p("|---|---|---|---|---|---|---|---|")
+	for _, request := range []string{"LIST", "GET", "create", "patch"} {
+		cell := func(v conversionVariant) *conversionCell { return c.cells[request][v.name()] }
+		wv1, wa, mv1, ma := cell(welcomeCRD.at("v1")), cell(welcomeCRD.at("v1alpha1")), cell(memcachedCRD.at("v1")), cell(memcachedCRD.at("v1alpha1"))
+		if wv1 == nil || wa == nil || mv1 == nil || ma == nil {
+			continue
+		}
+		label := request
+		if request == "LIST" {
+			label = fmt.Sprintf("LIST of %d", s.perKind)
+		}
+		p("| %s | %s | %s | %s | %s / %s | %s | %s | %s |", label, wv1.p50.ms(), wa.p50.ms(), ratio(wa.p50, wv1.p50).x(),
+			wv1.calls.format("", 2), wa.calls.format("", 2), mv1.p50.ms(), ma.p50.ms(), ratio(ma.p50, mv1.p50).x())
+	}
+	p("")
+	p("The leader's storage migration: the CRD's storage version changed, until its status.storedVersions is that version")
+	p("alone; %d times each way, the controllers idle (they reconciled the objects before).", s.migrations)
+	p("")
+	p("| objects | to | seconds | objects rewritten | /convert calls |")
+	p("|---|---|---|---|---|")
+	for _, kind := range []string{"Welcome", "Memcached"} {
+		for _, to := range []string{"v1alpha1", "v1"} {
+			if mr := c.migrations[kind+" to "+to]; mr != nil {
+				rewritten := mr.rewritten.format("", 0)
+				for _, result := range slices.Sorted(maps.Keys(mr.otherResults)) {
+					if n := mr.otherResults[result]; n > 0 {
+						rewritten += fmt.Sprintf("; %s: %.0f in all", result, n)
+					}
+				}
+				p("| %d %ss | %s | %s | %s | %s |", s.perKind, kind, to, mr.seconds.format(" s", 2), rewritten, mr.calls.format("", 0))
+			}
+		}
+	}
+	p("")
+	p("An unpaged LIST of %d Welcomes stored at v1: at each version as kube-apiserver's watch caches are, and at v1alpha1 just", s.bigList)
+	p("after a change of the CRD's spec (its conversion caBundle written again, as a CA injection does), after which kube-apiserver")
+	p("builds a new watch cache per served version; %d times each, the variants in a rotated order. Until answered: from the", s.rounds)
+	p("LIST (or the CRD's change) until the LIST's answer; until settled: until the new v1alpha1 watch cache made a /convert call")
+	p("for every Welcome; the manager's heap in use (go_memstats_heap_inuse_bytes every 20 ms) at its peak meanwhile, above")
+	p("where it was after a collection before.")
+	p("")
+	p("| LIST | until answered | until settled | /convert calls | manager heap added at the peak |")
+	p("|---|---|---|---|---|")
+	for _, variant := range bigListVariants {
+		if br := c.bigLists[variant]; br != nil {
+			settled := "–"
+			if variant == bigListCold {
+				settled = br.settled.format(" s", 2)
+			}
+			p("| %s | %s | %s | %s | %s |", variant, br.seconds.format(" s", 2), settled, br.calls.format("", 0), br.heap.format(" MiB", 1))
+		}
+	}
 	p("")
 }
