@@ -2,7 +2,7 @@
 // against a real kube-apiserver: it makes its own CA and serving certificate in a Secret,
 // injects the CA into the webhook configurations, turns ready only once the API server can
 // trust what it serves, renews the certificate and replaces the CA without failing an admission
-// request.
+// request or a read the conversion webhook converts.
 //
 // No kubelet, endpoints controller or kube-proxy runs here, so the suite plays their parts: it
 // writes the Secret's keys into each manager's certificate directory as they change, as a Secret
@@ -400,50 +400,87 @@ func caBundles(ctx context.Context) (map[string][]byte, error) {
 	return bundles, nil
 }
 
-// admissionLoad sends a valid and an invalid dry-run create through the API server, over and
-// over, and counts the answers each got right and the requests that failed.
-type admissionLoad struct {
+// load sends requests through the API server, over and over, and counts those answered right and
+// those that failed.
+type load struct {
 	answered, failed atomic.Int64
 	lastFailure      atomic.Value
 	stop             context.CancelFunc
 	done             chan struct{}
 }
 
-func startAdmissionLoad(ctx context.Context) *admissionLoad {
+// startLoad calls request until the load finishes, waiting pause after each call.
+func startLoad(ctx context.Context, pause time.Duration, request func(ctx context.Context, i int) error) *load {
 	ctx, stop := context.WithCancel(ctx)
-	load := &admissionLoad{stop: stop, done: make(chan struct{})}
+	l := &load{stop: stop, done: make(chan struct{})}
 	go func() {
 		defer GinkgoRecover()
-		defer close(load.done)
+		defer close(l.done)
 		for i := 0; ctx.Err() == nil; i++ {
-			err := k8s.Create(ctx, welcome(fmt.Sprintf("load-%d", i), 8080), client.DryRunAll)
-			if err == nil {
-				err = k8s.Create(ctx, welcome(fmt.Sprintf("load-%d", i), 0), client.DryRunAll)
-				if apierrors.IsInvalid(err) {
-					err = nil
-				} else if err == nil {
-					err = errors.New("an invalid Welcome was admitted")
-				}
-			}
-			switch {
+			switch err := request(ctx, i); {
 			case ctx.Err() != nil:
 			case err != nil:
-				load.failed.Add(1)
-				load.lastFailure.Store(err.Error())
+				l.failed.Add(1)
+				l.lastFailure.Store(err.Error())
 			default:
-				load.answered.Add(1)
+				l.answered.Add(1)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(pause):
 			}
 		}
 	}()
-	return load
+	return l
+}
+
+// startAdmissionLoad sends a valid and an invalid dry-run create, over and over: an answer is
+// right when the first is admitted and the second refused.
+func startAdmissionLoad(ctx context.Context) *load {
+	return startLoad(ctx, 0, func(ctx context.Context, i int) error {
+		err := k8s.Create(ctx, welcome(fmt.Sprintf("load-%d", i), 8080), client.DryRunAll)
+		if err != nil {
+			return err
+		}
+		switch err := k8s.Create(ctx, welcome(fmt.Sprintf("load-%d", i), 0), client.DryRunAll); {
+		case apierrors.IsInvalid(err):
+			return nil
+		case err == nil:
+			return errors.New("an invalid Welcome was admitted")
+		default:
+			return err
+		}
+	})
+}
+
+// startConversionLoad writes a Welcome at v1alpha1, stored at v1 with its password in an
+// annotation, and reads it at v1alpha1 every 50 ms: the API server reads each from etcd and has the
+// manager's /convert convert it, through the webhook Service, trusting the CRD's caBundle. An
+// answer is right when the password is back.
+func startConversionLoad(ctx context.Context, name string) *load {
+	GinkgoHelper()
+	stored := welcome(name, 8080)
+	stored.Spec.Password = "hunter2"
+	Expect(k8s.Create(ctx, stored)).To(Succeed())
+	DeferCleanup(func(ctx SpecContext) { Expect(client.IgnoreNotFound(k8s.Delete(ctx, stored))).To(Succeed()) })
+	return startLoad(ctx, 50*time.Millisecond, func(ctx context.Context, _ int) error {
+		read := &authv1alpha1.Welcome{}
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(stored), read); err != nil {
+			return err
+		}
+		if read.Spec.Password != stored.Spec.Password {
+			return fmt.Errorf("read at v1alpha1 with the password %q, not the one it was written with", read.Spec.Password)
+		}
+		return nil
+	})
 }
 
 // finish stops the load and expects no request to have failed.
-func (l *admissionLoad) finish(what string) {
+func (l *load) finish(what string) {
 	GinkgoHelper()
 	l.stop()
 	<-l.done
-	AddReportEntry(what+": admission requests answered", l.answered.Load())
+	AddReportEntry(what+": requests answered", l.answered.Load())
 	Expect(l.failed.Load()).To(BeZero(), "last failure: %v", l.lastFailure.Load())
 }
 
@@ -533,11 +570,13 @@ var _ = Describe("The manager keeping its own certificate (--cert-secret)", Orde
 		}).WithContext(ctx).Should(Succeed())
 	}, SpecTimeout(time.Minute))
 
-	It("renews a serving certificate that is no longer valid under the same CA, without failing an admission request", func(ctx SpecContext) {
+	It("renews a serving certificate that is no longer valid under the same CA, without failing an admission request or a read that converts", func(ctx SpecContext) {
 		before, err := secret(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		load := startAdmissionLoad(ctx)
+		reads := startConversionLoad(ctx, "read-through-renewal")
 		Eventually(load.answered.Load).WithContext(ctx).Should(BeNumerically(">=", 20))
+		Eventually(reads.answered.Load).WithContext(ctx).Should(BeNumerically(">=", 20))
 
 		// The certificate is spoiled, as if it had expired: the manager issues a new one.
 		spoiled := before.DeepCopy()
@@ -558,15 +597,17 @@ var _ = Describe("The manager keeping its own certificate (--cert-secret)", Orde
 			g.Expect(verify(leaf, after.Data["ca.crt"])).To(Succeed())
 			g.Expect(leaf.Raw).To(Equal(pemBlock(after.Data["tls.crt"])))
 		}).WithContext(ctx).Should(Succeed())
-		servedBefore := load.answered.Load()
+		servedBefore, readBefore := load.answered.Load(), reads.answered.Load()
 		Eventually(load.answered.Load).WithContext(ctx).Should(BeNumerically(">=", servedBefore+20))
-		load.finish("renewal")
+		Eventually(reads.answered.Load).WithContext(ctx).Should(BeNumerically(">=", readBefore+20))
+		load.finish("renewal: admission")
+		reads.finish("renewal: reads converted")
 		bundles, err := caBundles(ctx)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(bundles).To(HaveEach(Equal(after.Data["ca.crt"])))
 	}, SpecTimeout(2*time.Minute))
 
-	It("replaces the CA while a replica still serves a certificate of the old one, every caBundle verifying what every replica serves throughout, and drops the old CA only once every replica serves the new one", func(ctx SpecContext) {
+	It("replaces the CA while a replica still serves a certificate of the old one, every caBundle verifying what every replica serves throughout, and drops the old CA only once every replica serves the new one, without failing an admission request or a read that converts", func(ctx SpecContext) {
 		second := startReplica("second")
 		go second.mount(mountCtx)
 		Eventually(second.ready).WithContext(ctx).Should(Equal(http.StatusOK))
@@ -581,7 +622,9 @@ var _ = Describe("The manager keeping its own certificate (--cert-secret)", Orde
 		// verifies the certificate every replica serves.
 		trust := watchTrust(ctx, first, second)
 		load := startAdmissionLoad(ctx)
+		reads := startConversionLoad(ctx, "read-through-rollover")
 		Eventually(load.answered.Load).WithContext(ctx).Should(BeNumerically(">=", 20))
+		Eventually(reads.answered.Load).WithContext(ctx).Should(BeNumerically(">=", 20))
 
 		// The second replica's kubelet lags; the Secret loses the CA's key, so the manager
 		// makes a new CA.
@@ -640,9 +683,11 @@ var _ = Describe("The manager keeping its own certificate (--cert-secret)", Orde
 		}).WithContext(ctx).Should(Succeed())
 		AddReportEntry("CA rollover: new CA to old CA dropped", time.Since(start).Round(time.Millisecond).String())
 
-		servedBefore := load.answered.Load()
+		servedBefore, readBefore := load.answered.Load(), reads.answered.Load()
 		Eventually(load.answered.Load).WithContext(ctx).Should(BeNumerically(">=", servedBefore+20))
-		load.finish("CA rollover")
+		Eventually(reads.answered.Load).WithContext(ctx).Should(BeNumerically(">=", readBefore+20))
+		load.finish("CA rollover: admission")
+		reads.finish("CA rollover: reads converted")
 		Expect(trust.stop()).To(BeEmpty())
 	}, SpecTimeout(3*time.Minute))
 })
