@@ -151,6 +151,27 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 			}
 		})
 
+		It("a rollback of "+k.crd+" past v0.1.0, to a CRD without v1 (as every commit before it): the API server refuses the CRD, naming status.storedVersions, and nothing changes", func(ctx SpecContext) {
+			restoreVersions(ctx, k.crd)
+			ns := newNamespace(ctx)
+			Expect(apply(ctx, k.group, k.kind, "v1", ns, "stored-at-v1", "kubectl", k.spec)).To(Succeed())
+			before := crdObject(ctx, k.crd)
+			Expect(before.Status.StoredVersions).To(Equal([]string{"v1"}), "as this release leaves them once it has migrated")
+
+			earlier := before.DeepCopy()
+			earlier.Spec.Versions = slices.DeleteFunc(earlier.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1" })
+			earlier.Spec.Versions[0].Storage = true
+			earlier.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+			Expect(k8s.Update(ctx, earlier)).To(MatchError(ContainSubstring(`status.storedVersions[0]: Invalid value: "v1": missing from spec.versions`)), "the earlier CRD")
+			after := crdObject(ctx, k.crd)
+			Expect(after.Spec.Versions).To(Equal(before.Spec.Versions), "the CRD's versions, as they were")
+			Expect(after.Status.StoredVersions).To(Equal([]string{"v1"}))
+			got := &unstructured.Unstructured{}
+			got.SetAPIVersion(v1)
+			got.SetKind(k.kind)
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stored-at-v1"}, got)).To(Succeed(), "still read at v1")
+		})
+
 		It("R4 for "+k.crd+" where it still stores v1alpha1 (a cluster that skipped this release's migration): the API server refuses the CRD, naming status.storedVersions, and nothing changes", func(ctx SpecContext) {
 			// Run last, once the versions are back: the leader has migrated the objects to v1 again.
 			DeferCleanup(func(ctx SpecContext) {
