@@ -21,31 +21,7 @@ import (
 // until the injector fills it in too, as the Helm upgrade e2e saw. Against kube-apiserver, with
 // Helm 4 and Helm 3: the chart looks the installed configurations up.
 func TestChartUpgradeGivesNewWebhooksTheInstalledCABundle(t *testing.T) {
-	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
-		t.Fatal("KUBEBUILDER_ASSETS is not set: run this test through `make test-deploy`")
-	}
-	env := &envtest.Environment{}
-	cfg, err := env.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = env.Stop() })
-	admin, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig, err := admin.KubeConfig()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfigPath := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(cfg, client.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	kubeconfigPath, c := startAPIServer(t)
 	chart := filepath.Join(moduleRoot(t), "dist", "chart")
 	caBundle := []byte("-----BEGIN CERTIFICATE-----\nthe installed CA\n-----END CERTIFICATE-----\n")
 
@@ -71,7 +47,7 @@ func TestChartUpgradeGivesNewWebhooksTheInstalledCABundle(t *testing.T) {
 			// As the previous release and the injector left them: without the v1 entries, each
 			// other entry with the CA.
 			var removed []string
-			edit(t, c, func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool {
+			edit(t, c, chartConfigurations, func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool {
 				if strings.Contains(name, "-v1.") {
 					removed = append(removed, name)
 					return false
@@ -99,35 +75,74 @@ func TestChartUpgradeGivesNewWebhooksTheInstalledCABundle(t *testing.T) {
 	}
 }
 
+// startAPIServer starts envtest's kube-apiserver and etcd until the test ends, and returns a
+// kubeconfig of a cluster admin's for the commands the test runs, and a client.
+func startAPIServer(t *testing.T) (kubeconfigPath string, c client.Client) {
+	t.Helper()
+	if os.Getenv("KUBEBUILDER_ASSETS") == "" {
+		t.Fatal("KUBEBUILDER_ASSETS is not set: run this test through `make test-deploy`")
+	}
+	env := &envtest.Environment{}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	admin, err := env.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig, err := admin.KubeConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfigPath = filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if c, err = client.New(cfg, client.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	return kubeconfigPath, c
+}
+
+// configurationNames name a mutating and a validating webhook configuration.
+type configurationNames struct{ mutating, validating string }
+
+// chartConfigurations are the chart's two webhook configurations.
+var chartConfigurations = configurationNames{
+	mutating: "webhook-operator-mutating-webhook-configuration", validating: "webhook-operator-validating-webhook-configuration",
+}
+
 // caBundles are the caBundles of the entries of the chart's two webhook configurations, by name.
 func caBundles(t *testing.T, c client.Client) map[string][]byte {
 	t.Helper()
 	bundles := map[string][]byte{}
-	entries(t, c, false, func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool {
+	entries(t, c, chartConfigurations, false, func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool {
 		bundles[name] = cc.CABundle
 		return true
 	})
 	return bundles
 }
 
-// edit keeps the entries of the chart's two webhook configurations that keep returns true for,
-// after it has looked at or changed their client configuration, and writes them back.
-func edit(t *testing.T, c client.Client, keep func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool) {
+// edit keeps the entries of the two webhook configurations names names that keep returns true
+// for, after it has looked at or changed their client configuration, and writes them back.
+func edit(t *testing.T, c client.Client, names configurationNames, keep func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool) {
 	t.Helper()
-	entries(t, c, true, keep)
+	entries(t, c, names, true, keep)
 }
 
-// entries reads the chart's two webhook configurations, keeps the entries keep returns true for,
-// and, when write is set, writes the configurations back.
-func entries(t *testing.T, c client.Client, write bool, keep func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool) {
+// entries reads the two webhook configurations names names, keeps the entries keep returns true
+// for, and, when write is set, writes the configurations back.
+func entries(t *testing.T, c client.Client, names configurationNames, write bool, keep func(name string, cc *admissionregistrationv1.WebhookClientConfig) bool) {
 	t.Helper()
 	ctx := context.Background()
 	validating := &admissionregistrationv1.ValidatingWebhookConfiguration{}
 	mutating := &admissionregistrationv1.MutatingWebhookConfiguration{}
-	if err := c.Get(ctx, client.ObjectKey{Name: "webhook-operator-validating-webhook-configuration"}, validating); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: names.validating}, validating); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, client.ObjectKey{Name: "webhook-operator-mutating-webhook-configuration"}, mutating); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Name: names.mutating}, mutating); err != nil {
 		t.Fatal(err)
 	}
 	var vs []admissionregistrationv1.ValidatingWebhook

@@ -982,7 +982,7 @@ func (l *admissionLoad) finish(ctx context.Context, what string) {
 // startAdmissionLoad starts an admissionLoad in namespace, shaking hands with the webhook server at
 // each of podIPs, and waits for its first 20 answers.
 func startAdmissionLoad(ctx context.Context, namespace string, podIPs []string) *admissionLoad {
-	return startAdmissionLoadAt(ctx, namespace, podIPs, "v1", false)
+	return startAdmissionLoadAt(ctx, namespace, podIPs, "v1", nil)
 }
 
 // welcomeAt is w at version of auth.seedlabs.dev, which has v1's fields but for v1alpha1's
@@ -1013,11 +1013,11 @@ func createByGVR(ctx context.Context, dyn dynamic.Interface, obj *unstructured.U
 }
 
 // startAdmissionLoadAt is startAdmissionLoad writing Welcomes at version, which every version of
-// an upgrade serves, and at v1 too once it is served. With reads, it reads too: each round lists namespace's Welcomes at v1alpha1
-// and v1, each read through the conversion webhook when the version is not the one stored, and
-// requires every list to succeed once its version has been served (v1 becomes served during an
-// upgrade from the release that listed it unserved).
-func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string, version string, reads bool) *admissionLoad {
+// an upgrade serves, and at v1 too once a read finds it served. It reads too: each round lists
+// namespace's Welcomes at each of reads, each read through the conversion webhook when the version
+// is not the one stored, and requires every list to succeed once its version has been served (v1
+// becomes served during an upgrade from the release that listed it unserved).
+func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string, version string, reads []string) *admissionLoad {
 	dyn, err := dynamic.NewForConfig(kube.Config)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(ctx)
@@ -1068,10 +1068,7 @@ func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string
 				}
 			}
 
-			for _, v := range []string{"v1alpha1", "v1"} {
-				if !reads {
-					break
-				}
+			for _, v := range reads {
 				// By group, version and resource, as createByGVR writes.
 				_, err := dyn.Resource(authv1.GroupVersion.WithResource("welcomes").GroupResource().WithVersion(v)).
 					Namespace(namespace).List(ctx, metav1.ListOptions{})
