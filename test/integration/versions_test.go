@@ -160,3 +160,36 @@ var _ = Describe("The admission webhooks of each version", Label("conversion"), 
 		Expect(webhookCalls(webhooks.ConvertPath)).To(Equal(conversions), "a Memcached or AdmissionPolicy went through the conversion webhook")
 	})
 })
+
+var _ = Describe("The manager, while users write at v1alpha1", Label("conversion"), func() {
+	It("receives no deprecation warning: it reads, watches and writes every kind at v1", func(ctx SpecContext) {
+		ns := newNamespace(ctx)
+		env.ManagerWarnings.Take()
+		welcome := newWelcomeV1alpha1(ns, "at-v1alpha1", authv1alpha1.WelcomeSpec{Name: "Ada", Password: "hunter2"})
+		memcached := &cachev1alpha1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "pool-at-v1alpha1"},
+			Spec: cachev1alpha1.MemcachedSpec{Size: ptr.To[int32](1)}}
+		Expect(k8s.Create(ctx, welcome)).To(Succeed())
+		Expect(k8s.Create(ctx, memcached)).To(Succeed())
+		reconciled := func(g Gomega) {
+			w, m := &authv1alpha1.Welcome{}, &cachev1alpha1.Memcached{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(welcome), w)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(memcached), m)).To(Succeed())
+			g.Expect(w.Status.ObservedGeneration).To(Equal(w.Generation), "the Welcome's status")
+			g.Expect(m.Status.ObservedGeneration).To(Equal(m.Generation), "the Memcached's status")
+		}
+		Eventually(reconciled).WithContext(ctx).Should(Succeed())
+		before := welcome.DeepCopy()
+		welcome.Spec.Name = "Grace"
+		Expect(k8s.Patch(ctx, welcome, client.MergeFrom(before))).To(Succeed())
+		Eventually(reconciled).WithContext(ctx).Should(Succeed())
+		Expect(k8s.Delete(ctx, welcome)).To(Succeed())
+		Expect(k8s.Delete(ctx, memcached)).To(Succeed())
+		Eventually(func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(welcome), &authv1.Welcome{}) }).WithContext(ctx).
+			Should(Satisfy(apierrors.IsNotFound))
+		Expect(env.ManagerWarnings.Take()).NotTo(ContainElement(ContainSubstring("deprecated")))
+
+		// The recorder hears the manager: a read of its own at v1alpha1 is warned about.
+		Expect(env.Manager.GetAPIReader().List(ctx, &authv1alpha1.WelcomeList{}, client.InNamespace(ns))).To(Succeed())
+		Expect(env.ManagerWarnings.Take()).To(ContainElement(welcomeDeprecated))
+	})
+})

@@ -48,6 +48,9 @@ type Env struct {
 	Client client.Client
 	// Manager is the operator's Manager, already started.
 	Manager ctrl.Manager
+	// ManagerWarnings records the warnings the API server sends the Manager, its caches' requests
+	// and its clients' alike.
+	ManagerWarnings *Warnings
 	// ProbeAddress is where the Manager serves /healthz and /readyz.
 	ProbeAddress string
 	// MetricsAddress is where the Manager serves /metrics over HTTPS, behind authentication and
@@ -146,7 +149,10 @@ func (e *Env) startManager() error {
 	if e.ManagerOptions != nil {
 		e.ManagerOptions(&options)
 	}
-	mgr, err := operator.New(cmp.Or(e.ManagerConfig, e.Config), options)
+	cfg := rest.CopyConfig(cmp.Or(e.ManagerConfig, e.Config))
+	e.ManagerWarnings = &Warnings{}
+	cfg.WarningHandlerWithContext = e.ManagerWarnings
+	mgr, err := operator.New(cfg, options)
 	if err != nil {
 		return err
 	}
