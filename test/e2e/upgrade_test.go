@@ -366,6 +366,19 @@ var _ = Describe("Upgrades", func() {
 			// API server refuses the configuration.
 			return helm(ctx, "rollback", release, "--namespace", fixtures.Namespace, "--server-side=false", "--wait", "--timeout", "4m")
 		})
+
+	// The other certificate mode, where the managers inject the CA themselves.
+	describeUpgrade("with Helm from the previous chart in self-signed mode (helm install of an earlier commit's chart, then helm upgrade to this tree's)",
+		"e2e-helm-upgrade-self-signed", func() string { return cfg.previous.chartImage },
+		func(ctx SpecContext) {
+			repository, tag := splitImage(cfg.previous.chartImage)
+			helmInstall(ctx, filepath.Join(cfg.previous.chartTree, "dist", "chart"), "image.repository="+repository, "image.tag="+tag,
+				"certificates.mode=self-signed")
+		},
+		func(ctx SpecContext) (string, error) {
+			return helm(ctx, append([]string{"upgrade", release, thisChart(), "--namespace", fixtures.Namespace, "--wait", "--timeout", "4m"},
+				chartValues("certificates.mode=self-signed")...)...)
+		}, nil)
 })
 
 // expectStoredAtV1: the previous release stored the objects at v1alpha1; once upgraded, the leader
