@@ -307,9 +307,25 @@ install: manifests $(KUSTOMIZE) ## Install the CRDs into the cluster of the curr
 uninstall: manifests $(KUSTOMIZE) ## Remove the CRDs (and every custom resource) from the cluster.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found=$(ignore-not-found) -f -
 
+# deploy applies what kustomize builds. Over an install (an upgrade), it first applies the webhook
+# configurations alone and waits until each of their entries has a caBundle: an entry this version
+# adds gets it from the CA injector (cert-manager's, or the running managers' in self-signed mode)
+# a moment after it is written, and a request it matched meanwhile would be refused; the requests it
+# matches come only once the CRDs, applied next, serve what it names (v0.2.0's v1 Welcome entries).
 .PHONY: deploy
 deploy: manifests $(KUSTOMIZE) ## Deploy the operator (needs cert-manager unless DEPLOY_CONFIG=self-signed); IMG, WELCOME_IMG and MEMCACHED_IMG select the images, IMG_PULL_SECRET a pull secret.
-	$(kustomize_default) | $(KUBECTL) apply --server-side -f -
+	manifests=$$(mktemp) && trap 'rm -f "$$manifests"' EXIT && ( $(kustomize_default) ) > "$$manifests" && \
+	webhooks=$$(awk 'BEGIN { RS = "\n---\n"; ORS = "\n---\n" } /(^|\n)kind: (Mutating|Validating)WebhookConfiguration\n/' "$$manifests") && \
+	if printf '%s\n' "$$webhooks" | $(KUBECTL) get -f - >/dev/null 2>&1; then \
+		printf '%s\n' "$$webhooks" | $(KUBECTL) apply --server-side -f - && \
+		for i in $$(seq 120); do \
+			missing=$$(printf '%s\n' "$$webhooks" | $(KUBECTL) get -f - -o jsonpath='{range .items[*]}{range .webhooks[*]}{.name} {.clientConfig.caBundle}{"\n"}{end}{end}' | awk 'NF == 1 { print $$1 }'); \
+			[ -z "$$missing" ] && break; \
+			[ "$$i" = 120 ] && { echo "deploy: no caBundle after 2 minutes in $$missing: is the CA injector running?" >&2; exit 1; }; \
+			sleep 1; \
+		done; \
+	fi && \
+	$(KUBECTL) apply --server-side -f "$$manifests"
 
 # undeploy deletes the custom resources first, while the manager still runs: it takes off the
 # finalizer an earlier version put on Memcacheds, which would otherwise keep them and the CRDs.

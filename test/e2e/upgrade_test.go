@@ -36,8 +36,8 @@ import (
 // makePrevious runs `make <target>` in the tree of the previous version (E2E_PREVIOUS_TREE, a
 // fixed earlier commit of this repository), with its own Makefile and config/, as a user of that
 // version would, running its manager image and today's operand images.
-func makePrevious(ctx context.Context, target string) (string, error) {
-	return makeIn(ctx, cfg.previous.tree, target, "IMG="+cfg.previous.image, "CONTROLLER_GEN="+cfg.previous.controllerGen)
+func makePrevious(ctx context.Context, target string, variables ...string) (string, error) {
+	return makeIn(ctx, cfg.previous.tree, target, append([]string{"IMG=" + cfg.previous.image, "CONTROLLER_GEN=" + cfg.previous.controllerGen}, variables...)...)
 }
 
 // upgradeState is what must survive an upgrade: each custom resource and each child's uid, and
@@ -367,18 +367,19 @@ var _ = Describe("Upgrades", func() {
 			return helm(ctx, "rollback", release, "--namespace", fixtures.Namespace, "--server-side=false", "--wait", "--timeout", "4m")
 		})
 
-	// The other certificate mode, where the managers inject the CA themselves.
-	describeUpgrade("with Helm from the previous chart in self-signed mode (helm install of an earlier commit's chart, then helm upgrade to this tree's)",
-		"e2e-helm-upgrade-self-signed", func() string { return cfg.previous.chartImage },
+	// The other certificate mode, where the managers inject the CA themselves, with make deploy:
+	// its new v1 Welcome entries must have their caBundle before the CRDs serve v1.
+	describeUpgrade("from the previous version in self-signed mode (make deploy DEPLOY_CONFIG=self-signed of an earlier commit, then of this tree)",
+		"e2e-upgrade-self-signed", func() string { return cfg.previous.image },
 		func(ctx SpecContext) {
-			repository, tag := splitImage(cfg.previous.chartImage)
-			helmInstall(ctx, filepath.Join(cfg.previous.chartTree, "dist", "chart"), "image.repository="+repository, "image.tag="+tag,
-				"certificates.mode=self-signed")
+			out, err := makePrevious(ctx, "deploy", "DEPLOY_CONFIG=self-signed")
+			Expect(err).NotTo(HaveOccurred(), "make deploy DEPLOY_CONFIG=self-signed of %s:\n%s", cfg.previous.commit, out)
+			DeferCleanup(func(ctx SpecContext) {
+				out, err := makeTarget(ctx, "undeploy", "DEPLOY_CONFIG=self-signed", "ignore-not-found=true")
+				Expect(err).NotTo(HaveOccurred(), "make undeploy DEPLOY_CONFIG=self-signed:\n%s", out)
+			}, NodeTimeout(5*time.Minute))
 		},
-		func(ctx SpecContext) (string, error) {
-			return helm(ctx, append([]string{"upgrade", release, thisChart(), "--namespace", fixtures.Namespace, "--wait", "--timeout", "4m"},
-				chartValues("certificates.mode=self-signed")...)...)
-		}, nil)
+		func(ctx SpecContext) (string, error) { return makeTarget(ctx, "deploy", "DEPLOY_CONFIG=self-signed") }, nil)
 })
 
 // expectStoredAtV1: the previous release stored the objects at v1alpha1; once upgraded, the leader
