@@ -176,10 +176,10 @@ FUZZTIME     ?= 5m
 # and their matchConditions, the webhooks through the API server, and the contract that whatever
 # they admit the controllers can apply) against the oldest supported kube-apiserver.
 .PHONY: test-oldest-kube
-test-oldest-kube: manifests $(addprefix $(KUBE_OLDEST_ASSETS)/,etcd kube-apiserver) $(GINKGO) ## Run the envtest suite's admission specs against the oldest supported kube-apiserver (KUBE_OLDEST_VERSION).
+test-oldest-kube: manifests $(addprefix $(KUBE_OLDEST_ASSETS)/,etcd kube-apiserver) $(GINKGO) ## Run the envtest suite's admission and conversion specs against the oldest supported kube-apiserver (KUBE_OLDEST_VERSION).
 	go test $(GO_TEST_FLAGS) -c -o $(INTEGRATION_TEST) ./test/integration
 	trap 'rm -f $(INTEGRATION_TEST)' EXIT && \
-	KUBEBUILDER_ASSETS="$(KUBE_OLDEST_ASSETS)" $(GINKGO) -p --procs=$(INTEGRATION_PROCS) $(GINKGO_FLAGS) --label-filter=admission $(INTEGRATION_TEST)
+	KUBEBUILDER_ASSETS="$(KUBE_OLDEST_ASSETS)" $(GINKGO) -p --procs=$(INTEGRATION_PROCS) $(GINKGO_FLAGS) --label-filter='admission || conversion' $(INTEGRATION_TEST)
 
 .PHONY: docs
 docs: ## Regenerate the rule table of docs/rules.md from kubectl webhook-operator rules -o json, the argocd-cm patch of docs/operations.md from config/argocd/health.lua, and docs/chart-values.md from the chart's values.yaml.

@@ -200,6 +200,11 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 		})
 
 		It("R4 for "+k.crd+" without R3: v1alpha1 removed while objects keep its managedFields entries, and every server-side apply fails", func(ctx SpecContext) {
+			if env.ServerVersion.Minor() < 37 {
+				// Seen on 1.35.4 (1.36 not tried): the first apply fails, naming the version or
+				// conflicting with "before-first-apply", and the object is left with no entry.
+				Skip("kube-apiserver " + env.ServerVersion.String() + " drops the managedFields entries it cannot convert instead of refusing every apply")
+			}
 			restoreVersions(ctx, k.crd)
 			ns := newNamespace(ctx)
 			Expect(apply(ctx, k.group, k.kind, "v1alpha1", ns, "skipped", "kubectl", k.spec)).To(Succeed())
