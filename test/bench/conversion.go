@@ -499,7 +499,7 @@ func (r *conversionResult) bigList(ctx context.Context, c *cluster, api *apiClie
 	}
 	var took, settled time.Duration
 	calls, err := counted(ctx, m, func() error {
-		before, err := convertCalls(ctx, m)
+		callsBefore, err := convertCalls(ctx, m)
 		if err != nil {
 			return err
 		}
@@ -524,12 +524,12 @@ func (r *conversionResult) bigList(ctx context.Context, c *cluster, api *apiClie
 			if err != nil {
 				return err
 			}
-			if n-before >= float64(items) {
+			if n-callsBefore >= float64(items) {
 				settled = time.Since(start)
 				return nil
 			}
 			if err := m.wait(ctx, start.Add(5*time.Minute), 200*time.Millisecond); err != nil {
-				return fmt.Errorf("%.0f /convert calls for %d Welcomes: %w", n-before, items, err)
+				return fmt.Errorf("%.0f /convert calls for %d Welcomes: %w", n-callsBefore, items, err)
 			}
 			if _, err := listAll(ctx, api, welcomeCRD.at(version).path(), objects); err != nil {
 				return err

@@ -156,16 +156,10 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 			ns := newNamespace(ctx)
 			Expect(apply(ctx, k.group, k.kind, "v1", ns, "stored-at-v1", "kubectl", k.spec)).To(Succeed())
 			before := crdObject(ctx, k.crd)
-			Expect(before.Status.StoredVersions).To(Equal([]string{"v1"}), "as this release leaves them once it has migrated")
 
-			earlier := before.DeepCopy()
-			earlier.Spec.Versions = slices.DeleteFunc(earlier.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1" })
-			earlier.Spec.Versions[0].Storage = true
-			earlier.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
-			Expect(k8s.Update(ctx, earlier)).To(MatchError(ContainSubstring(`status.storedVersions[0]: Invalid value: "v1": missing from spec.versions`)), "the earlier CRD")
-			after := crdObject(ctx, k.crd)
-			Expect(after.Spec.Versions).To(Equal(before.Spec.Versions), "the CRD's versions, as they were")
-			Expect(after.Status.StoredVersions).To(Equal([]string{"v1"}))
+			expectRefusedWithout(ctx, before, "v1", func(earlier *apiextensionsv1.CustomResourceDefinition) {
+				earlier.Spec.Conversion = &apiextensionsv1.CustomResourceConversion{Strategy: apiextensionsv1.NoneConverter}
+			})
 			got := &unstructured.Unstructured{}
 			got.SetAPIVersion(v1)
 			got.SetKind(k.kind)
@@ -186,13 +180,7 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 			Expect(apply(ctx, k.group, k.kind, "v1alpha1", ns, "stored-at-v1alpha1", "kubectl", k.spec)).To(Succeed())
 			before := crdObject(ctx, k.crd)
 
-			r4 := before.DeepCopy()
-			r4.Spec.Versions = slices.DeleteFunc(r4.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == "v1alpha1" })
-			r4.Spec.Versions[0].Storage = true
-			Expect(k8s.Update(ctx, r4)).To(MatchError(ContainSubstring(`status.storedVersions[0]: Invalid value: "v1alpha1": missing from spec.versions`)), "R4's CRD")
-			after := crdObject(ctx, k.crd)
-			Expect(after.Spec.Versions).To(Equal(before.Spec.Versions), "the CRD's versions, as they were")
-			Expect(after.Status.StoredVersions).To(Equal([]string{"v1alpha1"}))
+			expectRefusedWithout(ctx, before, "v1alpha1", func(*apiextensionsv1.CustomResourceDefinition) {})
 			got := &unstructured.Unstructured{}
 			got.SetAPIVersion(v1alpha1)
 			got.SetKind(k.kind)
@@ -225,6 +213,25 @@ var _ = Describe("The next releases' CRDs", Ordered, Label("conversion"), func()
 		})
 	}
 })
+
+// expectRefusedWithout updates crd, stored at version alone, to a CRD without version (the first
+// of the others stored, change applied): the API server refuses it, naming status.storedVersions,
+// and the CRD's versions and stored versions stay as they were.
+func expectRefusedWithout(ctx context.Context, crd *apiextensionsv1.CustomResourceDefinition, version string,
+	change func(*apiextensionsv1.CustomResourceDefinition),
+) {
+	GinkgoHelper()
+	Expect(crd.Status.StoredVersions).To(Equal([]string{version}))
+	without := crd.DeepCopy()
+	without.Spec.Versions = slices.DeleteFunc(without.Spec.Versions, func(v apiextensionsv1.CustomResourceDefinitionVersion) bool { return v.Name == version })
+	without.Spec.Versions[0].Storage = true
+	change(without)
+	Expect(k8s.Update(ctx, without)).To(MatchError(ContainSubstring(
+		fmt.Sprintf("status.storedVersions[0]: Invalid value: %q: missing from spec.versions", version))), "the CRD without %s", version)
+	after := crdObject(ctx, crd.Name)
+	Expect(after.Spec.Versions).To(Equal(crd.Spec.Versions), "the CRD's versions, as they were")
+	Expect(after.Status.StoredVersions).To(Equal([]string{version}))
+}
 
 // addEntry adds entry to the managedFields of the object named name, of group's kind, as a
 // server-side apply at a version since removed would have left it.
