@@ -49,14 +49,14 @@ func testWebhooks(policy ImagePolicy) map[string]*admission.Webhook {
 var welcomeValidator admission.Validator[*authv1alpha1.Welcome] = validatorFunc[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
 	gvk: kindOf[authv1alpha1.Welcome](testScheme),
 	validate: func(_ *Policy, old, w *authv1alpha1.Welcome) (field.ErrorList, []Warning) {
-		return ValidateWelcome(old, w, nil)
+		return Welcome.Validate(old, w, nil)
 	},
 }
 
 func memcachedValidator() admission.Validator[*cachev1alpha1.Memcached] {
 	return validatorFunc[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{gvk: cachev1alpha1.GroupVersion.WithKind(memcachedGK.Kind),
 		validate: func(_ *Policy, old, m *cachev1alpha1.Memcached) (field.ErrorList, []Warning) {
-			return ValidateMemcached(old, m)
+			return Memcached.Validate(old, m, nil)
 		}}
 }
 

@@ -6,7 +6,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
-	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
 
@@ -29,8 +29,8 @@ func maxItems(path *field.Path, n, limit int) field.ErrorList {
 }
 
 // welcomeBounds are the bounds of a Welcome's lists its rules walk.
-func welcomeBounds(w *authv1alpha1.Welcome) field.ErrorList {
-	return maxItems(field.NewPath("spec", "groups"), len(w.Spec.Groups), authv1alpha1.MaxGroupsItems)
+func welcomeBounds(w *authv1.Welcome) field.ErrorList {
+	return maxItems(field.NewPath("spec", "groups"), len(w.Spec.Groups), authv1.MaxGroupsItems)
 }
 
 // deployObjectBounds are the bounds of a DeployObject's lists its rules and its defaulting walk.

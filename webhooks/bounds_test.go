@@ -13,6 +13,7 @@ import (
 	"k8s.io/apiserver/pkg/admission"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 )
@@ -164,7 +165,7 @@ func TestWithinBoundsHoldsTheBounds(t *testing.T) {
 			var bounds field.ErrorList
 			switch kind.Kind {
 			case "Welcome":
-				w := &authv1alpha1.Welcome{}
+				w := &authv1.Welcome{}
 				decodeInto(t, object, w)
 				bounds = welcomeBounds(w)
 			default:

@@ -55,8 +55,8 @@ func TestObjectNameIsAServiceName(t *testing.T) {
 			d := deployObject()
 			d.Name = tc.name
 			results := map[string]field.ErrorList{}
-			results["Welcome"], _ = ValidateWelcome(nil, w, nil)
-			results["Memcached"], _ = ValidateMemcached(nil, m)
+			results["Welcome"], _ = Welcome.Validate(nil, w, nil)
+			results["Memcached"], _ = Memcached.Validate(nil, m, nil)
 			results["DeployObject"], _ = ValidateDeployObject(nil, d, nil)
 			for kind, got := range results {
 				if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
@@ -66,8 +66,8 @@ func TestObjectNameIsAServiceName(t *testing.T) {
 
 			// The name is immutable: an object stored under it keeps being editable.
 			updated := map[string]field.ErrorList{}
-			updated["Welcome"], _ = ValidateWelcome(w, w.DeepCopy(), nil)
-			updated["Memcached"], _ = ValidateMemcached(m, m.DeepCopy())
+			updated["Welcome"], _ = Welcome.Validate(w, w.DeepCopy(), nil)
+			updated["Memcached"], _ = Memcached.Validate(m, m.DeepCopy(), nil)
 			updated["DeployObject"], _ = ValidateDeployObject(d, d.DeepCopy(), nil)
 			for kind, got := range updated {
 				if len(got) > 0 {
@@ -328,12 +328,12 @@ func TestWelcomeImageFollowsTheImageRules(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.image, func(t *testing.T) {
 			w := welcome(func(s *authv1alpha1.WelcomeSpec) { s.Image = tc.image })
-			got, _ := ValidateWelcome(nil, w, DefaultPolicy(policy))
+			got, _ := Welcome.Validate(nil, w, DefaultPolicy(policy))
 			if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
 			// An image stored before the allow-list changed stays admitted while it is untouched.
-			if got, _ := ValidateWelcome(w, w.DeepCopy(), DefaultPolicy(policy)); len(got) > 0 {
+			if got, _ := Welcome.Validate(w, w.DeepCopy(), DefaultPolicy(policy)); len(got) > 0 {
 				t.Errorf("an unchanged update is refused: %v", got)
 			}
 		})
@@ -344,11 +344,11 @@ func TestWelcomeImageFollowsTheImageRules(t *testing.T) {
 // update that keeps it, as any other rule ratchets, while a change to another bad size is refused.
 func TestMemcachedSizeKeptOutOfRange(t *testing.T) {
 	stored := memcached(ptr.To[int32](0), nil)
-	if errs, _ := ValidateMemcached(stored, stored.DeepCopy()); len(errs) > 0 {
+	if errs, _ := Memcached.Validate(stored, stored.DeepCopy(), nil); len(errs) > 0 {
 		t.Errorf("keeping size 0 is refused: %v", errs)
 	}
 	changed := memcached(ptr.To[int32](-1), nil)
-	errs, _ := ValidateMemcached(stored, changed)
+	errs, _ := Memcached.Validate(stored, changed, nil)
 	want := field.ErrorList{invalid("spec.size", int32(-1), "must be between 1 and 3")}
 	if diff := gocmp.Diff(want, errs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 		t.Errorf("errors (-want +got):\n%s", diff)

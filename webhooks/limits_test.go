@@ -154,7 +154,7 @@ func TestWelcomeSizeLimits(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			errs, warnings := ValidateWelcome(nil, welcome(tc.change), nil)
+			errs, warnings := Welcome.Validate(nil, welcome(tc.change), nil)
 			if diff := gocmp.Diff(tc.wantErrs, errs, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
@@ -271,7 +271,7 @@ func TestSizeLimitsCanBeRaised(t *testing.T) {
 	w := welcome(func(s *authv1alpha1.WelcomeSpec) {
 		s.Name, s.Groups, s.Password, s.Replicas = strings.Repeat("n", 257), fixtures.GroupsOf(33, 8), strings.Repeat("p", 257), ptr.To[int32](101)
 	})
-	welcomeErrs, _ := ValidateWelcome(nil, w, nil)
+	welcomeErrs, _ := Welcome.Validate(nil, w, nil)
 	d := deployObject(func(s *appv1.DeployObjectSpec) { s.Replicas, s.Env = ptr.To[int32](101), envOfBytes(101, 1000) })
 	deployObjectErrs, _ := ValidateDeployObject(nil, d, nil)
 	errs := append(welcomeErrs, deployObjectErrs...)
@@ -321,6 +321,36 @@ func TestSizeLimitsCanBeRaised(t *testing.T) {
 	}
 }
 
+// TestPasswordLimitRatchets holds the password, which v1 keeps in an annotation, to the ratchet
+// of every other field, at both versions: a password stored over its limit stays while an edit
+// keeps it, and another one over the limit, even of the same length, is refused where the version
+// keeps it.
+func TestPasswordLimitRatchets(t *testing.T) {
+	long, other := strings.Repeat("p", 300), strings.Repeat("q", 300)
+	old := welcome(func(s *authv1alpha1.WelcomeSpec) { s.Password = long })
+	versions := map[string]func(old, w *authv1alpha1.Welcome) (field.ErrorList, []Warning){
+		"spec.password": func(old, w *authv1alpha1.Welcome) (field.ErrorList, []Warning) {
+			return Welcome.Validate(old, w, nil)
+		},
+		conversionDataPassword.String(): func(old, w *authv1alpha1.Welcome) (field.ErrorList, []Warning) {
+			return WelcomeV1.Validate(welcomeV1(old), welcomeV1(w), nil)
+		},
+	}
+	for path, validate := range versions {
+		edited := old.DeepCopy()
+		edited.Spec.Port = ptr.To[int32](9000)
+		if errs, _ := validate(old, edited); len(errs) > 0 {
+			t.Errorf("%s: an edit that keeps the stored password is refused: %v", path, errs)
+		}
+		edited.Spec.Password = other
+		errs, _ := validate(old, edited)
+		want := field.ErrorList{tooLongError(path, 300, 256, "shorten it, or better, keep the secret in a Secret", WelcomePasswordLength)}
+		if diff := gocmp.Diff(want, errs, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: another password over the limit (-want +got):\n%s", path, diff)
+		}
+	}
+}
+
 // TestSizeLimitsRatchet holds that an object stored before its limit existed can still be edited,
 // as long as the edit keeps the value over the limit unchanged, and that a new value over it is
 // refused.
@@ -329,11 +359,11 @@ func TestSizeLimitsRatchet(t *testing.T) {
 	old := welcome(func(s *authv1alpha1.WelcomeSpec) { s.Name, s.Replicas = long, ptr.To[int32](150) })
 	edited := old.DeepCopy()
 	edited.Spec.Port = ptr.To[int32](9000)
-	if errs, _ := ValidateWelcome(old, edited, nil); len(errs) > 0 {
+	if errs, _ := Welcome.Validate(old, edited, nil); len(errs) > 0 {
 		t.Errorf("an edit that keeps the stored name and replicas is refused: %v", errs)
 	}
 	edited.Spec.Name, edited.Spec.Replicas = long+"!", ptr.To[int32](151)
-	errs, _ := ValidateWelcome(old, edited, nil)
+	errs, _ := Welcome.Validate(old, edited, nil)
 	want := field.ErrorList{
 		tooLongError("spec.name", 301, 256, "shorten the name to greet", WelcomeNameLength),
 		ruled(field.ErrorTypeInvalid, "spec.replicas", int32(151), replicasCapDetail(100), WelcomeReplicasMax),
@@ -370,7 +400,7 @@ func TestMaxReplicasRaisesTheCap(t *testing.T) {
 	validate := func(p *Policy, replicas int32) field.ErrorList {
 		w := welcome(func(s *authv1alpha1.WelcomeSpec) { s.Replicas = ptr.To(replicas) })
 		d := deployObject(func(s *appv1.DeployObjectSpec) { s.Replicas = ptr.To(replicas) })
-		welcomeErrs, _ := ValidateWelcome(nil, w, p)
+		welcomeErrs, _ := Welcome.Validate(nil, w, p)
 		deployObjectErrs, _ := ValidateDeployObject(nil, d, p)
 		return append(welcomeErrs, deployObjectErrs...)
 	}

@@ -289,12 +289,12 @@ func requireWelcomeCall(tb testing.TB, m *webhookMatcher, policies []ImagePolicy
 		return
 	}
 	for _, policy := range policies {
-		errs, warnings := ValidateWelcome(nil, w, DefaultPolicy(policy))
+		errs, warnings := Welcome.Validate(nil, w, DefaultPolicy(policy))
 		if len(errs) > 0 || len(warnings) > 0 {
 			tb.Fatalf("the validating webhook is not called for %+v, which it refuses or warns about: %v %v", w, errs, warnings)
 		}
 		if old != nil {
-			if errs, warnings := ValidateWelcome(old, w, DefaultPolicy(policy)); len(errs) > 0 || len(warnings) > 0 {
+			if errs, warnings := Welcome.Validate(old, w, DefaultPolicy(policy)); len(errs) > 0 || len(warnings) > 0 {
 				tb.Fatalf("the validating webhook is not called for an update to %+v, which it refuses or warns about: %v %v", w, errs, warnings)
 			}
 		}
@@ -308,7 +308,7 @@ func requireMemcachedCall(tb testing.TB, m *webhookMatcher, mc, old *cachev1alph
 		return
 	}
 	for _, o := range []*cachev1alpha1.Memcached{nil, old} {
-		if errs, warnings := ValidateMemcached(o, mc); len(errs) > 0 || len(warnings) > 0 {
+		if errs, warnings := Memcached.Validate(o, mc, nil); len(errs) > 0 || len(warnings) > 0 {
 			tb.Fatalf("the validating webhook is not called for %+v (old %+v), which it refuses or warns about: %v %v", mc, o, errs, warnings)
 		}
 	}
@@ -624,7 +624,7 @@ func TestWelcomeV1PasswordChangeIsJudged(t *testing.T) {
 	old := welcome(func(s *authv1alpha1.WelcomeSpec) { s.Password = "hunter2" })
 	tooLong := old.DeepCopy()
 	tooLong.Spec.Password = strings.Repeat("p", maxPasswordBytes+1)
-	if errs, _ := ValidateWelcome(old, tooLong, DefaultPolicy(ImagePolicy{})); len(errs) == 0 {
+	if errs, _ := Welcome.Validate(old, tooLong, DefaultPolicy(ImagePolicy{})); len(errs) == 0 {
 		t.Fatal("ValidateWelcome admits a password past its limit; the test needs one it refuses")
 	}
 	if !m.calls(t, admission.Update, "", tooLong, old) {

@@ -25,63 +25,62 @@ import (
 // +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1-memcached,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds,verbs=create;update,versions=v1,name=vmemcached.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
 // +kubebuilder:webhook:path=/validate-cache-seedlabs-dev-v1alpha1-memcached-scale,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=cache.seedlabs.dev,resources=memcacheds/scale,verbs=update,versions=v1,name=vmemcachedscale.cache.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Equivalent
 
-// Memcached is the admission of a Memcached at v1alpha1, deprecated, which the previous release's
-// configuration calls: the rules MemcachedV1 serves.
-var Memcached = Kind[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{
-	GVK:     cachev1alpha1.GroupVersion.WithKind("Memcached"),
+// MemcachedV1 is the admission of a Memcached at v1, the version stored, whose webhooks the
+// markers above route.
+var MemcachedV1 = Kind[cachev1.Memcached, *cachev1.Memcached]{
+	GVK:     cachev1.GroupVersion.WithKind("Memcached"),
 	Default: DefaultMemcached,
 	// No rule of a Memcached reads the policy's image rules or caps.
-	Validate: func(old, m *cachev1alpha1.Memcached, _ *Policy) (field.ErrorList, []Warning) {
+	Validate: func(old, m *cachev1.Memcached, _ *Policy) (field.ErrorList, []Warning) {
 		return ValidateMemcached(old, m)
 	},
 }
 
-// MemcachedV1 is the admission of a Memcached at v1, the version stored, whose webhooks the
-// markers above route: Memcached's rules, on the object at v1alpha1, which has the same fields
-// (the conversions below do not compile otherwise).
-var MemcachedV1 = Kind[cachev1.Memcached, *cachev1.Memcached]{
-	GVK: cachev1.GroupVersion.WithKind("Memcached"),
-	Default: func(m *cachev1.Memcached) {
-		defaulted := memcachedV1alpha1(m)
-		DefaultMemcached(defaulted)
-		m.Spec = cachev1.MemcachedSpec(defaulted.Spec)
+// Memcached is the admission of a Memcached at v1alpha1, deprecated, which the previous release's
+// configuration calls: MemcachedV1's rules, on the object at v1, which has the same fields (the
+// conversion below does not compile otherwise).
+var Memcached = Kind[cachev1alpha1.Memcached, *cachev1alpha1.Memcached]{
+	GVK: cachev1alpha1.GroupVersion.WithKind("Memcached"),
+	Default: func(m *cachev1alpha1.Memcached) {
+		hub := memcachedV1(m)
+		DefaultMemcached(hub)
+		m.Spec = cachev1alpha1.MemcachedSpec(hub.Spec)
 	},
-	Validate: func(old, m *cachev1.Memcached, policy *Policy) (field.ErrorList, []Warning) {
-		return Memcached.Validate(memcachedV1alpha1(old), memcachedV1alpha1(m), policy)
+	Validate: func(old, m *cachev1alpha1.Memcached, policy *Policy) (field.ErrorList, []Warning) {
+		return MemcachedV1.Validate(memcachedV1(old), memcachedV1(m), policy)
 	},
 }
 
-// memcachedV1alpha1 is m at v1alpha1; nil for nil.
-func memcachedV1alpha1(m *cachev1.Memcached) *cachev1alpha1.Memcached {
+// memcachedV1 is m at v1; nil for nil.
+func memcachedV1(m *cachev1alpha1.Memcached) *cachev1.Memcached {
 	if m == nil {
 		return nil
 	}
-	return &cachev1alpha1.Memcached{ObjectMeta: m.ObjectMeta,
-		Spec: cachev1alpha1.MemcachedSpec(m.Spec), Status: cachev1alpha1.MemcachedStatus(m.Status)}
+	return &cachev1.Memcached{ObjectMeta: m.ObjectMeta, Spec: cachev1.MemcachedSpec(m.Spec), Status: cachev1.MemcachedStatus(m.Status)}
 }
 
 // memcachedScalePath serves the validating webhook of the memcacheds/scale subresource.
 const memcachedScalePath = "/validate-cache-seedlabs-dev-v1alpha1-memcached-scale"
 
 var (
-	memcachedGK  = cachev1alpha1.GroupVersion.WithKind("Memcached").GroupKind()
-	memcachedGVR = cachev1alpha1.GroupVersion.WithResource("memcacheds")
+	memcachedGK  = cachev1.GroupVersion.WithKind("Memcached").GroupKind()
+	memcachedGVR = cachev1.GroupVersion.WithResource("memcacheds")
 )
 
 // DefaultMemcached fills the fields of a Memcached the user left unset: size and containerPort.
-func DefaultMemcached(m *cachev1alpha1.Memcached) {
+func DefaultMemcached(m *cachev1.Memcached) {
 	if m.Spec.Size == nil {
-		m.Spec.Size = ptr.To(cachev1alpha1.DefaultSize)
+		m.Spec.Size = ptr.To(cachev1.DefaultSize)
 	}
 	if m.Spec.ContainerPort == nil {
-		m.Spec.ContainerPort = ptr.To(cachev1alpha1.DefaultContainerPort)
+		m.Spec.ContainerPort = ptr.To(cachev1.DefaultContainerPort)
 	}
 }
 
 // ValidateMemcached returns every rule the Memcached breaks, and warnings for what is allowed but
 // unwise. old is nil on create; on update, violations old already had are not held against the
 // update, and keeping or lowering the size is always allowed.
-func ValidateMemcached(old, m *cachev1alpha1.Memcached) (field.ErrorList, []Warning) {
+func ValidateMemcached(old, m *cachev1.Memcached) (field.ErrorList, []Warning) {
 	path := field.NewPath("spec")
 	var oldSize *int32
 	if old != nil {
@@ -107,19 +106,19 @@ func ValidateMemcached(old, m *cachev1alpha1.Memcached) (field.ErrorList, []Warn
 // metadata and other fields edited; lowering a size above the range is allowed too, so that the
 // pool can be scaled down step by step. Any other size outside the range is refused.
 func validateSizeChange(old, size *int32, path *field.Path) (field.ErrorList, []Warning) {
-	if size == nil || (*size >= cachev1alpha1.MinSize && *size <= cachev1alpha1.MaxSize) {
+	if size == nil || (*size >= cachev1.MinSize && *size <= cachev1.MaxSize) {
 		return nil, nil
 	}
-	if old != nil && *size == *old && *size < cachev1alpha1.MinSize {
+	if old != nil && *size == *old && *size < cachev1.MinSize {
 		return nil, nil
 	}
-	if old != nil && *size <= *old && *size >= cachev1alpha1.MinSize {
+	if old != nil && *size <= *old && *size >= cachev1.MinSize {
 		return nil, []Warning{warning(MemcachedSizeScaleDown,
 			"%s is %d, still above %d: the pool is not rolled out until it is at most %d",
-			path, *size, cachev1alpha1.MaxSize, cachev1alpha1.MaxSize)}
+			path, *size, cachev1.MaxSize, cachev1.MaxSize)}
 	}
 	return field.ErrorList{field.Invalid(path, *size,
-		fmt.Sprintf("must be between %d and %d", cachev1alpha1.MinSize, cachev1alpha1.MaxSize)).WithOrigin(string(MemcachedSize))}, nil
+		fmt.Sprintf("must be between %d and %d", cachev1.MinSize, cachev1.MaxSize)).WithOrigin(string(MemcachedSize))}, nil
 }
 
 // memcachedScaleValidator guards the scale subresource, which `kubectl scale` and autoscalers
@@ -132,7 +131,7 @@ type memcachedScaleValidator struct {
 
 func newMemcachedScaleValidator(scheme *runtime.Scheme, j judge) memcachedScaleValidator {
 	return memcachedScaleValidator{validator: validator[autoscalingv1.Scale, *autoscalingv1.Scale]{kind: kindOf[autoscalingv1.Scale, *autoscalingv1.Scale](scheme), rule: validatorFunc[autoscalingv1.Scale, *autoscalingv1.Scale]{
-		gvk: cachev1alpha1.GroupVersion.WithKind(memcachedGK.Kind), judge: j,
+		gvk: cachev1.GroupVersion.WithKind(memcachedGK.Kind), judge: j,
 		validate: func(_ *Policy, old, scale *autoscalingv1.Scale) (field.ErrorList, []Warning) {
 			var oldSize *int32
 			if old != nil {

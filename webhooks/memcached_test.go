@@ -85,7 +85,7 @@ func TestDefaultMemcached(t *testing.T) {
 			}
 			wantMeta, wantStatus := *m.ObjectMeta.DeepCopy(), *m.Status.DeepCopy()
 
-			DefaultMemcached(m)
+			Memcached.Default(m)
 
 			if diff := gocmp.Diff(tc.want, m.Spec); diff != "" {
 				t.Errorf("spec after defaulting (-want +got):\n%s", diff)
@@ -102,8 +102,8 @@ func TestDefaultMemcached(t *testing.T) {
 
 func TestDefaultMemcachedDoesNotShareDefaults(t *testing.T) {
 	first, second := memcached(nil, nil), memcached(nil, nil)
-	DefaultMemcached(first)
-	DefaultMemcached(second)
+	Memcached.Default(first)
+	Memcached.Default(second)
 
 	*first.Spec.Size = 7
 	*first.Spec.ContainerPort = 7
@@ -151,7 +151,7 @@ func TestValidateMemcached(t *testing.T) {
 			m := memcached(tc.size, tc.containerPort)
 			before := m.DeepCopy()
 
-			gotErrs, gotWarnings := ValidateMemcached(nil, m)
+			gotErrs, gotWarnings := Memcached.Validate(nil, m, nil)
 
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
@@ -294,7 +294,7 @@ func TestValidateMemcachedUpdate(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			oldBefore, newBefore := tc.old.DeepCopy(), tc.new.DeepCopy()
 
-			gotErrs, gotWarnings := ValidateMemcached(tc.old, tc.new)
+			gotErrs, gotWarnings := Memcached.Validate(tc.old, tc.new, nil)
 
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)

@@ -208,7 +208,7 @@ func TestPolicyJudge(t *testing.T) {
 	w := welcome(func(s *authv1alpha1.WelcomeSpec) {
 		s.Email, s.UserID, s.Port, s.Password, s.Replicas = "nope", ptr.To[int32](0), ptr.To[int32](0), "p", ptr.To[int32](0)
 	})
-	found, warnings := ValidateWelcome(nil, w, nil)
+	found, warnings := Welcome.Validate(nil, w, nil)
 	j := p.Judge(found, warnings, nil)
 
 	var refused []string

@@ -21,6 +21,12 @@ import (
 // another blank, would be the same error at the same field. A violation whose field does not
 // resolve in both objects (valueAt) is kept.
 func ratchet(errs, oldErrs field.ErrorList, old, obj runtime.Object) field.ErrorList {
+	return ratchetWhere(errs, oldErrs, unchangedAt(old, obj))
+}
+
+// ratchetWhere is ratchet, with unchanged telling whether the value at a field path is the same
+// in the old object and the new.
+func ratchetWhere(errs, oldErrs field.ErrorList, unchanged func(path string) bool) field.ErrorList {
 	if len(oldErrs) == 0 {
 		return errs
 	}
@@ -28,7 +34,6 @@ func ratchet(errs, oldErrs field.ErrorList, old, obj runtime.Object) field.Error
 	for _, e := range oldErrs {
 		known[violationKey(e)] = true
 	}
-	unchanged := unchangedAt(old, obj)
 	kept := errs[:0:0]
 	for _, e := range errs {
 		if !known[violationKey(e)] || !unchanged(e.Field) {

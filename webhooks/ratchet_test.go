@@ -176,7 +176,7 @@ func TestRatchetWelcome(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := ValidateWelcome(stored, tc.updated, nil)
+			got, _ := Welcome.Validate(stored, tc.updated, nil)
 			if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}
@@ -201,7 +201,7 @@ func TestRatchetMemcached(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, _ := ValidateMemcached(stored, tc.updated)
+			got, _ := Memcached.Validate(stored, tc.updated, nil)
 			if diff := gocmp.Diff(tc.want, got, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
 			}

@@ -87,7 +87,7 @@ func TestEveryRuleIsReachable(t *testing.T) {
 	} {
 		w := welcome()
 		w.Name, w.Spec = "hello.world", spec
-		record(ValidateWelcome(nil, w, DefaultPolicy(strict)))
+		record(Welcome.Validate(nil, w, DefaultPolicy(strict)))
 	}
 	// At v1, a conversion-data annotation no conversion writes.
 	v1 := welcomeV1(welcome())
@@ -105,7 +105,7 @@ func TestEveryRuleIsReachable(t *testing.T) {
 			old = memcached(c.old, c.port)
 			old.Name = m.Name
 		}
-		record(ValidateMemcached(old, m))
+		record(Memcached.Validate(old, m, nil))
 	}
 
 	for _, spec := range []appv1.DeployObjectSpec{

@@ -22,39 +22,48 @@ import (
 // +kubebuilder:webhook:path=/mutate-auth-seedlabs-dev-v1-welcome,mutating=true,failurePolicy=fail,sideEffects=None,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1,name=mwelcome-v1.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Exact,reinvocationPolicy=Never
 // +kubebuilder:webhook:path=/validate-auth-seedlabs-dev-v1-welcome,mutating=false,failurePolicy=fail,sideEffects=NoneOnDryRun,groups=auth.seedlabs.dev,resources=welcomes,verbs=create;update,versions=v1,name=vwelcome-v1.auth.seedlabs.dev,admissionReviewVersions=v1,timeoutSeconds=1,matchPolicy=Exact
 
-// Welcome is the admission of a Welcome at v1alpha1, deprecated: the rules its webhooks (the
-// markers above) serve on its MutatePath and ValidatePath.
-var Welcome = Kind[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
-	GVK:     authv1alpha1.GroupVersion.WithKind("Welcome"),
-	Default: DefaultWelcome, Validate: ValidateWelcome, bounds: welcomeBounds,
-}
-
-// WelcomeV1 is the admission of a Welcome at v1, the version stored: Welcome's rules, judged on
-// the object converted to v1alpha1 as the conversion webhook converts it, with the password, which
-// v1 keeps in the conversion-data annotation, named there. Converting counts a malformed
-// conversion-data annotation, as the conversion webhook does.
+// WelcomeV1 is the admission of a Welcome at v1, the version stored: DefaultWelcome and
+// ValidateWelcome, with the password v1alpha1 reads from the conversion-data annotation, named
+// there, and the annotation held to what a conversion writes.
 var WelcomeV1 = Kind[authv1.Welcome, *authv1.Welcome]{
-	GVK: authv1.GroupVersion.WithKind("Welcome"),
-	Default: func(w *authv1.Welcome) {
-		defaulted := welcomeV1alpha1(w)
-		DefaultWelcome(defaulted)
-		w.Spec = welcomeV1(defaulted).Spec
-	},
+	GVK:     authv1.GroupVersion.WithKind("Welcome"),
+	Default: DefaultWelcome,
 	Validate: func(old, w *authv1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
-		converted := welcomeV1alpha1(w)
-		errs, warnings := validateWelcomeAt(welcomeV1alpha1(old), converted, policy, conversionDataPassword)
-		if len(welcomeBounds(converted)) > 0 {
+		errs, warnings := ValidateWelcome(old, w, policy)
+		if len(welcomeBounds(w)) > 0 {
 			return errs, warnings
 		}
 		return append(errs, validateConversionData(old, w)...), warnings
 	},
-	bounds: func(w *authv1.Welcome) field.ErrorList { return welcomeBounds(welcomeV1alpha1(w)) },
+	bounds: welcomeBounds,
 }
 
-// The conversion-data annotation of a v1 Welcome, and the password v1alpha1 reads from it.
+// Welcome is the admission of a Welcome at v1alpha1, deprecated: WelcomeV1's rules, on the object
+// converted to v1 as the conversion webhook converts it, with the password in spec.password, where
+// this version keeps it. The conversion-data annotation is the conversion's, never this version's.
+var Welcome = Kind[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
+	GVK: authv1alpha1.GroupVersion.WithKind("Welcome"),
+	Default: func(w *authv1alpha1.Welcome) {
+		hub := welcomeV1(w)
+		DefaultWelcome(hub)
+		w.Spec = welcomeV1alpha1(hub).Spec
+	},
+	Validate: func(old, w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
+		var oldPassword *password
+		if old != nil {
+			oldPassword = &password{value: old.Spec.Password, path: v1alpha1Password}
+		}
+		return validateWelcomeAt(welcomeV1(old), welcomeV1(w), oldPassword, password{value: w.Spec.Password, path: v1alpha1Password}, policy)
+	},
+	bounds: func(w *authv1alpha1.Welcome) field.ErrorList { return welcomeBounds(welcomeV1(w)) },
+}
+
+// The conversion-data annotation of a v1 Welcome, the password v1alpha1 reads from it, and
+// v1alpha1's own.
 var (
 	conversionData         = field.NewPath("metadata", "annotations").Key(authv1.ConversionDataAnnotation)
 	conversionDataPassword = conversionData.Child("spec", "password")
+	v1alpha1Password       = field.NewPath("spec", "password")
 )
 
 // validateConversionData refuses a v1 Welcome's conversion-data annotation unless a conversion
@@ -75,18 +84,18 @@ func validateConversionData(old, w *authv1.Welcome) field.ErrorList {
 		WithOrigin(string(WelcomeConversionData))}
 }
 
-// welcomeV1alpha1 is w converted to v1alpha1; nil for nil.
+// welcomeV1alpha1 is w converted to v1alpha1.
 func welcomeV1alpha1(w *authv1.Welcome) *authv1alpha1.Welcome {
-	if w == nil {
-		return nil
-	}
 	out := &authv1alpha1.Welcome{}
 	_ = out.ConvertFrom(w) // total: it returns no error
 	return out
 }
 
-// welcomeV1 is w converted to v1.
+// welcomeV1 is w converted to v1; nil for nil.
 func welcomeV1(w *authv1alpha1.Welcome) *authv1.Welcome {
+	if w == nil {
+		return nil
+	}
 	out := &authv1.Welcome{}
 	_ = w.ConvertTo(out) // fails only to marshal a struct of one string, which never fails
 	return out
@@ -110,59 +119,70 @@ var welcomeServiceTypes = []corev1.ServiceType{corev1.ServiceTypeNodePort, corev
 
 // DefaultWelcome fills the fields of a Welcome the user left unset: replicas, port and serviceType.
 // Values the user set, including replicas 0, are kept.
-func DefaultWelcome(w *authv1alpha1.Welcome) {
+func DefaultWelcome(w *authv1.Welcome) {
 	if w.Spec.Replicas == nil {
-		w.Spec.Replicas = ptr.To(authv1alpha1.DefaultReplicas)
+		w.Spec.Replicas = ptr.To(authv1.DefaultReplicas)
 	}
 	if w.Spec.Port == nil {
-		w.Spec.Port = ptr.To(authv1alpha1.DefaultPort)
+		w.Spec.Port = ptr.To(authv1.DefaultPort)
 	}
 	if w.Spec.ServiceType == "" {
-		w.Spec.ServiceType = authv1alpha1.DefaultServiceType
+		w.Spec.ServiceType = authv1.DefaultServiceType
 	}
 }
 
 // ValidateWelcome returns every rule the Welcome breaks, and warnings for what is allowed but
-// unwise; for a Welcome past its schema's bounds, only those (bounds.go). old is nil on create; on update, violations old already had are not held against the update.
-// Unset fields that defaulting fills are not violations.
+// unwise; for a Welcome past its schema's bounds, only those (bounds.go). old is nil on create; on
+// update, violations old already had are not held against the update. Unset fields that
+// defaulting fills are not violations. The password is the one v1alpha1 reads from the
+// conversion-data annotation (authv1alpha1.PasswordOf), named there.
 //
 // spec.image, when set, is held to the image rules of a DeployObject under the same policy's
 // image policy, so that a Welcome is no way around them; spec.replicas to the policy's cap.
-func ValidateWelcome(old, w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
-	return validateWelcomeAt(old, w, policy, field.NewPath("spec", "password"))
+func ValidateWelcome(old, w *authv1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
+	var oldPassword *password
+	if old != nil {
+		oldPassword = &password{value: authv1alpha1.PasswordOf(old), path: conversionDataPassword}
+	}
+	return validateWelcomeAt(old, w, oldPassword, password{value: authv1alpha1.PasswordOf(w), path: conversionDataPassword}, policy)
 }
 
-// validateWelcomeAt is ValidateWelcome, naming the password at password: where the version
-// kube-apiserver sent keeps it.
-func validateWelcomeAt(old, w *authv1alpha1.Welcome, policy *Policy, password *field.Path) (field.ErrorList, []Warning) {
+// password is a Welcome's spec.password at v1alpha1, which v1 has no field for, and the field
+// that holds it in the version kube-apiserver sent. Its rules are the Welcome's, until v1alpha1 is
+// no longer served.
+type password struct {
+	value string
+	path  *field.Path
+}
+
+// validateWelcomeAt is ValidateWelcome, with the password given: old's is nil on create.
+func validateWelcomeAt(old, w *authv1.Welcome, oldPassword *password, pw password, policy *Policy) (field.ErrorList, []Warning) {
 	if errs := welcomeBounds(w); len(errs) > 0 {
 		return errs, nil
 	}
-	errs, warnings := validateWelcome(w, policy)
+	errs, warnings := validateWelcome(w, pw, policy)
 	if old != nil && len(errs) > 0 && len(welcomeBounds(old)) == 0 {
-		oldErrs, _ := validateWelcome(old, policy)
-		errs = ratchet(errs, oldErrs, old, w)
+		oldErrs, _ := validateWelcome(old, *oldPassword, policy)
+		// The password is a field of neither object, so the ratchet compares it here.
+		unchanged := unchangedAt(old, w)
+		errs = ratchetWhere(errs, oldErrs, func(path string) bool {
+			if path == pw.path.String() {
+				return oldPassword.value == pw.value
+			}
+			return unchanged(path)
+		})
 	}
-	// After the ratchet, which finds each field in the objects as judged.
-	for _, e := range errs {
-		if e.Field == v1alpha1Password {
-			e.Field = password.String()
-		}
-	}
-	return errs, append(warnings, welcomeWarnings(&w.Spec, field.NewPath("spec"), password)...)
+	return errs, append(warnings, welcomeWarnings(&w.Spec, pw, field.NewPath("spec"))...)
 }
-
-// v1alpha1Password is the password's field as the rules name it.
-var v1alpha1Password = field.NewPath("spec", "password").String()
 
 // welcomeImageRules are the image rules as a Welcome's.
 var welcomeImageRules = imageRules{
 	reference: WelcomeImageReference, pinned: WelcomeImagePinned, registry: WelcomeImageRegistry, latestWithDigest: WelcomeImageLatestDigest,
 }
 
-func validateWelcome(w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
+func validateWelcome(w *authv1.Welcome, pw password, policy *Policy) (field.ErrorList, []Warning) {
 	errs := tagged(validateObjectName(w.Name), WelcomeObjectName)
-	errs = append(errs, validateWelcomeSpec(&w.Spec, policy.MaxReplicas(), field.NewPath("spec"))...)
+	errs = append(errs, validateWelcomeSpec(&w.Spec, pw, policy.MaxReplicas(), field.NewPath("spec"))...)
 	if w.Spec.Image == "" {
 		return errs, nil
 	}
@@ -170,7 +190,7 @@ func validateWelcome(w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, 
 	return append(errs, imageErrs...), warnings
 }
 
-func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, maxReplicas int32, path *field.Path) field.ErrorList {
+func validateWelcomeSpec(spec *authv1.WelcomeSpec, pw password, maxReplicas int32, path *field.Path) field.ErrorList {
 	var errs field.ErrorList
 	if strings.TrimSpace(spec.Name) == "" {
 		errs = append(errs, field.Required(path.Child("name"), "the name to greet must not be empty").WithOrigin(string(WelcomeName)))
@@ -191,8 +211,8 @@ func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, maxReplicas int32, path
 	case spec.Email != "" && !isEmailAddress(spec.Email):
 		errs = append(errs, field.Invalid(path.Child("email"), spec.Email, "must be a bare email address such as user@example.com").WithOrigin(string(WelcomeEmail)))
 	}
-	if len(spec.Password) > maxPasswordBytes {
-		errs = append(errs, tooLong(path.Child("password"), len(spec.Password), maxPasswordBytes, "shorten it, or better, keep the secret in a Secret").
+	if len(pw.value) > maxPasswordBytes {
+		errs = append(errs, tooLong(pw.path, len(pw.value), maxPasswordBytes, "shorten it, or better, keep the secret in a Secret").
 			WithOrigin(string(WelcomePasswordLength)))
 	}
 	if spec.Replicas != nil && *spec.Replicas < 0 {
@@ -208,11 +228,11 @@ func validateWelcomeSpec(spec *authv1alpha1.WelcomeSpec, maxReplicas int32, path
 	return errs
 }
 
-func welcomeWarnings(spec *authv1alpha1.WelcomeSpec, path, password *field.Path) []Warning {
+func welcomeWarnings(spec *authv1.WelcomeSpec, pw password, path *field.Path) []Warning {
 	var warnings []Warning
-	if spec.Password != "" {
+	if pw.value != "" {
 		warnings = append(warnings, warning(WelcomePassword,
-			"%s is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead", password))
+			"%s is stored unencrypted in etcd and shown to anyone who can read this Welcome; keep secrets in a Secret instead", pw.path))
 	}
 	if spec.Replicas != nil && *spec.Replicas == 0 {
 		warnings = append(warnings, warning(WelcomeReplicasZero, "%s is 0: no web server pod will run until it is raised", path.Child("replicas")))

@@ -269,7 +269,7 @@ func TestDefaultWelcome(t *testing.T) {
 			}
 			wantMeta, wantStatus := *w.ObjectMeta.DeepCopy(), *w.Status.DeepCopy()
 
-			DefaultWelcome(w)
+			Welcome.Default(w)
 
 			if diff := gocmp.Diff(tc.want, w.Spec); diff != "" {
 				t.Errorf("spec after defaulting (-want +got):\n%s", diff)
@@ -286,8 +286,8 @@ func TestDefaultWelcome(t *testing.T) {
 
 func TestDefaultWelcomeDoesNotShareDefaults(t *testing.T) {
 	first, second := welcome(), welcome()
-	DefaultWelcome(first)
-	DefaultWelcome(second)
+	Welcome.Default(first)
+	Welcome.Default(second)
 
 	*first.Spec.Replicas = 7
 	*first.Spec.Port = 7
@@ -556,7 +556,7 @@ func TestValidateWelcome(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			before := tc.welcome.DeepCopy()
 
-			gotErrs, gotWarnings := ValidateWelcome(nil, tc.welcome, nil)
+			gotErrs, gotWarnings := Welcome.Validate(nil, tc.welcome, nil)
 
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)
@@ -694,7 +694,7 @@ func TestValidateWelcomeUpdate(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			gotErrs, gotWarnings := ValidateWelcome(tc.old, tc.new, nil)
+			gotErrs, gotWarnings := Welcome.Validate(tc.old, tc.new, nil)
 
 			if diff := gocmp.Diff(tc.wantErrs, gotErrs, compareFieldErrors, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("errors (-want +got):\n%s", diff)

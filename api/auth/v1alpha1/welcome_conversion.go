@@ -103,6 +103,17 @@ func ConversionDataValid(raw string) bool {
 	return ok
 }
 
+// PasswordOf is the spec.password this version reads from a v1 Welcome, as ConvertFrom reads it:
+// "" for nil, for no conversion-data annotation and for one ConvertFrom ignores. It counts
+// nothing: it converts nothing.
+func PasswordOf(hub *authv1.Welcome) string {
+	if hub == nil {
+		return ""
+	}
+	data, _ := parseConversionData(hub.Annotations[authv1.ConversionDataAnnotation])
+	return data.Spec.Password
+}
+
 // parseConversionData reads the conversion-data annotation: one JSON object of conversionData's
 // fields and nothing else.
 func parseConversionData(raw string) (conversionData, bool) {

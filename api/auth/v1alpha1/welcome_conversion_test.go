@@ -225,6 +225,16 @@ func TestWelcomeConversionData(t *testing.T) {
 		if counted := authv1alpha1.MalformedConversionData() - before; counted != map[bool]uint64{false: 0, true: 1}[tc.malformed] {
 			t.Errorf("%q: counted malformed %d times", tc.annotation, counted)
 		}
+		before = authv1alpha1.MalformedConversionData()
+		if got := authv1alpha1.PasswordOf(hub); got != spoke.Spec.Password {
+			t.Errorf("%q: PasswordOf reads %q, ConvertFrom %q", tc.annotation, got, spoke.Spec.Password)
+		}
+		if counted := authv1alpha1.MalformedConversionData() - before; counted != 0 {
+			t.Errorf("%q: PasswordOf counted malformed %d times; it converts nothing", tc.annotation, counted)
+		}
+	}
+	if got := authv1alpha1.PasswordOf(nil); got != "" {
+		t.Errorf("PasswordOf(nil) = %q", got)
 	}
 }
 
