@@ -18,6 +18,8 @@ import (
 	"golang.org/x/sync/semaphore"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
 // What one caller of the webhook server can make it hold. Whoever reaches the webhook port can
@@ -54,7 +56,8 @@ func init() {
 
 // servingServer is the webhook server of a Manager: every handler registered on it runs behind
 // serve, which bounds what a caller can make the server hold, refuses a caller without a client
-// certificate when one is required, and closes connections while the manager stops.
+// certificate when one is required (but on the conversion webhook's path, Register), and closes
+// connections while the manager stops.
 type servingServer struct {
 	webhook.Server
 	// stopping is set once the manager is told to stop.
@@ -65,8 +68,16 @@ type servingServer struct {
 	clientCertificates bool
 }
 
-// Register implements webhook.Server.
+// Register implements webhook.Server. The conversion webhook asks no client certificate of its
+// caller: kube-apiserver calls a CRD's conversion webhook with none (apiextensions-apiserver reads
+// no kubeconfig for it, unlike the admission plugins' AdmissionConfiguration), so with one
+// required every read of a Welcome at a version other than the one stored would fail. It is pure:
+// it returns the objects it is sent, converted, and calls nothing, so a caller gets nothing it did
+// not send; the body budget and deadlines bound it as every other path.
 func (s servingServer) Register(path string, hook http.Handler) {
+	if path == webhooks.ConvertPath {
+		s.clientCertificates = false
+	}
 	s.Server.Register(path, s.serve(hook))
 }
 

@@ -20,15 +20,18 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/seedlabs/webhook-operator/certs"
+	"github.com/seedlabs/webhook-operator/webhooks"
 )
 
-// servedBy is a TLS test server serving handler behind servingServer at /hook, with extra TLS
-// options.
+// servedBy is a TLS test server serving handler behind servingServer at /hook and at the
+// conversion webhook's path, with extra TLS options.
 func servedBy(t *testing.T, handler http.Handler, clientCertificates bool, tlsOptions ...func(*tls.Config)) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
 	servingServer{Server: muxServer{mux: mux}, stopping: new(atomic.Bool), bodies: newBodyBudget(bodyBytesPerCaller, bodyBytesInAll),
 		clientCertificates: clientCertificates}.Register("/hook", handler)
+	servingServer{Server: muxServer{mux: mux}, stopping: new(atomic.Bool), bodies: newBodyBudget(bodyBytesPerCaller, bodyBytesInAll),
+		clientCertificates: clientCertificates}.Register(webhooks.ConvertPath, handler)
 	server := httptest.NewUnstartedServer(mux)
 	server.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	for _, o := range tlsOptions {
@@ -183,7 +186,7 @@ func TestClientCertificates(t *testing.T) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		bodiesRead.Add(1)
 	}), true, cas.tlsOption)
-	call := func(ca *certs.CA) (int, error) {
+	callAt := func(path string, ca *certs.CA) (int, error) {
 		config := &tls.Config{RootCAs: x509.NewCertPool(), InsecureSkipVerify: true} //nolint:gosec // the test's own server
 		if ca != nil {
 			pair, err := ca.NewClientPair(pkix.Name{CommonName: "kube-apiserver"}, time.Hour)
@@ -198,13 +201,14 @@ func TestClientCertificates(t *testing.T) {
 		}
 		client := &http.Client{Transport: &http.Transport{TLSClientConfig: config}}
 		defer client.CloseIdleConnections()
-		resp, err := client.Post(server.URL+"/hook", "application/json", strings.NewReader("{}"))
+		resp, err := client.Post(server.URL+path, "application/json", strings.NewReader("{}"))
 		if err != nil {
 			return 0, err
 		}
 		defer func() { _ = resp.Body.Close() }()
 		return resp.StatusCode, nil
 	}
+	call := func(ca *certs.CA) (int, error) { return callAt("/hook", ca) }
 	refusedBefore := testutil.ToFloat64(refusedCalls.WithLabelValues("client_certificate"))
 
 	if code, err := call(nil); err != nil || code != http.StatusForbidden {
@@ -221,6 +225,14 @@ func TestClientCertificates(t *testing.T) {
 	}
 	if _, err := call(other); err == nil {
 		t.Error("a caller with a certificate of another CA was served")
+	}
+	// kube-apiserver calls the conversion webhook without a certificate; one of another CA still
+	// fails the handshake there.
+	if code, err := callAt(webhooks.ConvertPath, nil); err != nil || code != http.StatusOK || bodiesRead.Load() != 2 {
+		t.Errorf("the conversion webhook, called without a certificate, answered %d, %v (bodies read: %d); want 200, the body read", code, err, bodiesRead.Load())
+	}
+	if _, err := callAt(webhooks.ConvertPath, other); err == nil {
+		t.Error("the conversion webhook served a caller with a certificate of another CA")
 	}
 
 	// The CA rotates: the file is replaced, as the kubelet updates a mounted ConfigMap.

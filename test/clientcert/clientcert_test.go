@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
 	"github.com/seedlabs/webhook-operator/certs"
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/test/testenv"
@@ -95,6 +96,19 @@ var _ = Describe("With --webhook-client-ca", func() {
 		good := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "defaulted"},
 			Spec: authv1.WelcomeSpec{Name: "Ada", Image: "registry.local:5000/welcome-web:v1"}}
 		Expect(env.Client.Create(ctx, good, client.DryRunAll)).To(Succeed(), "the webhooks, mutating and validating, answered")
+	})
+
+	// apiextensions-apiserver gives a conversion webhook's client no credentials (it reads no
+	// kubeconfig for it): the manager serves /convert without a client certificate, or no Welcome
+	// would read at v1alpha1, as the e2e's install with mutual TLS found.
+	It("converts for kube-apiserver, which calls a conversion webhook without a client certificate", func(ctx SpecContext) {
+		stored := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: metav1.NamespaceDefault, Name: "converted"},
+			Spec: authv1.WelcomeSpec{Name: "Ada"}}
+		Expect(env.Client.Create(ctx, stored)).To(Succeed())
+		DeferCleanup(func(ctx SpecContext) { Expect(env.Client.Delete(ctx, stored)).To(Succeed()) })
+		read := &authv1alpha1.Welcome{}
+		Expect(env.Client.Get(ctx, client.ObjectKeyFromObject(stored), read)).To(Succeed(), "a read at v1alpha1 of a Welcome stored at v1")
+		Expect(read.UID).To(Equal(stored.UID))
 	})
 
 	It("refuses a caller without a client certificate, 403 before reading its body, and one of another CA at the handshake", func() {

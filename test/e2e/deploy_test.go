@@ -49,6 +49,7 @@ import (
 	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
 	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
 	"github.com/seedlabs/webhook-operator/api/conditions"
+	policyv1 "github.com/seedlabs/webhook-operator/api/policy/v1"
 	"github.com/seedlabs/webhook-operator/certs"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
@@ -976,7 +977,7 @@ func (l *admissionLoad) finish(ctx context.Context, what string) {
 		"admission keeps answering after "+what)
 	ExpectWithOffset(1, l.stop()).To(BeEmpty(), "failed admission requests during "+what)
 	AddReportEntry(what+": admission requests answered", l.answered.Load())
-	AddReportEntry(what+": lists of Welcomes served", l.reads.Load())
+	AddReportEntry(what+": lists of every kind served", l.reads.Load())
 }
 
 // startAdmissionLoad starts an admissionLoad in namespace, shaking hands with the webhook server at
@@ -1012,11 +1013,31 @@ func createByGVR(ctx context.Context, dyn dynamic.Interface, obj *unstructured.U
 	return err
 }
 
+// readLoadResources are the resources the read load lists: every kind at each of versions, but the
+// DeployObject, at v1, its only version.
+func readLoadResources(versions []string) []schema.GroupVersionResource {
+	if len(versions) == 0 {
+		return nil
+	}
+	resources := []schema.GroupVersionResource{appv1.GroupVersion.WithResource("deployobjects")}
+	for _, v := range versions {
+		for _, gr := range []schema.GroupResource{
+			{Group: authv1.GroupVersion.Group, Resource: "welcomes"},
+			{Group: cachev1.GroupVersion.Group, Resource: "memcacheds"},
+			{Group: policyv1.GroupVersion.Group, Resource: "admissionpolicies"},
+		} {
+			resources = append(resources, gr.WithVersion(v))
+		}
+	}
+	return resources
+}
+
 // startAdmissionLoadAt is startAdmissionLoad writing Welcomes at version, which every version of
-// an upgrade serves, and at v1 too once a read finds it served. It reads too: each round lists
-// namespace's Welcomes at each of reads, each read through the conversion webhook when the version
-// is not the one stored, and requires every list to succeed once its version has been served (v1
-// becomes served during an upgrade from the release that listed it unserved).
+// an upgrade serves, and at v1 too once a read finds Welcomes served at it. It reads too: each
+// round lists every kind in namespace (the AdmissionPolicies, cluster-scoped, in the cluster) at
+// each of reads (readLoadResources), a Welcome read through the conversion webhook when the version
+// is not the one stored, and requires every list to succeed once its kind has been served at its
+// version (v1 becomes served during an upgrade from the release that listed it unserved).
 func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string, version string, reads []string) *admissionLoad {
 	dyn, err := dynamic.NewForConfig(kube.Config)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
@@ -1068,18 +1089,26 @@ func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string
 				}
 			}
 
-			for _, v := range reads {
-				// By group, version and resource, as createByGVR writes.
-				_, err := dyn.Resource(authv1.GroupVersion.WithResource("welcomes").GroupResource().WithVersion(v)).
-					Namespace(namespace).List(ctx, metav1.ListOptions{})
+			for _, gvr := range readLoadResources(reads) {
+				// By group, version and resource, as createByGVR writes; the AdmissionPolicy is
+				// cluster-scoped.
+				var err error
+				if gvr.Resource == "admissionpolicies" {
+					_, err = dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+				} else {
+					_, err = dyn.Resource(gvr).Namespace(namespace).List(ctx, metav1.ListOptions{})
+				}
 				switch {
 				case ctx.Err() != nil:
 					return
 				case err == nil:
-					served[v] = true
+					served[gvr.String()] = true
+					if gvr.Resource == "welcomes" {
+						served[gvr.Version] = true
+					}
 					load.reads.Add(1)
-				case served[v] || !apierrors.IsNotFound(err):
-					load.fail("listing Welcomes at %s: %v", v, err)
+				case served[gvr.String()] || !apierrors.IsNotFound(err):
+					load.fail("listing %s: %v", gvr, err)
 				}
 			}
 

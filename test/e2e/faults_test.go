@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,6 +25,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
+	authv1alpha1 "github.com/seedlabs/webhook-operator/api/auth/v1alpha1"
+	cachev1 "github.com/seedlabs/webhook-operator/api/cache/v1"
+	cachev1alpha1 "github.com/seedlabs/webhook-operator/api/cache/v1alpha1"
 	"github.com/seedlabs/webhook-operator/internal/operator"
 	"github.com/seedlabs/webhook-operator/test/e2e/cluster"
 	"github.com/seedlabs/webhook-operator/test/fixtures"
@@ -31,13 +36,14 @@ import (
 
 // The namespaces of the fault specs' custom resources, one per spec.
 const (
-	churnNamespace     = "e2e-churn"
-	drainNamespace     = "e2e-drain"
-	failoverNamespace  = "e2e-failover"
-	leaseNamespace     = "e2e-lease"
-	restartNamespace   = "e2e-restart"
-	rolloutNamespace   = "e2e-rollout"
-	uninstallNamespace = "e2e-uninstall"
+	churnNamespace      = "e2e-churn"
+	conversionNamespace = "e2e-conversion"
+	drainNamespace      = "e2e-drain"
+	failoverNamespace   = "e2e-failover"
+	leaseNamespace      = "e2e-lease"
+	restartNamespace    = "e2e-restart"
+	rolloutNamespace    = "e2e-rollout"
+	uninstallNamespace  = "e2e-uninstall"
 )
 
 // crashCallMargin is how long after the suite saw a crashed replica leave the webhook Service a
@@ -107,7 +113,7 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		Expect(len(pods)).To(BeNumerically(">=", 2),
 			"the fault specs test the highly available install, and config/default ships %d replica(s)", len(pods))
 
-		for _, ns := range []string{churnNamespace, drainNamespace, failoverNamespace, leaseNamespace, restartNamespace, rolloutNamespace, uninstallNamespace} {
+		for _, ns := range []string{churnNamespace, conversionNamespace, drainNamespace, failoverNamespace, leaseNamespace, restartNamespace, rolloutNamespace, uninstallNamespace} {
 			Expect(k8s.Create(ctx, restrictedNamespace(ns))).To(Succeed())
 		}
 	}, NodeTimeout(4*time.Minute))
@@ -448,6 +454,60 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		expectNoExits(rec, exitsBefore)
 	}, SpecTimeout(6*time.Minute))
 
+	// The conversion webhook is served by the manager alone: with no replica, kube-apiserver can
+	// convert no Welcome. What it stores at v1 (everything, once the leader has migrated it) reads at
+	// v1 without a call, so kubectl, the controllers' own reads and the garbage collector, all at
+	// v1, go on; a read at v1alpha1 fails, as does every write that admission webhooks see. The
+	// envtest spec "The conversion webhook down" holds the same before the migration.
+	It("reads Welcomes at v1 with no replica of the manager running, fails only what needs a webhook, and converts again once a replica is ready", func(ctx SpecContext) {
+		before := waitManagerReady(ctx, 2*time.Minute)
+		exitsBefore := len(rec.exits())
+		replicas := len(before)
+		welcome := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: conversionNamespace, Name: "read-while-down"},
+			Spec: authv1.WelcomeSpec{Name: "Ada"}}
+		Expect(k8s.Create(ctx, welcome)).To(Succeed())
+		Expect(k8s.Create(ctx, &cachev1.Memcached{ObjectMeta: metav1.ObjectMeta{Namespace: conversionNamespace, Name: "read-while-down"}})).To(Succeed())
+		listAt := func(list client.ObjectList) error {
+			return k8s.List(ctx, list, client.InNamespace(conversionNamespace))
+		}
+		Expect(listAt(&authv1alpha1.WelcomeList{})).To(Succeed(), "a LIST at v1alpha1 with the manager running")
+
+		By("scaling the manager to 0")
+		scale := func(n int) {
+			GinkgoHelper()
+			_, stderr, err := kubectl(ctx, "scale", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment, "--replicas="+strconv.Itoa(n))
+			Expect(err).NotTo(HaveOccurred(), stderr)
+		}
+		scale(0)
+		DeferCleanup(func(ctx SpecContext) {
+			scale(replicas)
+			waitManagerReady(ctx, 2*time.Minute)
+		})
+		Eventually(func(g Gomega) { g.Expect(managerPods(ctx, g)).To(BeEmpty()) }).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+		Eventually(func() error { return listAt(&authv1alpha1.WelcomeList{}) }).WithContext(ctx).WithTimeout(30*time.Second).
+			Should(MatchError(ContainSubstring("conversion webhook for auth.seedlabs.dev/v1, Kind=Welcome failed")), "a LIST at v1alpha1, with no replica")
+		welcomes := &authv1.WelcomeList{}
+		Expect(listAt(welcomes)).To(Succeed(), "a LIST at v1, the version stored, with no replica")
+		Expect(welcomes.Items).To(ContainElement(HaveField("ObjectMeta.UID", welcome.UID)))
+		out, stderr, err := kubectl(ctx, "get", "welcomes", "-n", conversionNamespace, "-o", "name")
+		Expect(err).NotTo(HaveOccurred(), stderr)
+		Expect(out).To(ContainSubstring("welcome.auth.seedlabs.dev/read-while-down"), "kubectl get welcomes, at the preferred version v1")
+		Expect(listAt(&cachev1alpha1.MemcachedList{})).To(Succeed(), "a LIST of Memcacheds at v1alpha1: conversion None needs no webhook")
+		err = k8s.Create(ctx, &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: conversionNamespace, Name: "written-while-down"},
+			Spec: authv1.WelcomeSpec{Name: "Grace"}})
+		Expect(err).To(MatchError(ContainSubstring("failed calling webhook")), "a create, which the admission webhooks must see (failurePolicy Fail)")
+
+		By("scaling the manager back")
+		up := time.Now()
+		scale(replicas)
+		Eventually(func() error { return listAt(&authv1alpha1.WelcomeList{}) }).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "a LIST at v1alpha1 once a replica is back")
+		converting := time.Since(up)
+		AddReportEntry("conversion down: from scaling the manager back to a v1alpha1 LIST served", converting.Round(time.Millisecond).String())
+		waitManagerReady(ctx, 2*time.Minute)
+		AddReportEntry("conversion down: from scaling the manager back to every replica ready", time.Since(up).Round(time.Millisecond).String())
+		expectNoExits(rec, exitsBefore)
+	}, SpecTimeout(6*time.Minute))
+
 	It("is removed by make undeploy with custom resources of every kind present, leaving nothing stuck", func(ctx SpecContext) {
 		waitManagerReady(ctx, time.Minute)
 		load := startCRLoad(ctx, loadOptions{namespace: uninstallNamespace, perKind: 3, interval: 50 * time.Millisecond, maxRequests: 9})
@@ -459,7 +519,7 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		start := time.Now()
 		out, err := makeTarget(ctx, "undeploy")
 		Expect(err).NotTo(HaveOccurred(), "make undeploy:\n%s", out)
-		namespaces := []string{fixtures.Namespace, churnNamespace, failoverNamespace, leaseNamespace, restartNamespace, rolloutNamespace, uninstallNamespace}
+		namespaces := []string{fixtures.Namespace, churnNamespace, conversionNamespace, failoverNamespace, leaseNamespace, restartNamespace, rolloutNamespace, uninstallNamespace}
 		for _, ns := range namespaces[1:] {
 			Expect(client.IgnoreNotFound(k8s.Delete(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))).To(Succeed())
 		}
