@@ -457,8 +457,9 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 	// The conversion webhook is served by the manager alone: with no replica, kube-apiserver can
 	// convert no Welcome. What it stores at v1 (everything, once the leader has migrated it) reads at
 	// v1 without a call, so kubectl, the controllers' own reads and the garbage collector, all at
-	// v1, go on; a read at v1alpha1 fails, as does every write that admission webhooks see. The
-	// envtest spec "The conversion webhook down" holds the same before the migration.
+	// v1, go on; a read at v1alpha1 fails, as does a write the matchConditions send to the admission
+	// webhooks (an invalid one). The envtest spec "The conversion webhook down" holds the same
+	// before the migration.
 	It("reads Welcomes at v1 with no replica of the manager running, fails only what needs a webhook, and converts again once a replica is ready", func(ctx SpecContext) {
 		before := waitManagerReady(ctx, 2*time.Minute)
 		exitsBefore := len(rec.exits())
@@ -473,14 +474,14 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		Expect(listAt(&authv1alpha1.WelcomeList{})).To(Succeed(), "a LIST at v1alpha1 with the manager running")
 
 		By("scaling the manager to 0")
-		scale := func(n int) {
+		scale := func(ctx context.Context, n int) {
 			GinkgoHelper()
 			_, stderr, err := kubectl(ctx, "scale", "-n", fixtures.Namespace, "deployment/"+fixtures.ManagerDeployment, "--replicas="+strconv.Itoa(n))
 			Expect(err).NotTo(HaveOccurred(), stderr)
 		}
-		scale(0)
+		scale(ctx, 0)
 		DeferCleanup(func(ctx SpecContext) {
-			scale(replicas)
+			scale(ctx, replicas)
 			waitManagerReady(ctx, 2*time.Minute)
 		})
 		Eventually(func(g Gomega) { g.Expect(managerPods(ctx, g)).To(BeEmpty()) }).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
@@ -493,18 +494,29 @@ var _ = Describe("The highly available install under faults", Ordered, ContinueO
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		Expect(out).To(ContainSubstring("welcome.auth.seedlabs.dev/read-while-down"), "kubectl get welcomes, at the preferred version v1")
 		Expect(listAt(&cachev1alpha1.MemcachedList{})).To(Succeed(), "a LIST of Memcacheds at v1alpha1: conversion None needs no webhook")
-		err = k8s.Create(ctx, &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: conversionNamespace, Name: "written-while-down"},
-			Spec: authv1.WelcomeSpec{Name: "Grace"}})
-		Expect(err).To(MatchError(ContainSubstring("failed calling webhook")), "a create, which the admission webhooks must see (failurePolicy Fail)")
+		// The matchConditions skip the webhooks for a valid Welcome, whose defaults the schema
+		// applies; an invalid one is sent to them, and refused for want of an answer.
+		written := &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: conversionNamespace, Name: "written-while-down"},
+			Spec: authv1.WelcomeSpec{Name: "Grace"}}
+		Expect(k8s.Create(ctx, written)).To(Succeed(), "a valid Welcome, which calls no webhook")
+		Expect(written.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
+		err = k8s.Create(ctx, &authv1.Welcome{ObjectMeta: metav1.ObjectMeta{Namespace: conversionNamespace, Name: "invalid-while-down"},
+			Spec: authv1.WelcomeSpec{Name: "Grace", Replicas: ptr.To[int32](-1)}})
+		Expect(err).To(MatchError(ContainSubstring("failed calling webhook")), "an invalid Welcome, which the webhooks must see (failurePolicy Fail)")
 
 		By("scaling the manager back")
 		up := time.Now()
-		scale(replicas)
+		scale(ctx, replicas)
 		Eventually(func() error { return listAt(&authv1alpha1.WelcomeList{}) }).WithContext(ctx).WithTimeout(2*time.Minute).Should(Succeed(), "a LIST at v1alpha1 once a replica is back")
 		converting := time.Since(up)
 		AddReportEntry("conversion down: from scaling the manager back to a v1alpha1 LIST served", converting.Round(time.Millisecond).String())
 		waitManagerReady(ctx, 2*time.Minute)
 		AddReportEntry("conversion down: from scaling the manager back to every replica ready", time.Since(up).Round(time.Millisecond).String())
+		Eventually(func(g Gomega) {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(written), written)).To(Succeed())
+			g.Expect(written.Status.ObservedGeneration).To(Equal(written.Generation))
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "the Welcome written while no replica ran is reconciled")
+		AddReportEntry("conversion down: from scaling the manager back to the Welcome written meanwhile reconciled", time.Since(up).Round(time.Millisecond).String())
 		expectNoExits(rec, exitsBefore)
 	}, SpecTimeout(6*time.Minute))
 
