@@ -182,10 +182,10 @@ test-oldest-kube: manifests $(addprefix $(KUBE_OLDEST_ASSETS)/,etcd kube-apiserv
 	KUBEBUILDER_ASSETS="$(KUBE_OLDEST_ASSETS)" $(GINKGO) -p --procs=$(INTEGRATION_PROCS) $(GINKGO_FLAGS) --label-filter='admission || conversion' $(INTEGRATION_TEST)
 
 .PHONY: docs
-docs: ## Regenerate the rule table of docs/rules.md from kubectl webhook-operator rules -o json, the argocd-cm patch of docs/operations.md from config/argocd/health.lua, and docs/chart-values.md from the chart's values.yaml.
+docs: ## Regenerate the rule table of docs/rules.md from kubectl webhook-operator rules -o json, the argocd-cm patch of docs/operations.md from config/argocd/health.lua, docs/chart-values.md from the chart's values.yaml, and docs/api.md from the CRDs.
 	UPDATE_DOCS=1 go test ./cmd/kubectl-webhook_operator/ -run '^TestRulesPageIsInSync$$' -count=1
 	UPDATE_DOCS=1 go test ./test/gitops/ -run '^TestArgoCDPatchIsInSync$$' -count=1
-	UPDATE_DOCS=1 go test ./test/deploy/ -run '^TestChartValuesPageIsInSync$$' -count=1
+	UPDATE_DOCS=1 go test ./test/deploy/ -run '^(TestChartValuesPageIsInSync|TestAPIReferenceIsInSync)$$' -count=1
 
 .PHONY: fuzz
 fuzz: ## Fuzz the admission and conversion webhooks, FUZZTIME (default 5m) per target; a failing input lands in the package's testdata/fuzz.

@@ -130,7 +130,7 @@ type WelcomeStatus struct {
 // Welcome is a small web app that greets a user by name.
 //
 // Unlike v1alpha1, it has no spec.password, which the web app never read: a v1alpha1 Welcome's
-// password is kept, at v1, in the annotation ConversionDataAnnotation names.
+// password is kept, at v1, in the annotation auth.seedlabs.dev/conversion-data.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:storageversion
