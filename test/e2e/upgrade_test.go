@@ -309,11 +309,21 @@ func expectTakesTheNextReleasesCRDs(ctx context.Context, namespace string, objec
 		g.Expect(deployments).To(HaveLen(1))
 		g.Expect(services).To(HaveLen(1))
 	}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+	// kube-controller-manager's garbage collector rediscovers the API every 30 s. Once it has, a
+	// child owned at a version no longer served is collected at once, its owner taken for gone
+	// (a 404 at that version), or never, its owner not mapped (isDangling; docs/upgrade.md): so
+	// the children must outlive a rediscovery, and then go with their owner.
+	children := []client.Object{&deployments[0], &services[0]}
+	ConsistentlyWithOffset(1, func(g Gomega) {
+		for _, child := range children {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(child), child)).To(Succeed(), "%T %s", child, child.GetName())
+		}
+	}).WithContext(ctx).WithTimeout(40*time.Second).WithPolling(2*time.Second).Should(Succeed(), "the Welcome's children, kept while it exists, v1alpha1 not served")
 	ExpectWithOffset(1, k8s.Delete(ctx, welcome, client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 	// Three minutes: kube-controller-manager's garbage collector follows the CRD changes above in
 	// its own time (it rediscovers the API every 30 s) and retries what failed meanwhile with a
 	// growing back-off; a CI run once saw the Deployment still there a minute after (not explained).
-	for _, child := range []client.Object{&deployments[0], &services[0]} {
+	for _, child := range children {
 		EventuallyWithOffset(1, func() error { return k8s.Get(ctx, client.ObjectKeyFromObject(child), child) }).WithContext(ctx).WithTimeout(3*time.Minute).
 			Should(Satisfy(apierrors.IsNotFound), "%T %s (owner references %v), collected once its owner is deleted", child, child.GetName(), child.GetOwnerReferences())
 	}
