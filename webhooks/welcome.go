@@ -49,11 +49,7 @@ var Welcome = Kind[authv1alpha1.Welcome, *authv1alpha1.Welcome]{
 		w.Spec = welcomeV1alpha1(hub).Spec
 	},
 	Validate: func(old, w *authv1alpha1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
-		var oldPassword *password
-		if old != nil {
-			oldPassword = &password{value: old.Spec.Password, path: v1alpha1Password}
-		}
-		return validateWelcomeAt(welcomeV1(old), welcomeV1(w), oldPassword, password{value: w.Spec.Password, path: v1alpha1Password}, policy)
+		return validateWelcomeAt(welcomeV1(old), welcomeV1(w), policy, v1alpha1Password)
 	},
 	bounds: func(w *authv1alpha1.Welcome) field.ErrorList { return welcomeBounds(welcomeV1(w)) },
 }
@@ -140,11 +136,7 @@ func DefaultWelcome(w *authv1.Welcome) {
 // spec.image, when set, is held to the image rules of a DeployObject under the same policy's
 // image policy, so that a Welcome is no way around them; spec.replicas to the policy's cap.
 func ValidateWelcome(old, w *authv1.Welcome, policy *Policy) (field.ErrorList, []Warning) {
-	var oldPassword *password
-	if old != nil {
-		oldPassword = &password{value: authv1alpha1.PasswordOf(old), path: conversionDataPassword}
-	}
-	return validateWelcomeAt(old, w, oldPassword, password{value: authv1alpha1.PasswordOf(w), path: conversionDataPassword}, policy)
+	return validateWelcomeAt(old, w, policy, conversionDataPassword)
 }
 
 // password is a Welcome's spec.password at v1alpha1, which v1 has no field for, and the field
@@ -155,14 +147,18 @@ type password struct {
 	path  *field.Path
 }
 
-// validateWelcomeAt is ValidateWelcome, with the password given: old's is nil on create.
-func validateWelcomeAt(old, w *authv1.Welcome, oldPassword *password, pw password, policy *Policy) (field.ErrorList, []Warning) {
+// validateWelcomeAt is ValidateWelcome, naming the password at passwordAt: where the version
+// kube-apiserver sent keeps it. A v1alpha1 Welcome converted to v1 has its password where
+// authv1alpha1.PasswordOf reads it.
+func validateWelcomeAt(old, w *authv1.Welcome, policy *Policy, passwordAt *field.Path) (field.ErrorList, []Warning) {
 	if errs := welcomeBounds(w); len(errs) > 0 {
 		return errs, nil
 	}
+	pw := password{value: authv1alpha1.PasswordOf(w), path: passwordAt}
 	errs, warnings := validateWelcome(w, pw, policy)
 	if old != nil && len(errs) > 0 && len(welcomeBounds(old)) == 0 {
-		oldErrs, _ := validateWelcome(old, *oldPassword, policy)
+		oldPassword := password{value: authv1alpha1.PasswordOf(old), path: passwordAt}
+		oldErrs, _ := validateWelcome(old, oldPassword, policy)
 		// The password is a field of neither object, so the ratchet compares it here.
 		unchanged := unchangedAt(old, w)
 		errs = ratchetWhere(errs, oldErrs, func(path string) bool {

@@ -28,10 +28,10 @@ import (
 func servedBy(t *testing.T, handler http.Handler, clientCertificates bool, tlsOptions ...func(*tls.Config)) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	servingServer{Server: muxServer{mux: mux}, stopping: new(atomic.Bool), bodies: newBodyBudget(bodyBytesPerCaller, bodyBytesInAll),
-		clientCertificates: clientCertificates}.Register("/hook", handler)
-	servingServer{Server: muxServer{mux: mux}, stopping: new(atomic.Bool), bodies: newBodyBudget(bodyBytesPerCaller, bodyBytesInAll),
-		clientCertificates: clientCertificates}.Register(webhooks.ConvertPath, handler)
+	s := servingServer{Server: muxServer{mux: mux}, stopping: new(atomic.Bool), bodies: newBodyBudget(bodyBytesPerCaller, bodyBytesInAll),
+		clientCertificates: clientCertificates}
+	s.Register("/hook", handler)
+	s.Register(webhooks.ConvertPath, handler)
 	server := httptest.NewUnstartedServer(mux)
 	server.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
 	for _, o := range tlsOptions {

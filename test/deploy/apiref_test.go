@@ -8,7 +8,6 @@ import (
 	"go/token"
 	"io/fs"
 	"math"
-	"os"
 	"path"
 	"path/filepath"
 	"reflect"
@@ -18,7 +17,6 @@ import (
 	"testing"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"sigs.k8s.io/yaml"
 
 	appv1 "github.com/seedlabs/webhook-operator/api/app/v1"
 	authv1 "github.com/seedlabs/webhook-operator/api/auth/v1"
@@ -55,7 +53,7 @@ func TestAPIReferenceIsInSync(t *testing.T) {
 	root := moduleRoot(t)
 	var page strings.Builder
 	for _, kind := range apiKinds {
-		crd := readCRD(t, filepath.Join(root, "config", "crd", "bases", kind.crd))
+		crd := decode[apiextensionsv1.CustomResourceDefinition](t, readManifests(t, filepath.Join(root, "config", "crd", "bases", kind.crd))[0])
 		version := storageVersion(t, crd)
 		schema := version.Schema.OpenAPIV3Schema
 		scope := map[apiextensionsv1.ResourceScope]string{apiextensionsv1.NamespaceScoped: "namespaced", apiextensionsv1.ClusterScoped: "cluster-scoped"}[crd.Spec.Scope]
@@ -188,7 +186,7 @@ func TestKubectlExplainReadsWell(t *testing.T) {
 		t.Fatalf("the CRDs: %v, %v", files, err)
 	}
 	for _, file := range files {
-		crd := readCRD(t, file)
+		crd := decode[apiextensionsv1.CustomResourceDefinition](t, readManifests(t, file)[0])
 		for _, v := range crd.Spec.Versions {
 			if !v.Served {
 				continue
@@ -262,19 +260,6 @@ func goNamesOfTheAPI(t *testing.T, dir string) map[string]string {
 		t.Fatalf("only %d names found under %s", len(names), dir)
 	}
 	return names
-}
-
-func readCRD(t *testing.T, file string) *apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.UnmarshalStrict(data, crd); err != nil {
-		t.Fatalf("%s: %v", file, err)
-	}
-	return crd
 }
 
 func storageVersion(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) apiextensionsv1.CustomResourceDefinitionVersion {

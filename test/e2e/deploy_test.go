@@ -1051,12 +1051,13 @@ func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string
 	go func() {
 		defer GinkgoRecover()
 		defer close(done)
-		served := map[string]bool{}
+		// served are the resources a list has found served.
+		served := map[schema.GroupVersionResource]bool{}
 		for i := 0; ctx.Err() == nil; i++ {
 			// At version, and at v1 too once it is served (during an upgrade from the release
 			// that listed it unserved, the previous replicas answer its webhooks).
 			versions := []string{version}
-			if version != "v1" && served["v1"] {
+			if version != "v1" && served[authv1.GroupVersion.WithResource("welcomes")] {
 				versions = append(versions, "v1")
 			}
 			for _, v := range versions {
@@ -1106,12 +1107,9 @@ func startAdmissionLoadAt(ctx context.Context, namespace string, podIPs []string
 				case ctx.Err() != nil:
 					return
 				case err == nil:
-					served[gvr.String()] = true
-					if gvr.Resource == "welcomes" {
-						served[gvr.Version] = true
-					}
+					served[gvr] = true
 					load.reads.Add(1)
-				case served[gvr.String()] || !apierrors.IsNotFound(err):
+				case served[gvr] || !apierrors.IsNotFound(err):
 					load.fail("listing %s: %v", gvr, err)
 				}
 			}
