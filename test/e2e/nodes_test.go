@@ -32,6 +32,7 @@ const (
 	nodesCrowdedNamespace   = "e2e-nodes-crowded"
 	nodesLossNamespace      = "e2e-nodes-loss"
 	nodesPartitionNamespace = "e2e-nodes-partition"
+	nodesPowerNamespace     = "e2e-nodes-power"
 )
 
 // partitionLeftMargin bounds how long after the policy staleness a replica cut off from the API
@@ -114,7 +115,7 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		out, err := deployWithClientCA(ctx)
 		Expect(err).NotTo(HaveOccurred(), "make deploy %s:\n%s", clientCADeployConfig, out)
 		waitManagerReady(ctx, 2*time.Minute)
-		for _, ns := range []string{nodesDrainNamespace, nodesCrowdedNamespace, nodesLossNamespace, nodesPartitionNamespace} {
+		for _, ns := range []string{nodesDrainNamespace, nodesCrowdedNamespace, nodesLossNamespace, nodesPartitionNamespace, nodesPowerNamespace} {
 			Expect(k8s.Create(ctx, restrictedNamespace(ns))).To(Succeed())
 		}
 	}, NodeTimeout(6*time.Minute))
@@ -257,113 +258,162 @@ var _ = Describe("The highly available install on three nodes", Label("nodes"), 
 		Expect(k8s.Delete(ctx, policy)).To(Succeed())
 		expectNoExits(rec, exitsBefore)
 	}, SpecTimeout(6*time.Minute))
+
 	It("loses the leader's node: admissions time out only on calls to its replica, until it leaves the Service and over connections kept alive to it, the other replica leads, the node's pods move, and it comes back clean", func(ctx SpecContext) {
-		pods := replicasOffTheFirstNode(ctx)
-		expectSpread(ctx, "off the first node")
+		loseLeadersNode(ctx, linkCut)
+	}, SpecTimeout(10*time.Minute))
 
-		leader := liveLeader(ctx, pods)
-		lostPod := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == leader })]
-		survivor := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name != leader })]
-		lost := lostPod.Spec.NodeName
-		load := startCRLoad(ctx, loadOptions{namespace: nodesLossNamespace, perKind: loadPerKind, interval: loadInterval, maxRequests: 1200})
-		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 30))
-		endpoints := trackReadyEndpoints(ctx)
-
-		By("cutting " + lost + " off the network")
-		cut := time.Now()
-		Expect(kube.CutNode(ctx, lost)).To(Succeed())
-		restored := false
-		DeferCleanup(func(ctx SpecContext) {
-			if !restored {
-				Expect(kube.RestoreNode(ctx, lost)).To(Succeed())
-			}
-		}, NodeTimeout(time.Minute))
-		// No connection to the lost replica can be made from now on (its SYN is dropped), so those
-		// kube-apiserver holds are all it will ever send a call over once the replica is out of
-		// the Service.
-		lostAddress := netip.MustParseAddrPort(net.JoinHostPort(lostPod.Status.PodIP, webhookPort))
-		kept, err := kube.APIServerConnectionsTo(lostAddress)
-		Expect(err).NotTo(HaveOccurred())
-		left := endpoints.waitLeft(ctx, lostPod.Status.PodIP, cut, nodeLossLeftBound, "the lost replica")
-		AddReportEntry("node loss: the lost replica out of the webhook Service after", left.Sub(cut).Round(time.Millisecond).String())
-		keptOut, err := kube.APIServerConnectionsTo(lostAddress)
-		Expect(err).NotTo(HaveOccurred())
-		Expect(liveLeader(ctx, []corev1.Pod{survivor})).To(Equal(survivor.Name), "the replica on a node that is up leads")
-		AddReportEntry("node loss: the other replica leads after", time.Since(cut).Round(time.Millisecond).String())
-
-		// The taint evicts the lost node's pods after NodeLossToleration; their controllers replace
-		// them on nodes that are up: the manager's replica, and the load's operands.
-		var replacement corev1.Pod
-		Eventually(func(g Gomega) {
-			now := expectManagerReady(ctx, g)
-			g.Expect(now).To(ContainElement(HaveField("UID", survivor.UID)))
-			replacement = now[slices.IndexFunc(now, func(p corev1.Pod) bool { return p.UID != survivor.UID })]
-		}).WithContext(ctx).WithTimeout(cluster.NodeMonitorGracePeriod + cluster.NodeLossToleration + maxReplacement).Should(Succeed())
-		AddReportEntry("node loss: a replacement replica Ready after", time.Since(cut).Round(time.Millisecond).String())
-		Expect(replacement.Spec.NodeName).NotTo(Equal(lost))
-		AddReportEntry("node loss: the replicas after", placement([]corev1.Pod{survivor, replacement}))
-
-		// Each connection closes when a call over it times out, or when it has been idle for
-		// kube-apiserver's idle timeout; its last use was before the cut.
-		Eventually(func() (int, error) { return kube.APIServerConnectionsTo(lostAddress) }).WithContext(ctx).
-			WithTimeout(time.Until(cut.Add(apiServerIdleConnTimeout+nodeLossCallMargin))).
-			Should(BeZero(), "kube-apiserver's connections to the lost replica")
-		closed := time.Now()
-		AddReportEntry("node loss: kube-apiserver's connections to the lost replica, at the cut / as it left the Service / none left after",
-			fmt.Sprintf("%d / %d / %s", kept, keptOut, closed.Sub(cut).Round(time.Second)))
-
-		By("restoring " + lost + "'s link")
-		Expect(kube.RestoreNode(ctx, lost)).To(Succeed())
-		restored = true
-		back := time.Now()
-		Eventually(func(g Gomega) {
-			node := &corev1.Node{}
-			g.Expect(k8s.Get(ctx, types.NamespacedName{Name: lost}, node)).To(Succeed())
-			g.Expect(node.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
-			g.Expect(node.Spec.Taints).To(BeEmpty(), "the node's taints")
-			list := &corev1.PodList{}
-			g.Expect(k8s.List(ctx, list, client.MatchingFields{"spec.nodeName": lost})).To(Succeed())
-			for _, pod := range list.Items {
-				g.Expect(pod.DeletionTimestamp).To(BeNil(), "pod %s/%s, evicted while the node was cut off, is still there", pod.Namespace, pod.Name)
-			}
-		}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
-		AddReportEntry("node loss: the node Ready, untainted and rid of its evicted pods after its link came back", time.Since(back).Round(time.Millisecond).String())
-
-		progress := load.acknowledged()
-		Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", progress+10))
-		stats := load.stop()
-		reportLoad("node loss", stats, nil)
-		var first, last time.Time
-		var afterLeft []loadFailure
-		for _, f := range stats.admissionFailures {
-			// kube-apiserver names the Service's host in the error, not the address it dialled; a
-			// timeout is what a call to the replica that cannot answer comes to, and the other one
-			// answers.
-			Expect(isCallTimeout(f.err.Error())).To(BeTrue(), "a failure other than a call that timed out: %s", f)
-			Expect(f.at).To(BeTemporally(">", cut), "a call failed before the cut: %s", f)
-			Expect(f.at).To(BeTemporally("<=", closed.Add(nodeLossCallMargin)), "a call failed after kube-apiserver's last connection to the lost replica closed: %s", f)
-			if f.at.After(left.Add(nodeLossCallMargin)) {
-				afterLeft = append(afterLeft, f)
-			}
-			if first.IsZero() {
-				first = f.at
-			}
-			last = f.at
-		}
-		// Out of the Service, the replica is sent only what goes over a connection already open
-		// to it, and such a call fails once: it closes the connection.
-		Expect(len(afterLeft)).To(BeNumerically("<=", kept), "calls that failed %s or more after the lost replica left the Service, more than kube-apiserver's %d connections to it:\n%s",
-			nodeLossCallMargin, kept, strings.Join(failureLines(afterLeft), "\n"))
-		window := "none failed"
-		if !first.IsZero() {
-			window = fmt.Sprintf("%s to %s after the cut, %d after the replica left the Service", first.Sub(cut).Round(time.Millisecond), last.Sub(cut).Round(time.Millisecond), len(afterLeft))
-		}
-		AddReportEntry("node loss: failed admissions", fmt.Sprintf("%d of %d requests, %s", len(stats.admissionFailures), stats.creates+stats.updates+stats.deletes, window))
-		Expect(failureLines(stats.otherFailures)).To(BeEmpty(), "requests of the load failed for another reason than admission")
-		converged := load.waitConverged(ctx, 3*time.Minute)
-		AddReportEntry("node loss: time to converge after the load stopped", converged.Round(time.Millisecond).String())
+	It("loses power on the leader's node, every process of it frozen and killed: the same bounds as a cut link, and it boots clean", func(ctx SpecContext) {
+		loseLeadersNode(ctx, powerLoss)
 	}, SpecTimeout(10*time.Minute))
 })
+
+// A nodeLoss is a way a node is lost, and comes back.
+type nodeLoss struct {
+	// name heads the report's entries.
+	name string
+	// namespace holds the load of the spec.
+	namespace string
+	// lost and back say what lose and comeBack do, for the spec's steps.
+	lost, back string
+	// lose takes the node off the cluster at once, its replica silent; comeBack undoes it.
+	lose, comeBack func(ctx context.Context, node string) error
+}
+
+var (
+	// linkCut cuts the node's link: its processes run on, unheard.
+	linkCut = nodeLoss{
+		name: "node loss", namespace: nodesLossNamespace, lost: "cutting %s off the network", back: "restoring %s's link",
+		lose:     func(ctx context.Context, node string) error { return kube.CutNode(ctx, node) },
+		comeBack: func(ctx context.Context, node string) error { return kube.RestoreNode(ctx, node) },
+	}
+	// powerLoss stops the node as a machine stops without power, and boots it again.
+	powerLoss = nodeLoss{
+		name: "power loss", namespace: nodesPowerNamespace, lost: "cutting %s's power", back: "booting %s",
+		lose: func(ctx context.Context, node string) error {
+			killed, err := kube.PowerOffNode(ctx, node)
+			if err == nil && killed == 0 {
+				err = fmt.Errorf("%s lost power with no pod's process or containerd shim to kill", node)
+			}
+			AddReportEntry("power loss: processes killed besides containerd, kubelet and kube-proxy (pods' and containerd shims)", killed)
+			return err
+		},
+		comeBack: func(ctx context.Context, node string) error { return kube.PowerOnNode(ctx, node) },
+	}
+)
+
+// loseLeadersNode loses the node of the leading replica, both replicas first off the first node,
+// under admission load, and asserts what a lost node may cost: calls that time out, only to the
+// lost replica, only until it leaves the Service and over the connections kube-apiserver kept
+// alive to it; the other replica leads, a replacement runs on a node that is up, and the lost node
+// comes back Ready, untainted and rid of its evicted pods.
+func loseLeadersNode(ctx context.Context, how nodeLoss) {
+	pods := replicasOffTheFirstNode(ctx)
+	expectSpread(ctx, "off the first node")
+
+	leader := liveLeader(ctx, pods)
+	lostPod := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name == leader })]
+	survivor := pods[slices.IndexFunc(pods, func(p corev1.Pod) bool { return p.Name != leader })]
+	lost := lostPod.Spec.NodeName
+	load := startCRLoad(ctx, loadOptions{namespace: how.namespace, perKind: loadPerKind, interval: loadInterval, maxRequests: 1200})
+	Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", 30))
+	endpoints := trackReadyEndpoints(ctx)
+
+	By(fmt.Sprintf(how.lost, lost))
+	// Registered first, so that a loss that fails halfway is undone too.
+	restored := false
+	DeferCleanup(func(ctx SpecContext) {
+		if !restored {
+			Expect(how.comeBack(ctx, lost)).To(Succeed())
+		}
+	}, NodeTimeout(time.Minute))
+	cut := time.Now()
+	Expect(how.lose(ctx, lost)).To(Succeed())
+	// No connection to the lost replica can be made from now on (its SYN is dropped), so those
+	// kube-apiserver holds are all it will ever send a call over once the replica is out of
+	// the Service.
+	lostAddress := netip.MustParseAddrPort(net.JoinHostPort(lostPod.Status.PodIP, webhookPort))
+	kept, err := kube.APIServerConnectionsTo(lostAddress)
+	Expect(err).NotTo(HaveOccurred())
+	left := endpoints.waitLeft(ctx, lostPod.Status.PodIP, cut, nodeLossLeftBound, "the lost replica")
+	AddReportEntry(how.name+": the lost replica out of the webhook Service after", left.Sub(cut).Round(time.Millisecond).String())
+	keptOut, err := kube.APIServerConnectionsTo(lostAddress)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(liveLeader(ctx, []corev1.Pod{survivor})).To(Equal(survivor.Name), "the replica on a node that is up leads")
+	AddReportEntry(how.name+": the other replica leads after", time.Since(cut).Round(time.Millisecond).String())
+
+	// The taint evicts the lost node's pods after NodeLossToleration; their controllers replace
+	// them on nodes that are up: the manager's replica, and the load's operands.
+	var replacement corev1.Pod
+	Eventually(func(g Gomega) {
+		now := expectManagerReady(ctx, g)
+		g.Expect(now).To(ContainElement(HaveField("UID", survivor.UID)))
+		replacement = now[slices.IndexFunc(now, func(p corev1.Pod) bool { return p.UID != survivor.UID })]
+	}).WithContext(ctx).WithTimeout(cluster.NodeMonitorGracePeriod + cluster.NodeLossToleration + maxReplacement).Should(Succeed())
+	AddReportEntry(how.name+": a replacement replica Ready after", time.Since(cut).Round(time.Millisecond).String())
+	Expect(replacement.Spec.NodeName).NotTo(Equal(lost))
+	AddReportEntry(how.name+": the replicas after", placement([]corev1.Pod{survivor, replacement}))
+
+	// Each connection closes when a call over it times out, or when it has been idle for
+	// kube-apiserver's idle timeout; its last use was before the cut.
+	Eventually(func() (int, error) { return kube.APIServerConnectionsTo(lostAddress) }).WithContext(ctx).
+		WithTimeout(time.Until(cut.Add(apiServerIdleConnTimeout+nodeLossCallMargin))).
+		Should(BeZero(), "kube-apiserver's connections to the lost replica")
+	closed := time.Now()
+	AddReportEntry(how.name+": kube-apiserver's connections to the lost replica, at the cut / as it left the Service / none left after",
+		fmt.Sprintf("%d / %d / %s", kept, keptOut, closed.Sub(cut).Round(time.Second)))
+
+	By(fmt.Sprintf(how.back, lost))
+	restored = true // tried once, whatever comes of it
+	back := time.Now()
+	Expect(how.comeBack(ctx, lost)).To(Succeed())
+	Eventually(func(g Gomega) {
+		node := &corev1.Node{}
+		g.Expect(k8s.Get(ctx, types.NamespacedName{Name: lost}, node)).To(Succeed())
+		g.Expect(node.Status.Conditions).To(ContainElement(And(HaveField("Type", corev1.NodeReady), HaveField("Status", corev1.ConditionTrue))))
+		g.Expect(node.Spec.Taints).To(BeEmpty(), "the node's taints")
+		list := &corev1.PodList{}
+		g.Expect(k8s.List(ctx, list, client.MatchingFields{"spec.nodeName": lost})).To(Succeed())
+		for _, pod := range list.Items {
+			g.Expect(pod.DeletionTimestamp).To(BeNil(), "pod %s/%s, evicted while the node was lost, is still there", pod.Namespace, pod.Name)
+		}
+	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
+	AddReportEntry(how.name+": the node Ready, untainted and rid of its evicted pods after it came back", time.Since(back).Round(time.Millisecond).String())
+
+	progress := load.acknowledged()
+	Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", progress+10))
+	stats := load.stop()
+	reportLoad(how.name, stats, nil)
+	var first, last time.Time
+	var afterLeft []loadFailure
+	for _, f := range stats.admissionFailures {
+		// kube-apiserver names the Service's host in the error, not the address it dialled; a
+		// timeout is what a call to the replica that cannot answer comes to, and the other one
+		// answers.
+		Expect(isCallTimeout(f.err.Error())).To(BeTrue(), "a failure other than a call that timed out: %s", f)
+		Expect(f.at).To(BeTemporally(">", cut), "a call failed before the cut: %s", f)
+		Expect(f.at).To(BeTemporally("<=", closed.Add(nodeLossCallMargin)), "a call failed after kube-apiserver's last connection to the lost replica closed: %s", f)
+		if f.at.After(left.Add(nodeLossCallMargin)) {
+			afterLeft = append(afterLeft, f)
+		}
+		if first.IsZero() {
+			first = f.at
+		}
+		last = f.at
+	}
+	// Out of the Service, the replica is sent only what goes over a connection already open
+	// to it, and such a call fails once: it closes the connection.
+	Expect(len(afterLeft)).To(BeNumerically("<=", kept), "calls that failed %s or more after the lost replica left the Service, more than kube-apiserver's %d connections to it:\n%s",
+		nodeLossCallMargin, kept, strings.Join(failureLines(afterLeft), "\n"))
+	window := "none failed"
+	if !first.IsZero() {
+		window = fmt.Sprintf("%s to %s after the cut, %d after the replica left the Service", first.Sub(cut).Round(time.Millisecond), last.Sub(cut).Round(time.Millisecond), len(afterLeft))
+	}
+	AddReportEntry(how.name+": failed admissions", fmt.Sprintf("%d of %d requests, %s", len(stats.admissionFailures), stats.creates+stats.updates+stats.deletes, window))
+	Expect(failureLines(stats.otherFailures)).To(BeEmpty(), "requests of the load failed for another reason than admission")
+	converged := load.waitConverged(ctx, 3*time.Minute)
+	AddReportEntry(how.name+": time to converge after the load stopped", converged.Round(time.Millisecond).String())
+}
 
 // isCallTimeout reports whether msg, kube-apiserver's error for a webhook call, says the call
 // timed out (the webhooks' timeoutSeconds): what a call to an address that no longer answers, not

@@ -198,8 +198,8 @@ func podGateway(podCIDR string) string {
 	return strings.TrimSuffix(podCIDR, "0/24") + "1"
 }
 
-// containerdConfig is containerd's configuration: its state, root, socket and runc's state under
-// the node's state directory, NRI (whose socket would be the machine's) off, runc with the cgroupfs driver, the CNI plugins, and the registries' hosts
+// containerdConfig is containerd's configuration: its state, root, socket, runc's state and the
+// pods' network namespaces under the node's state directory, NRI (whose socket would be the machine's) off, runc with the cgroupfs driver, the CNI plugins, and the registries' hosts
 // configuration in one directory of the suite's own (writeRegistryHosts), not the host's /etc. restrict_oom_score_adj keeps
 // containerd from lowering a sandbox's oom_score_adj, which needs CAP_SYS_RESOURCE, which this
 // kind of machine withholds even from root.
@@ -212,6 +212,7 @@ state = "%[1]s/containerd/state"
   enable_selinux = false
   disable_apparmor = true
   restrict_oom_score_adj = true
+  netns_mounts_under_state_dir = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
@@ -516,7 +517,7 @@ type criContainerEvent struct {
 // stream reports it (what kubelet's evented PLEG would read), for ContainerExits, and copies the
 // stream to the node's log crictl-events.log. It runs until the node stops.
 func (c *Cluster) watchContainerExits(n *node) error {
-	log, err := os.Create(filepath.Join(n.logDir, "crictl-events.log"))
+	log, err := os.OpenFile(filepath.Join(n.logDir, "crictl-events.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -28,11 +30,19 @@ import (
 // own, reached from the test's over a veth pair, the test's namespace routing between nodes as a
 // top-of-rack switch would (see addNodeNetwork); its containerd, kubelet and kube-proxy have their
 // own state under /run/<name>, their own cgroup root and their logs under <logs>/<name>.
-func (c *Cluster) AddNode(ctx context.Context) (_ string, err error) {
+func (c *Cluster) AddNode(ctx context.Context) (string, error) {
 	index := len(c.nodes)
 	if index >= len(NodeNames) {
 		return "", fmt.Errorf("the cluster has its %d nodes already", len(NodeNames))
 	}
+	if err := c.startAddedNode(ctx, index); err != nil {
+		return "", err
+	}
+	return NodeNames[index], nil
+}
+
+// startAddedNode starts the index-th of NodeNames (index ≥ 1) as AddNode describes.
+func (c *Cluster) startAddedNode(ctx context.Context, index int) (err error) {
 	name := NodeNames[index]
 	n := &node{
 		name: name, ip: nodeAddress(index), podCIDR: fmt.Sprintf("10.244.%d.0/24", index),
@@ -40,12 +50,12 @@ func (c *Cluster) AddNode(ctx context.Context) (_ string, err error) {
 		cgroupRoot: CgroupRoot() + "/" + name,
 	}
 	if n.netns, err = addNodeNetwork(name, index, n.podCIDR); err != nil {
-		return "", fmt.Errorf("creating the network of %s: %w", name, err)
+		return fmt.Errorf("creating the network of %s: %w", name, err)
 	}
 	if err := c.startNode(ctx, n); err != nil {
-		return "", errors.Join(err, c.stopNode(n))
+		return errors.Join(err, c.stopNode(n))
 	}
-	return name, nil
+	return nil
 }
 
 // RemoveNode stops a node AddNode added as a machine that is shut down and decommissioned: its
@@ -74,6 +84,12 @@ func (c *Cluster) stopNode(n *node) error {
 	errs := stopInReverse(n.processes, n)
 	n.processes = nil
 	if n.netns != "" {
+		// A network namespace outlives its name while a socket of it lingers (one a killed
+		// process left retransmitting over a cut link, say), and its end of the veth pair with
+		// it: deleting the test's end deletes both, so that the node can be started again.
+		if link, err := netlink.LinkByName(nodeLink(slices.Index(NodeNames, n.name))); err == nil {
+			errs = append(errs, netlink.LinkDel(link))
+		}
 		errs = append(errs, netns.DeleteNamed(filepath.Base(n.netns)))
 	}
 	errs = append(errs, removeCgroups(n.cgroupRoot), unmountUnder(n.stateDir), os.RemoveAll(n.stateDir))
@@ -270,6 +286,152 @@ func (c *Cluster) RestoreNode(ctx context.Context, name string) error {
 		return err
 	}
 	return nft(ctx, "", "delete table inet "+cutTable(name)+"\n")
+}
+
+// PowerOffNode stops an added node as a power loss stops a machine: at one moment, and without a
+// word on the network. Its link is cut first (CutNode), so that nothing its dying sockets send, a
+// FIN or a reset, gets out; the cgroups of its pods are frozen, so that no container runs on past
+// that moment; then every process of the node is killed: containerd, kubelet and kube-proxy, the
+// containerd shims (the other processes in the node's network namespace) and every process in its
+// pods' cgroups, which are thawed for the kills to land. It returns how many processes it killed
+// besides containerd, kubelet and kube-proxy. PowerOnNode boots the node again.
+func (c *Cluster) PowerOffNode(ctx context.Context, name string) (int, error) {
+	n, err := c.added(name)
+	if err != nil {
+		return 0, err
+	}
+	if err := c.CutNode(ctx, name); err != nil {
+		return 0, err
+	}
+	freezer, err := freezerCgroup(n.cgroupRoot)
+	if err != nil {
+		return 0, err
+	}
+	if err := setFreezerState(ctx, freezer, "FROZEN"); err != nil {
+		return 0, err
+	}
+	n.stopWatchingContainerExits()
+	for _, p := range n.processes {
+		p.Kill()
+	}
+	shims, netnsErr := killInNetns(n.netns)
+	inPods, cgroupErr := killInCgroups(freezer)
+	return shims + inPods, errors.Join(netnsErr, cgroupErr, setFreezerState(ctx, freezer, "THAWED"))
+}
+
+// PowerOnNode boots a node PowerOffNode stopped as the machine it stands for boots: what its /run
+// held is gone (a node keeps all its state there: containerd's, kubelet's, the pods' network
+// namespaces and the CNI plugin's addresses), as are its pods' cgroups and mounts and its network
+// namespace; its link is back; then it starts as AddNode started it. The API server still binds
+// to it the pods it ran, which kubelet finds dead and ends.
+func (c *Cluster) PowerOnNode(ctx context.Context, name string) error {
+	n, err := c.added(name)
+	if err != nil {
+		return err
+	}
+	if err := c.stopNode(n); err != nil {
+		return fmt.Errorf("clearing what %s held before it boots: %w", name, err)
+	}
+	if err := nft(ctx, "", "delete table inet "+cutTable(name)+"\n"); err != nil {
+		return err
+	}
+	return c.startAddedNode(ctx, slices.Index(NodeNames, name))
+}
+
+// freezerCgroup is the directory of the cgroup v1 freezer's cgroup root, the parent of every
+// pod's cgroup of kubelet's at root.
+func freezerCgroup(root string) (string, error) {
+	hierarchies, err := cgroupHierarchies()
+	if err != nil {
+		return "", err
+	}
+	for _, h := range hierarchies {
+		// The hierarchy's root cgroup has no freezer.state; kubelet's cgroup root has.
+		if _, err := os.Stat(filepath.Join(h, root, "freezer.state")); err == nil {
+			return filepath.Join(h, root), nil
+		}
+	}
+	return "", errors.New("no cgroup v1 freezer hierarchy")
+}
+
+// setFreezerState freezes or thaws a freezer cgroup and those under it, and waits until it is so.
+func setFreezerState(ctx context.Context, dir, state string) error {
+	file := filepath.Join(dir, "freezer.state")
+	if err := os.WriteFile(file, []byte(state), 0o644); err != nil {
+		return fmt.Errorf("setting %s to %s: %w", file, state, err)
+	}
+	for {
+		now, err := os.ReadFile(file)
+		if err != nil {
+			return err
+		}
+		if strings.TrimSpace(string(now)) == state {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s is %s, not %s: %w", file, strings.TrimSpace(string(now)), state, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// killInNetns sends SIGKILL to every process in the network namespace bound at path, and returns
+// how many there were.
+func killInNetns(path string) (int, error) {
+	var ns syscall.Stat_t
+	if err := syscall.Stat(path, &ns); err != nil {
+		return 0, err
+	}
+	want := fmt.Sprintf("net:[%d]", ns.Ino)
+	links, err := filepath.Glob("/proc/[0-9]*/ns/net")
+	if err != nil {
+		return 0, err
+	}
+	killed := 0
+	var errs []error
+	for _, link := range links {
+		if target, err := os.Readlink(link); err != nil || target != want {
+			continue // a process that ended meanwhile, or of another namespace
+		}
+		pid, err := strconv.Atoi(strings.Split(link, "/")[2])
+		if err != nil {
+			return killed, err
+		}
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			errs = append(errs, fmt.Errorf("killing %d: %w", pid, err))
+			continue
+		}
+		killed++
+	}
+	return killed, errors.Join(errs...)
+}
+
+// killInCgroups sends SIGKILL to every process in the cgroup v1 dir and those under it, and
+// returns how many there were; a frozen one dies once thawed.
+func killInCgroups(dir string) (int, error) {
+	killed := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "cgroup.procs" {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, field := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(field)
+			if err != nil {
+				return fmt.Errorf("%s: %w", path, err)
+			}
+			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+				return fmt.Errorf("killing %d of %s: %w", pid, path, err)
+			}
+			killed++
+		}
+		return nil
+	})
+	return killed, err
 }
 
 // CutFromAPIServer drops, in an added node's network namespace, every packet between its pod at
