@@ -378,7 +378,7 @@ func loseLeadersNode(ctx context.Context, how nodeLoss) {
 			g.Expect(pod.DeletionTimestamp).To(BeNil(), "pod %s/%s, evicted while the node was lost, is still there", pod.Namespace, pod.Name)
 		}
 	}).WithContext(ctx).WithTimeout(2 * time.Minute).Should(Succeed())
-	AddReportEntry(how.name+": the node Ready, untainted and rid of its evicted pods after it came back", time.Since(back).Round(time.Millisecond).String())
+	AddReportEntry(how.name+": the node Ready, untainted and rid of its evicted pods after it began to come back", time.Since(back).Round(time.Millisecond).String())
 
 	progress := load.acknowledged()
 	Eventually(load.acknowledged).WithContext(ctx).WithTimeout(time.Minute).Should(BeNumerically(">=", progress+10))
