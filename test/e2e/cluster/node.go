@@ -427,11 +427,16 @@ func (n *node) stopWatchingContainerExits() {
 // removes every pod sandbox, as kubelet would for pods that are gone, which also tears down their
 // network.
 func (n *node) removeAllPods() error {
-	keep := os.CopyFS(filepath.Join(n.logDir, "pods"), os.DirFS(n.podLogs))
+	keep := n.keepPodLogs()
 	ctx, cancel := context.WithTimeout(context.Background(), stopGrace)
 	defer cancel()
 	_, err := n.crictl(ctx, "rmp", "--all", "--force")
 	return errors.Join(keep, err)
+}
+
+// keepPodLogs copies the logs of the pods on the node into its log directory.
+func (n *node) keepPodLogs() error {
+	return os.CopyFS(filepath.Join(n.logDir, "pods"), os.DirFS(n.podLogs))
 }
 
 // Crictl runs crictl against the first node's containerd, for a spec that inspects the node as an

@@ -288,54 +288,96 @@ func (c *Cluster) RestoreNode(ctx context.Context, name string) error {
 	return nft(ctx, "", "delete table inet "+cutTable(name)+"\n")
 }
 
-// PowerOffNode stops an added node as a power loss stops a machine: at one moment, and without a
-// word on the network. Its link is cut first (CutNode), so that nothing its dying sockets send, a
-// FIN or a reset, gets out; the cgroups of its pods are frozen, so that no container runs on past
-// that moment; then every process of the node is killed: containerd, kubelet and kube-proxy, the
-// containerd shims (the other processes in the node's network namespace) and every process in its
-// pods' cgroups, which are thawed for the kills to land. It returns how many processes it killed
-// besides containerd, kubelet and kube-proxy. PowerOnNode boots the node again.
-func (c *Cluster) PowerOffNode(ctx context.Context, name string) (int, error) {
+// PowerOff is what PowerOffNode killed besides the node's containerd, kubelet and kube-proxy.
+type PowerOff struct {
+	// Shims are the other processes of the node's network namespace: containerd's shims.
+	Shims int
+	// InPods are the processes of its pods' cgroups.
+	InPods int
+}
+
+// PowerOffNode stops an added node as a power loss stops a machine: without a word on the network,
+// and with nothing of it running on. Its link is cut first (CutNode), so that nothing its dying
+// sockets send, a FIN or a reset, gets out; the cgroups of its pods are frozen, so that no
+// container runs on while the rest is killed: containerd, kubelet and kube-proxy, the containerd
+// shims (the other processes in the node's network namespace) and every process in its pods'
+// cgroups. The cgroups are then thawed for the kills to land, and whatever still runs in the
+// namespace or the cgroups (a process forked meanwhile) is killed until nothing does.
+// PowerOnNode boots the node again.
+func (c *Cluster) PowerOffNode(ctx context.Context, name string) (killed PowerOff, err error) {
 	n, err := c.added(name)
 	if err != nil {
-		return 0, err
+		return killed, err
 	}
 	if err := c.CutNode(ctx, name); err != nil {
-		return 0, err
+		return killed, err
 	}
 	freezer, err := freezerCgroup(n.cgroupRoot)
 	if err != nil {
-		return 0, err
+		return killed, err
 	}
-	if err := setFreezerState(ctx, freezer, "FROZEN"); err != nil {
-		return 0, err
+	// Thawed whatever happens: a task frozen in cgroup v1 does not die of SIGKILL, and nothing
+	// else would ever thaw it.
+	defer func() { err = errors.Join(err, thaw(freezer)) }()
+	if err := setFreezerState(ctx, filepath.Join(freezer, "freezer.state"), "FROZEN"); err != nil {
+		return killed, err
 	}
 	n.stopWatchingContainerExits()
 	for _, p := range n.processes {
 		p.Kill()
 	}
-	shims, netnsErr := killInNetns(n.netns)
-	inPods, cgroupErr := killInCgroups(freezer)
-	return shims + inPods, errors.Join(netnsErr, cgroupErr, setFreezerState(ctx, freezer, "THAWED"))
+	if killed.Shims, err = killInNetns(n.netns); err != nil {
+		return killed, err
+	}
+	if killed.InPods, err = killInCgroups(freezer); err != nil {
+		return killed, err
+	}
+	if err := thaw(freezer); err != nil {
+		return killed, err
+	}
+	for {
+		shims, err := killInNetns(n.netns)
+		if err != nil {
+			return killed, err
+		}
+		inPods, err := killInCgroups(freezer)
+		if err != nil {
+			return killed, err
+		}
+		if shims+inPods == 0 {
+			return killed, nil
+		}
+		select {
+		case <-ctx.Done():
+			return killed, fmt.Errorf("%d processes of %s still run: %w", shims+inPods, name, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
-// PowerOnNode boots a node PowerOffNode stopped as the machine it stands for boots: what its /run
-// held is gone (a node keeps all its state there: containerd's, kubelet's, the pods' network
-// namespaces and the CNI plugin's addresses), as are its pods' cgroups and mounts and its network
-// namespace; its link is back; then it starts as AddNode started it. The API server still binds
-// to it the pods it ran, which kubelet finds dead and ends.
+// PowerOnNode boots a node PowerOffNode stopped, as a machine whose disks were wiped meanwhile
+// boots: its pods' logs are kept in its log directory, as removeAllPods keeps them; then all of its
+// state goes (containerd's, kubelet's, the pods' network namespaces and the CNI plugin's
+// addresses, all under /run/<name>), with its cgroups, mounts and network namespace; its link is
+// back; and it starts as AddNode started it. The API server still binds to it the pods it ran,
+// which kubelet finds gone and ends. Each step is tried whatever came of the one before.
 func (c *Cluster) PowerOnNode(ctx context.Context, name string) error {
 	n, err := c.added(name)
 	if err != nil {
 		return err
 	}
+	var errs []error
+	if err := n.keepPodLogs(); err != nil {
+		errs = append(errs, fmt.Errorf("keeping the pods' logs of %s: %w", name, err))
+	}
 	if err := c.stopNode(n); err != nil {
-		return fmt.Errorf("clearing what %s held before it boots: %w", name, err)
+		errs = append(errs, fmt.Errorf("clearing what %s held before it boots: %w", name, err))
 	}
-	if err := nft(ctx, "", "delete table inet "+cutTable(name)+"\n"); err != nil {
-		return err
+	// Created if missing, so that the deletion cannot fail for a cut that never happened.
+	if err := nft(ctx, "", fmt.Sprintf("table inet %[1]s {}\ndelete table inet %[1]s\n", cutTable(name))); err != nil {
+		errs = append(errs, err)
 	}
-	return c.startAddedNode(ctx, slices.Index(NodeNames, name))
+	return errors.Join(append(errs, c.startAddedNode(ctx, slices.Index(NodeNames, name)))...)
 }
 
 // freezerCgroup is the directory of the cgroup v1 freezer's cgroup root, the parent of every
@@ -354,9 +396,26 @@ func freezerCgroup(root string) (string, error) {
 	return "", errors.New("no cgroup v1 freezer hierarchy")
 }
 
-// setFreezerState freezes or thaws a freezer cgroup and those under it, and waits until it is so.
-func setFreezerState(ctx context.Context, dir, state string) error {
-	file := filepath.Join(dir, "freezer.state")
+// thaw thaws the freezer cgroup dir and every cgroup under it: one that froze itself (runc freezes
+// a container's cgroup while it updates it) stays frozen when only its parent is thawed.
+func thaw(dir string) error {
+	var errs []error
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || d.Name() != "freezer.state" {
+			return err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		errs = append(errs, setFreezerState(ctx, path, "THAWED"))
+		return nil
+	})
+	return errors.Join(append(errs, err)...)
+}
+
+// setFreezerState writes state to a freezer.state file and waits, at most 10 s, until it reads so.
+func setFreezerState(ctx context.Context, file, state string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
 	if err := os.WriteFile(file, []byte(state), 0o644); err != nil {
 		return fmt.Errorf("setting %s to %s: %w", file, state, err)
 	}
@@ -377,7 +436,7 @@ func setFreezerState(ctx context.Context, dir, state string) error {
 }
 
 // killInNetns sends SIGKILL to every process in the network namespace bound at path, and returns
-// how many there were.
+// how many it killed.
 func killInNetns(path string) (int, error) {
 	var ns syscall.Stat_t
 	if err := syscall.Stat(path, &ns); err != nil {
@@ -398,17 +457,19 @@ func killInNetns(path string) (int, error) {
 		if err != nil {
 			return killed, err
 		}
-		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		switch err := syscall.Kill(pid, syscall.SIGKILL); {
+		case errors.Is(err, syscall.ESRCH):
+		case err != nil:
 			errs = append(errs, fmt.Errorf("killing %d: %w", pid, err))
-			continue
+		default:
+			killed++
 		}
-		killed++
 	}
 	return killed, errors.Join(errs...)
 }
 
 // killInCgroups sends SIGKILL to every process in the cgroup v1 dir and those under it, and
-// returns how many there were; a frozen one dies once thawed.
+// returns how many it killed; a frozen one dies once thawed.
 func killInCgroups(dir string) (int, error) {
 	killed := 0
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
@@ -424,10 +485,13 @@ func killInCgroups(dir string) (int, error) {
 			if err != nil {
 				return fmt.Errorf("%s: %w", path, err)
 			}
-			if err := syscall.Kill(pid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			switch err := syscall.Kill(pid, syscall.SIGKILL); {
+			case errors.Is(err, syscall.ESRCH):
+			case err != nil:
 				return fmt.Errorf("killing %d of %s: %w", pid, path, err)
+			default:
+				killed++
 			}
-			killed++
 		}
 		return nil
 	})
