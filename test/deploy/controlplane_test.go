@@ -92,3 +92,61 @@ func TestControlPlaneFromSetupEnvtest(t *testing.T) {
 		}
 	})
 }
+
+// TestToolsModuleSharesVersions: every module that kube-apiserver or etcd and the packages make
+// test builds both compile packages of is at one version in test/tools/kube and here, so that a
+// fresh clone's make test compiles those packages once (KUBE_BUILD in the Makefile). Go chooses
+// each module's versions on its own: a bump in one alone still builds, and costs minutes.
+func TestToolsModuleSharesVersions(t *testing.T) {
+	modules := func(dir string, packages ...string) map[string]string {
+		t.Helper()
+		// Read here, go.mod is one of the files the test's cached result depends on.
+		if _, err := os.ReadFile(filepath.Join(dir, "go.mod")); err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"list", "-deps", "-test", "-f",
+			"{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}"}, packages...)
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("go %s in %s: %v", strings.Join(args, " "), dir, err)
+		}
+		versions := map[string]string{}
+		for line := range strings.Lines(string(out)) {
+			if path, version, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+				versions[path] = version
+			}
+		}
+		return versions
+	}
+	root := moduleRoot(t)
+	list := exec.Command("go", "list", "./...")
+	list.Dir = root
+	out, err := list.Output()
+	if err != nil {
+		t.Fatalf("go list ./...: %v", err)
+	}
+	var tested []string
+	for pkg := range strings.Lines(string(out)) {
+		if pkg = strings.TrimSpace(pkg); !strings.HasSuffix(pkg, "/test/deploy") {
+			tested = append(tested, pkg)
+		}
+	}
+	ours := modules(root, tested...)
+	kube := modules(filepath.Join(root, "test", "tools", "kube"), "./cmd/etcd", "./cmd/kube-apiserver")
+	shared := 0
+	for path, version := range kube {
+		if ourVersion, ok := ours[path]; ok {
+			shared++
+			if ourVersion != version {
+				t.Errorf("%s is %s in test/tools/kube and %s here: go get it at one version in both", path, version, ourVersion)
+			}
+		}
+	}
+	// k8s.io/api, apimachinery, client-go and apiserver, with what they import, are most of both.
+	if shared < 50 {
+		t.Errorf("only %d modules are shared; the listing is wrong", shared)
+	}
+	t.Logf("%d modules shared", shared)
+}
