@@ -52,6 +52,7 @@ type Namespaces interface {
 	// NamespaceLabels returns the labels of the namespace, for the policy's namespace overrides,
 	// or an error when it is not known; it may wait a moment for one created just before the object.
 	NamespaceLabels(ctx context.Context, name string) (map[string]string, error)
-	// HasNamespace reports whether the namespace is known now.
+	// HasNamespace reports whether the namespace is known; it may wait a moment for one created
+	// just before the object, as NamespaceLabels does.
 	HasNamespace(ctx context.Context, name string) bool
 }

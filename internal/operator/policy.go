@@ -201,6 +201,21 @@ type cachedNamespaces struct {
 
 // NamespaceLabels implements webhooks.Namespaces.
 func (n cachedNamespaces) NamespaceLabels(ctx context.Context, name string) (map[string]string, error) {
+	ns, err := n.namespace(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	return ns.Labels, nil
+}
+
+// HasNamespace implements webhooks.Namespaces.
+func (n cachedNamespaces) HasNamespace(ctx context.Context, name string) bool {
+	_, err := n.namespace(ctx, name)
+	return err == nil
+}
+
+// namespace reads the namespace from the cache, waiting up to namespaceWait for one it does not know.
+func (n cachedNamespaces) namespace(ctx context.Context, name string) (*corev1.Namespace, error) {
 	ns := &corev1.Namespace{}
 	var err error
 	if waitErr := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, namespaceWait, true, func(ctx context.Context) (bool, error) {
@@ -212,12 +227,7 @@ func (n cachedNamespaces) NamespaceLabels(ctx context.Context, name string) (map
 	if err != nil {
 		return nil, err
 	}
-	return ns.Labels, nil
-}
-
-// HasNamespace implements webhooks.Namespaces.
-func (n cachedNamespaces) HasNamespace(ctx context.Context, name string) bool {
-	return n.cache.Get(ctx, client.ObjectKey{Name: name}, &corev1.Namespace{}) == nil
+	return ns, nil
 }
 
 // runnableFunc runs on every replica, leader or not.
