@@ -60,9 +60,9 @@ KUBEBUILDER_ASSETS ?= $(LOCALBIN)/k8s/$(patsubst v%,%,$(KUBE_VERSION))-$(GOOS)-$
 KUBE_VERSION_PKGS  = k8s.io/component-base/version k8s.io/client-go/pkg/version
 KUBE_LDFLAGS       = -s -w $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion=$(KUBE_VERSION) -X $(p).gitMajor=1 -X $(p).gitMinor=$(KUBE_MINOR) -X $(p).gitTreeState=clean)
 # KUBE_BUILD builds the control plane's binaries as go test builds the tests' dependencies (no
-# -trimpath, cgo as go's default), from test/tools/kube, which holds every module the two share at
-# this module's version (TestToolsModuleSharesVersions holds it): a fresh clone's make test then
-# compiles the packages kube-apiserver and the tests share, a third of its compiling, once.
+# -trimpath, cgo as go's default). test/tools/kube holds every module they share with the tests at
+# this module's version (TestToolsModuleSharesVersions), so a fresh clone's make test compiles the
+# packages etcd, kube-apiserver and the tests share once. test/tools/kube-oldest is built alike.
 KUBE_BUILD         = go build -ldflags
 
 ## The oldest Kubernetes minor the operator supports (docs/kubernetes-versions.md): make
@@ -79,10 +79,10 @@ KUBE_OLDEST_LDFLAGS  = -s -w $(foreach p,$(KUBE_VERSION_PKGS),-X $(p).gitVersion
 # the API server and the controllers (45% of one core, run alone), so three at once take less
 # than half the time on two cores. The suite is built as go test builds it (GO_TEST_FLAGS) into
 # INTEGRATION_TEST, which Ginkgo runs in its package's directory.
-# RACE=1 (CI's) adds the race detector: its build shares nothing with the control plane's, which
-# makes a fresh clone's make test about 4 minutes longer.
+# RACE=1 (CI's) adds the race detector, whose build of the tests' dependencies shares nothing with
+# the control plane's.
 RACE              ?=
-GO_TEST_FLAGS     ?= $(if $(RACE),-race )-timeout 15m
+GO_TEST_FLAGS     ?= $(if $(filter 1 true,$(RACE)),-race )-timeout 15m
 GINKGO_FLAGS      ?= --timeout=15m --succinct
 INTEGRATION_PROCS ?= 3
 INTEGRATION_TEST   = test/integration/integration.test
