@@ -1,5 +1,7 @@
-// Module kube builds kube-apiserver and kube-controller-manager from the Go module proxy for envtest
-// and local runs. Each k8s.io staging module is replaced with its published v0.Y.Z release.
+// Module kube builds the control plane (etcd, kube-apiserver, kube-controller-manager, kube-scheduler,
+// kubectl) and the node's kubelet and kube-proxy from the Go module proxy. Each k8s.io staging
+// module is replaced with its published v0.Y.Z release; every module it shares with the repository's
+// module is at that one's version (TestToolsModuleSharesVersions).
 module github.com/seedlabs/webhook-operator/test/tools/kube
 
 go 1.26.0
