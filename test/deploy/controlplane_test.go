@@ -104,32 +104,19 @@ func TestToolsModuleSharesVersions(t *testing.T) {
 		if _, err := os.ReadFile(filepath.Join(dir, "go.mod")); err != nil {
 			t.Fatal(err)
 		}
-		args := append([]string{"list", "-deps", "-test", "-f",
-			"{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}"}, packages...)
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		out, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("go %s in %s: %v", strings.Join(args, " "), dir, err)
-		}
 		versions := map[string]string{}
-		for line := range strings.Lines(string(out)) {
-			if path, version, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+		for _, line := range goList(t, dir, append([]string{"-deps", "-test", "-f",
+			"{{with .Module}}{{.Path}} {{with .Replace}}{{.Version}}{{else}}{{.Version}}{{end}}{{end}}"}, packages...)...) {
+			if path, version, ok := strings.Cut(line, " "); ok {
 				versions[path] = version
 			}
 		}
 		return versions
 	}
 	root := moduleRoot(t)
-	list := exec.Command("go", "list", "./...")
-	list.Dir = root
-	out, err := list.Output()
-	if err != nil {
-		t.Fatalf("go list ./...: %v", err)
-	}
 	var tested []string
-	for pkg := range strings.Lines(string(out)) {
-		if pkg = strings.TrimSpace(pkg); !strings.HasSuffix(pkg, "/test/deploy") {
+	for _, pkg := range goList(t, root, "./...") {
+		if !strings.HasSuffix(pkg, "/test/deploy") {
 			tested = append(tested, pkg)
 		}
 	}
@@ -149,4 +136,22 @@ func TestToolsModuleSharesVersions(t *testing.T) {
 		t.Errorf("only %d modules are shared; the listing is wrong", shared)
 	}
 	t.Logf("%d modules shared", shared)
+}
+
+// goList runs go list with args in dir and returns the lines it prints.
+func goList(t *testing.T, dir string, args ...string) []string {
+	t.Helper()
+	cmd := exec.Command("go", append([]string{"list"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list %s in %s: %v", strings.Join(args, " "), dir, err)
+	}
+	var lines []string
+	for line := range strings.Lines(string(out)) {
+		if line = strings.TrimSpace(line); line != "" {
+			lines = append(lines, line)
+		}
+	}
+	return lines
 }
