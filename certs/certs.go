@@ -55,29 +55,16 @@ func NewCA(commonName string, validity time.Duration) (*CA, error) {
 	if validity <= 0 {
 		return nil, fmt.Errorf("certs: CA validity must be positive, got %s", validity)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("certs: generating CA key: %w", err)
-	}
-	serial, err := randomSerialNumber()
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	template := &x509.Certificate{
-		SerialNumber:          serial,
+	der, key, err := sign("CA", &x509.Certificate{
 		Subject:               pkix.Name{CommonName: commonName},
-		NotBefore:             now.Add(-clockSkew),
-		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign,
 		BasicConstraintsValid: true,
 		IsCA:                  true,
 		// The CA signs serving certificates only, never another CA.
 		MaxPathLenZero: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	}, validity, nil)
 	if err != nil {
-		return nil, fmt.Errorf("certs: creating CA certificate: %w", err)
+		return nil, err
 	}
 	cert, err := x509.ParseCertificate(der)
 	if err != nil {
@@ -119,50 +106,20 @@ func (ca *CA) NewServingPair(dnsNames []string, ips []net.IP, validity time.Dura
 	if validity <= 0 {
 		return nil, fmt.Errorf("certs: serving certificate validity must be positive, got %s", validity)
 	}
-
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("certs: generating serving key: %w", err)
-	}
-	serial, err := randomSerialNumber()
-	if err != nil {
-		return nil, err
-	}
-	var commonName string
+	commonName := ""
 	if len(dnsNames) > 0 {
 		commonName = dnsNames[0]
 	} else {
 		commonName = ips[0].String()
 	}
-	now := time.Now()
-	notAfter := now.Add(validity)
-	// A leaf that outlives its CA stops verifying when the CA expires anyway; say so in NotAfter.
-	if notAfter.After(ca.Cert.NotAfter) {
-		notAfter = ca.Cert.NotAfter
-	}
-	template := &x509.Certificate{
-		SerialNumber:          serial,
+	return ca.issue("serving", &x509.Certificate{
 		Subject:               pkix.Name{CommonName: commonName},
 		DNSNames:              dnsNames,
 		IPAddresses:           ips,
-		NotBefore:             now.Add(-clockSkew),
-		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, template, ca.Cert, key.Public(), ca.Key)
-	if err != nil {
-		return nil, fmt.Errorf("certs: creating serving certificate: %w", err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		return nil, fmt.Errorf("certs: marshalling serving key: %w", err)
-	}
-	return &ServingPair{
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
-	}, nil
+	}, validity)
 }
 
 // NewClientPair issues a client certificate (ECDSA P-256, client auth) for subject, signed by the
@@ -174,39 +131,56 @@ func (ca *CA) NewClientPair(subject pkix.Name, validity time.Duration) (*Serving
 	if validity <= 0 {
 		return nil, fmt.Errorf("certs: client certificate validity must be positive, got %s", validity)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("certs: generating client key: %w", err)
-	}
-	serial, err := randomSerialNumber()
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	notAfter := now.Add(validity)
-	if notAfter.After(ca.Cert.NotAfter) {
-		notAfter = ca.Cert.NotAfter
-	}
-	der, err := x509.CreateCertificate(rand.Reader, &x509.Certificate{
-		SerialNumber:          serial,
+	return ca.issue("client", &x509.Certificate{
 		Subject:               subject,
-		NotBefore:             now.Add(-clockSkew),
-		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageDigitalSignature,
 		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 		BasicConstraintsValid: true,
-	}, ca.Cert, key.Public(), ca.Key)
+	}, validity)
+}
+
+// issue signs with the CA the leaf certificate template describes (its subject, names and
+// usages), for a new key, and returns both in PEM. what names the certificate in errors.
+func (ca *CA) issue(what string, template *x509.Certificate, validity time.Duration) (*ServingPair, error) {
+	der, key, err := sign(what, template, validity, ca)
 	if err != nil {
-		return nil, fmt.Errorf("certs: creating the client certificate of %s: %w", subject.CommonName, err)
+		return nil, err
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return nil, fmt.Errorf("certs: marshalling client key: %w", err)
+		return nil, fmt.Errorf("certs: marshalling %s key: %w", what, err)
 	}
 	return &ServingPair{
 		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
 	}, nil
+}
+
+// sign creates the certificate template describes for a new key (ECDSA P-256), with a random
+// serial number, valid from clockSkew ago until validity from now: signed by issuer, and never
+// valid past issuer's own NotAfter (a certificate that outlives its issuer stops verifying when
+// the issuer expires anyway), or self-signed when issuer is nil. what names it in errors.
+func sign(what string, template *x509.Certificate, validity time.Duration, issuer *CA) (der []byte, key *ecdsa.PrivateKey, err error) {
+	key, err = ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, fmt.Errorf("certs: generating %s key: %w", what, err)
+	}
+	if template.SerialNumber, err = randomSerialNumber(); err != nil {
+		return nil, nil, err
+	}
+	now := time.Now()
+	template.NotBefore, template.NotAfter = now.Add(-clockSkew), now.Add(validity)
+	parent, signer := template, crypto.Signer(key)
+	if issuer != nil {
+		parent, signer = issuer.Cert, issuer.Key
+		if template.NotAfter.After(parent.NotAfter) {
+			template.NotAfter = parent.NotAfter
+		}
+	}
+	if der, err = x509.CreateCertificate(rand.Reader, template, parent, key.Public(), signer); err != nil {
+		return nil, nil, fmt.Errorf("certs: creating %s certificate: %w", what, err)
+	}
+	return der, key, nil
 }
 
 // WriteDir writes tls.crt, tls.key (mode 0600) and ca.crt into dir, creating it with mode 0700 if

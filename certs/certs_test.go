@@ -424,6 +424,40 @@ func TestNewServingPairErrors(t *testing.T) {
 	}
 }
 
+// TestClientCertificateFields holds a client pair to what kube-apiserver presents to kubelet:
+// the subject asked for, client auth only, signed by the CA, valid no longer than the CA.
+func TestClientCertificateFields(t *testing.T) {
+	ca, err := NewCA("short-lived CA", time.Hour)
+	if err != nil {
+		t.Fatalf("NewCA: %v", err)
+	}
+	subject := pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{"system:masters"}}
+	pair, err := ca.NewClientPair(subject, 24*time.Hour)
+	if err != nil {
+		t.Fatalf("NewClientPair: %v", err)
+	}
+	cert := parseCertificatePEM(t, pair.CertPEM)
+	if got := cert.Subject; got.CommonName != subject.CommonName || !slices.Equal(got.Organization, subject.Organization) {
+		t.Errorf("Subject = %v, want %v", got, subject)
+	}
+	if !slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}) {
+		t.Errorf("ExtKeyUsage = %v, want [ExtKeyUsageClientAuth]", cert.ExtKeyUsage)
+	}
+	if err := cert.CheckSignatureFrom(ca.Cert); err != nil {
+		t.Errorf("not signed by the CA: %v", err)
+	}
+	if !cert.NotAfter.Equal(ca.Cert.NotAfter) {
+		t.Errorf("NotAfter = %v, want the CA's NotAfter %v", cert.NotAfter, ca.Cert.NotAfter)
+	}
+	assertSerialNumber(t, cert)
+	if !parsePrivateKeyPEM(t, pair.KeyPEM).PublicKey.Equal(cert.PublicKey) {
+		t.Error("KeyPEM does not match the certificate's public key")
+	}
+	if _, err := ca.NewClientPair(pkix.Name{}, time.Hour); err == nil || err.Error() != "certs: client certificate needs a common name" {
+		t.Errorf("NewClientPair without a common name: %v, want the error that says so", err)
+	}
+}
+
 func TestNewServingPairNeverOutlivesCA(t *testing.T) {
 	ca, err := NewCA("short-lived CA", time.Hour)
 	if err != nil {

@@ -40,26 +40,14 @@ func DeployObjectDeployment(d *appv1.DeployObject) *appsv1ac.DeploymentApplyConf
 		WithStartupProbe(probe(d.Spec.StartupProbe)).
 		WithSecurityContext(arbitraryImageContainerSecurity())
 
-	return appsv1ac.Deployment(d.Name, d.Namespace).
-		WithLabels(objectLabels(DeployObjectApp, d.Name)).
-		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(*d.Spec.Replicas).
-			WithSelector(metaLabelSelector(DeployObjectSelector(d.Name))).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(objectLabels(DeployObjectApp, d.Name)).
-				WithSpec(corev1ac.PodSpec().
-					// The pods run as the namespace's default service account, which a
-					// DeployObject cannot choose, so its token is of no use to them.
-					WithAutomountServiceAccountToken(false).
-					WithEnableServiceLinks(false).
-					WithSecurityContext(arbitraryImagePodSecurity()).
-					WithImagePullSecrets(pullSecrets(d.Spec.ImagePullSecrets)...).
-					WithContainers(container))))
+	return deployment(DeployObjectApp, d.Name, d.Namespace, *d.Spec.Replicas, corev1ac.PodSpec().
+		WithSecurityContext(arbitraryImagePodSecurity()).
+		WithImagePullSecrets(pullSecrets(d.Spec.ImagePullSecrets)...).
+		WithContainers(container))
 }
 
 // DeployObjectService is the ClusterIP Service in front of a DeployObject's pods, with exactly
-// the ports of spec.ports. d must be defaulted and valid. The cluster IP is left to the API
-// server: the operator never applies it, so it is allocated once and kept across edits.
+// the ports of spec.ports. d must be defaulted and valid.
 //
 // Service ports are a list map keyed by port and protocol. A port removed from spec.ports, or
 // whose number or protocol changed, is missing from the applied configuration, so server-side
@@ -80,12 +68,7 @@ func DeployObjectService(d *appv1.DeployObject) *corev1ac.ServiceApplyConfigurat
 		}
 		ports = append(ports, port)
 	}
-	return corev1ac.Service(d.Name, d.Namespace).
-		WithLabels(objectLabels(DeployObjectApp, d.Name)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithType(corev1.ServiceTypeClusterIP).
-			WithSelector(DeployObjectSelector(d.Name)).
-			WithPorts(ports...))
+	return service(DeployObjectApp, d.Name, d.Namespace, corev1.ServiceTypeClusterIP, ports...)
 }
 
 // deployObjectContainerPorts declares the container port behind each Service port. An int

@@ -65,37 +65,24 @@ func MemcachedDeployment(m *cachev1.Memcached, image string) *appsv1ac.Deploymen
 			WithLimits(resourceList("500m", "96Mi"))).
 		WithSecurityContext(restrictedContainerSecurity())
 
-	return appsv1ac.Deployment(m.Name, m.Namespace).
-		WithLabels(objectLabels(MemcachedApp, m.Name)).
-		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(*m.Spec.Size).
-			WithSelector(metaLabelSelector(MemcachedSelector(m.Name))).
-			WithStrategy(appsv1ac.DeploymentStrategy().
-				WithType(appsv1.RollingUpdateDeploymentStrategyType).
-				WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
-					WithMaxSurge(intstr.FromInt32(0)).
-					WithMaxUnavailable(intstr.FromInt32(1)))).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(objectLabels(MemcachedApp, m.Name)).
-				WithSpec(corev1ac.PodSpec().
-					WithAutomountServiceAccountToken(false).
-					WithEnableServiceLinks(false).
-					WithSecurityContext(restrictedPodSecurity(memcachedUID)).
-					WithContainers(container))))
+	d := deployment(MemcachedApp, m.Name, m.Namespace, *m.Spec.Size, corev1ac.PodSpec().
+		WithSecurityContext(restrictedPodSecurity(memcachedUID)).
+		WithContainers(container))
+	d.Spec.WithStrategy(appsv1ac.DeploymentStrategy().
+		WithType(appsv1.RollingUpdateDeploymentStrategyType).
+		WithRollingUpdate(appsv1ac.RollingUpdateDeployment().
+			WithMaxSurge(intstr.FromInt32(0)).
+			WithMaxUnavailable(intstr.FromInt32(1))))
+	return d
 }
 
 // MemcachedService is the ClusterIP Service in front of a Memcached's pool. m must be defaulted
-// and valid. The cluster IP is left to the API server to allocate; the target port is the
-// container port's name, so each pod is reached on the port it declares.
+// and valid. The target port is the container port's name, so each pod is reached on the port
+// it declares.
 func MemcachedService(m *cachev1.Memcached) *corev1ac.ServiceApplyConfiguration {
-	return corev1ac.Service(m.Name, m.Namespace).
-		WithLabels(objectLabels(MemcachedApp, m.Name)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithType(corev1.ServiceTypeClusterIP).
-			WithSelector(MemcachedSelector(m.Name)).
-			WithPorts(corev1ac.ServicePort().
-				WithName(MemcachedPortName).
-				WithProtocol(corev1.ProtocolTCP).
-				WithPort(*m.Spec.ContainerPort).
-				WithTargetPort(intstr.FromString(MemcachedPortName))))
+	return service(MemcachedApp, m.Name, m.Namespace, corev1.ServiceTypeClusterIP, corev1ac.ServicePort().
+		WithName(MemcachedPortName).
+		WithProtocol(corev1.ProtocolTCP).
+		WithPort(*m.Spec.ContainerPort).
+		WithTargetPort(intstr.FromString(MemcachedPortName)))
 }

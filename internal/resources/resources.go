@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 )
@@ -47,6 +48,38 @@ func objectLabels(app, instance string) map[string]string {
 	return labels
 }
 
+// deployment is the Deployment that runs replicas copies of pod for the custom resource name of
+// kind app: it and its pods carry objectLabels, and it selects its pods by selectorLabels.
+//
+// The pod mounts no service-account token and gets no service links, whatever the kind: its pods
+// run as the namespace's default service account, which no custom resource can choose, so the
+// token is of no use to them, and a namespace of many Services would fill their environment.
+func deployment(app, name, namespace string, replicas int32, pod *corev1ac.PodSpecApplyConfiguration) *appsv1ac.DeploymentApplyConfiguration {
+	return appsv1ac.Deployment(name, namespace).
+		WithLabels(objectLabels(app, name)).
+		WithSpec(appsv1ac.DeploymentSpec().
+			WithReplicas(replicas).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(selectorLabels(app, name))).
+			WithTemplate(corev1ac.PodTemplateSpec().
+				WithLabels(objectLabels(app, name)).
+				WithSpec(pod.
+					WithAutomountServiceAccountToken(false).
+					WithEnableServiceLinks(false))))
+}
+
+// service is the Service of type typ in front of the pods of the custom resource name of kind
+// app, with ports: it carries objectLabels and selects the pods by selectorLabels. The cluster
+// IP and node ports are left to the API server to allocate: the operator never applies them, so
+// they are kept across edits.
+func service(app, name, namespace string, typ corev1.ServiceType, ports ...*corev1ac.ServicePortApplyConfiguration) *corev1ac.ServiceApplyConfiguration {
+	return corev1ac.Service(name, namespace).
+		WithLabels(objectLabels(app, name)).
+		WithSpec(corev1ac.ServiceSpec().
+			WithType(typ).
+			WithSelector(selectorLabels(app, name)).
+			WithPorts(ports...))
+}
+
 // restrictedPodSecurity is the pod security context the "restricted" Pod Security Standard asks for.
 func restrictedPodSecurity(uid int64) *corev1ac.PodSecurityContextApplyConfiguration {
 	return corev1ac.PodSecurityContext().
@@ -72,8 +105,4 @@ func resourceList(cpu, memory string) corev1.ResourceList {
 		corev1.ResourceCPU:    resource.MustParse(cpu),
 		corev1.ResourceMemory: resource.MustParse(memory),
 	}
-}
-
-func metaLabelSelector(labels map[string]string) *metav1ac.LabelSelectorApplyConfiguration {
-	return metav1ac.LabelSelector().WithMatchLabels(labels)
 }

@@ -68,34 +68,19 @@ func WelcomeDeployment(w *authv1.Welcome, image string) *appsv1ac.DeploymentAppl
 			WithLimits(resourceList("200m", "64Mi"))).
 		WithSecurityContext(restrictedContainerSecurity())
 
-	return appsv1ac.Deployment(w.Name, w.Namespace).
-		WithLabels(objectLabels(WelcomeApp, w.Name)).
-		WithSpec(appsv1ac.DeploymentSpec().
-			WithReplicas(*w.Spec.Replicas).
-			WithSelector(metaLabelSelector(WelcomeSelector(w.Name))).
-			WithTemplate(corev1ac.PodTemplateSpec().
-				WithLabels(objectLabels(WelcomeApp, w.Name)).
-				WithSpec(corev1ac.PodSpec().
-					WithAutomountServiceAccountToken(false).
-					WithEnableServiceLinks(false).
-					WithSecurityContext(restrictedPodSecurity(welcomeUID)).
-					WithContainers(container))))
+	return deployment(WelcomeApp, w.Name, w.Namespace, *w.Spec.Replicas, corev1ac.PodSpec().
+		WithSecurityContext(restrictedPodSecurity(welcomeUID)).
+		WithContainers(container))
 }
 
-// WelcomeService is the Service in front of a Welcome's web server. w must be defaulted. Node
-// ports and cluster IPs are left to the API server to allocate.
+// WelcomeService is the Service in front of a Welcome's web server. w must be defaulted.
 func WelcomeService(w *authv1.Welcome) *corev1ac.ServiceApplyConfiguration {
 	port := *w.Spec.Port
-	return corev1ac.Service(w.Name, w.Namespace).
-		WithLabels(objectLabels(WelcomeApp, w.Name)).
-		WithSpec(corev1ac.ServiceSpec().
-			WithType(w.Spec.ServiceType).
-			WithSelector(WelcomeSelector(w.Name)).
-			WithPorts(corev1ac.ServicePort().
-				WithName(WelcomePortName).
-				WithProtocol(corev1.ProtocolTCP).
-				WithPort(port).
-				WithTargetPort(intstr.FromInt32(port))))
+	return service(WelcomeApp, w.Name, w.Namespace, w.Spec.ServiceType, corev1ac.ServicePort().
+		WithName(WelcomePortName).
+		WithProtocol(corev1.ProtocolTCP).
+		WithPort(port).
+		WithTargetPort(intstr.FromInt32(port)))
 }
 
 // WelcomeServiceURL is where a Welcome greets inside the cluster; when the Service has a node
