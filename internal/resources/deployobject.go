@@ -38,10 +38,15 @@ func DeployObjectDeployment(d *appv1.DeployObject) *appsv1ac.DeploymentApplyConf
 		WithReadinessProbe(probe(d.Spec.ReadinessProbe)).
 		WithLivenessProbe(probe(d.Spec.LivenessProbe)).
 		WithStartupProbe(probe(d.Spec.StartupProbe)).
-		WithSecurityContext(arbitraryImageContainerSecurity())
+		// The root file system is left writable, unlike the operands': an arbitrary image may
+		// well write to it (a cache, a PID file, /tmp), with no volume a DeployObject could mount
+		// there.
+		WithSecurityContext(restrictedContainerSecurity())
 
 	return deployment(DeployObjectApp, d.Name, d.Namespace, *d.Spec.Replicas, corev1ac.PodSpec().
-		WithSecurityContext(arbitraryImagePodSecurity()).
+		// No user: the image is the user's, so it runs as the user the image declares, which
+		// the kubelet refuses to start if it is root.
+		WithSecurityContext(restrictedPodSecurity()).
 		WithImagePullSecrets(pullSecrets(d.Spec.ImagePullSecrets)...).
 		WithContainers(container))
 }
@@ -209,27 +214,6 @@ func resourceRequirements(r corev1.ResourceRequirements) *corev1ac.ResourceRequi
 		out.WithClaims(claim)
 	}
 	return out
-}
-
-// arbitraryImagePodSecurity is the pod security context the "restricted" Pod Security Standard
-// asks for, without a user: the image is the user's, so the user it runs as is the one the image
-// declares, which the kubelet refuses to start if it is root.
-func arbitraryImagePodSecurity() *corev1ac.PodSecurityContextApplyConfiguration {
-	return corev1ac.PodSecurityContext().
-		WithRunAsNonRoot(true).
-		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
-}
-
-// arbitraryImageContainerSecurity is the container security context the "restricted" Pod
-// Security Standard asks for. Unlike the operator's own operands, the root file system is left
-// writable: the standard does not ask for it, and an arbitrary image may well write to it (a
-// cache, a PID file, /tmp) with no volume the DeployObject could mount there.
-func arbitraryImageContainerSecurity() *corev1ac.SecurityContextApplyConfiguration {
-	return corev1ac.SecurityContext().
-		WithAllowPrivilegeEscalation(false).
-		WithRunAsNonRoot(true).
-		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
-		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
 }
 
 // pullSecrets are the pod's imagePullSecrets, as spec.imagePullSecrets names them.

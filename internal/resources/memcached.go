@@ -63,10 +63,10 @@ func MemcachedDeployment(m *cachev1.Memcached, image string) *appsv1ac.Deploymen
 		WithResources(corev1ac.ResourceRequirements().
 			WithRequests(resourceList("10m", "64Mi")).
 			WithLimits(resourceList("500m", "96Mi"))).
-		WithSecurityContext(restrictedContainerSecurity())
+		WithSecurityContext(operandContainerSecurity())
 
 	d := deployment(MemcachedApp, m.Name, m.Namespace, *m.Spec.Size, corev1ac.PodSpec().
-		WithSecurityContext(restrictedPodSecurity(memcachedUID)).
+		WithSecurityContext(operandPodSecurity(memcachedUID)).
 		WithContainers(container))
 	d.Spec.WithStrategy(appsv1ac.DeploymentStrategy().
 		WithType(appsv1.RollingUpdateDeploymentStrategyType).

@@ -80,24 +80,34 @@ func service(app, name, namespace string, typ corev1.ServiceType, ports ...*core
 			WithPorts(ports...))
 }
 
-// restrictedPodSecurity is the pod security context the "restricted" Pod Security Standard asks for.
-func restrictedPodSecurity(uid int64) *corev1ac.PodSecurityContextApplyConfiguration {
+// restrictedPodSecurity is the pod security context the "restricted" Pod Security Standard asks
+// for, as every pod the operator creates has it.
+func restrictedPodSecurity() *corev1ac.PodSecurityContextApplyConfiguration {
 	return corev1ac.PodSecurityContext().
 		WithRunAsNonRoot(true).
-		WithRunAsUser(uid).
-		WithRunAsGroup(uid).
 		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
 }
 
 // restrictedContainerSecurity is the container security context the "restricted" Pod Security
-// Standard asks for, with a read-only root file system on top.
+// Standard asks for, as every container the operator creates has it.
 func restrictedContainerSecurity() *corev1ac.SecurityContextApplyConfiguration {
 	return corev1ac.SecurityContext().
 		WithAllowPrivilegeEscalation(false).
-		WithReadOnlyRootFilesystem(true).
 		WithRunAsNonRoot(true).
 		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL")).
 		WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))
+}
+
+// operandPodSecurity is restrictedPodSecurity for the operator's own operands (welcome-web and
+// memcached), whose images' user, uid, is known: the pod runs as it.
+func operandPodSecurity(uid int64) *corev1ac.PodSecurityContextApplyConfiguration {
+	return restrictedPodSecurity().WithRunAsUser(uid).WithRunAsGroup(uid)
+}
+
+// operandContainerSecurity is restrictedContainerSecurity for the operator's own operands, which
+// write nothing to their root file system, so it is read-only.
+func operandContainerSecurity() *corev1ac.SecurityContextApplyConfiguration {
+	return restrictedContainerSecurity().WithReadOnlyRootFilesystem(true)
 }
 
 func resourceList(cpu, memory string) corev1.ResourceList {

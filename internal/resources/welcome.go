@@ -66,10 +66,10 @@ func WelcomeDeployment(w *authv1.Welcome, image string) *appsv1ac.DeploymentAppl
 		WithResources(corev1ac.ResourceRequirements().
 			WithRequests(resourceList("10m", "16Mi")).
 			WithLimits(resourceList("200m", "64Mi"))).
-		WithSecurityContext(restrictedContainerSecurity())
+		WithSecurityContext(operandContainerSecurity())
 
 	return deployment(WelcomeApp, w.Name, w.Namespace, *w.Spec.Replicas, corev1ac.PodSpec().
-		WithSecurityContext(restrictedPodSecurity(welcomeUID)).
+		WithSecurityContext(operandPodSecurity(welcomeUID)).
 		WithContainers(container))
 }
 
