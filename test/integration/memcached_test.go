@@ -106,8 +106,7 @@ var _ = Describe("Memcached admission", admission, func() {
 
 		By("update")
 		grown := m.DeepCopy()
-		grown.Spec.Size = ptr.To[int32](4)
-		expectInvalidSize(k8s.Update(ctx, grown), 4)
+		expectInvalidSize(update(ctx, grown, func() { grown.Spec.Size = ptr.To[int32](4) }), 4)
 
 		By("merge patch, as kubectl patch sends it")
 		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"size":4}}`))

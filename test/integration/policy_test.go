@@ -37,15 +37,12 @@ func rulePolicy(id webhooks.RuleID, action policyv1.Action, namespaces ...policy
 // setPolicy creates or replaces the AdmissionPolicy named cluster.
 func setPolicy(ctx SpecContext, spec policyv1.AdmissionPolicySpec) {
 	p := &policyv1.AdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: policyv1.PolicyName}}
-	err := k8s.Get(ctx, client.ObjectKeyFromObject(p), p)
+	err := update(ctx, p, func() { p.Spec = spec })
 	if apierrors.IsNotFound(err) {
 		p.Spec = spec
-		ExpectWithOffset(1, k8s.Create(ctx, p)).To(Succeed())
-		return
+		err = k8s.Create(ctx, p)
 	}
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	p.Spec = spec
-	ExpectWithOffset(1, k8s.Update(ctx, p)).To(Succeed())
+	ExpectWithOffset(1, err).To(Succeed())
 }
 
 // storePastTheWebhook stores the AdmissionPolicy named cluster with spec while its validating

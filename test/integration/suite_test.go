@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -90,6 +91,20 @@ func newNamespace(ctx context.Context) string {
 		Expect(client.IgnoreNotFound(k8s.Delete(ctx, ns))).To(Succeed())
 	})
 	return ns.Name
+}
+
+// update reads obj again, changes it and updates it, as kubectl edit does, and returns what the
+// update returned. The operator writes the status of its objects at any time, and the API server
+// checks an update's resourceVersion before it calls a webhook, so a copy read before such a write
+// is refused with a conflict: it is read again and changed again.
+func update(ctx context.Context, obj client.Object, change func()) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return k8s.Update(ctx, obj)
+	})
 }
 
 // bypassValidation makes the validating webhooks skip namespace ns, so that a spec can store an

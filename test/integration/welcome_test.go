@@ -130,9 +130,10 @@ var _ = Describe("Welcome admission", admission, func() {
 		w := newWelcome(ns, "update", authv1.WelcomeSpec{Name: "Linus"})
 		Expect(k8s.Create(ctx, w)).To(Succeed())
 
-		w.Spec.Port = ptr.To[int32](0)
-		w.Spec.Email = "linus@"
-		err := k8s.Update(ctx, w)
+		err := update(ctx, w, func() {
+			w.Spec.Port = ptr.To[int32](0)
+			w.Spec.Email = "linus@"
+		})
 		Expect(apierrors.IsInvalid(err)).To(BeTrue(), "want 422 Invalid, got %v", err)
 		Expect(causes(err)).To(ConsistOf("spec.port", "spec.email"))
 
@@ -465,9 +466,7 @@ var _ = Describe("Welcome controller", func() {
 		}).Should(Succeed())
 
 		By("fixing the spec, which rolls it out")
-		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(w), w)).To(Succeed())
-		w.Spec.Port = ptr.To[int32](8080)
-		Expect(k8s.Update(ctx, w)).To(Succeed())
+		Expect(update(ctx, w, func() { w.Spec.Port = ptr.To[int32](8080) })).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(container(getDeployment(g, ctx, "legacy")).Ports[0].ContainerPort).To(BeEquivalentTo(8080))
 			got := &authv1.Welcome{}
