@@ -106,7 +106,7 @@ func (ca *CA) NewServingPair(dnsNames []string, ips []net.IP, validity time.Dura
 	if validity <= 0 {
 		return nil, fmt.Errorf("certs: serving certificate validity must be positive, got %s", validity)
 	}
-	commonName := ""
+	var commonName string
 	if len(dnsNames) > 0 {
 		commonName = dnsNames[0]
 	} else {
