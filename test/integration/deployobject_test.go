@@ -116,11 +116,7 @@ var _ = Describe("DeployObject admission", admission, func() {
 		restore()
 
 		By("changing replicas only")
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-			d.Spec.Replicas = ptr.To[int32](3)
-			g.Expect(k8s.Update(ctx, d)).To(Succeed())
-		}).Should(Succeed())
+		Expect(update(ctx, d, func() { d.Spec.Replicas = ptr.To[int32](3) })).To(Succeed())
 
 		By("changing the image to another one from the same registry")
 		setImage := func(image string) error {
@@ -151,14 +147,6 @@ var _ = Describe("DeployObject controller", func() {
 		g.Expect(k8s.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, s)).To(Succeed())
 		return s
 	}
-	edit := func(ctx SpecContext, d *appv1.DeployObject, change func(*appv1.DeployObject)) {
-		GinkgoHelper()
-		Eventually(func(g Gomega) {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-			change(d)
-			g.Expect(k8s.Update(ctx, d)).To(Succeed())
-		}).Should(Succeed())
-	}
 
 	It("creates an owned Deployment and Service and rolls out every kind of spec edit", func(ctx SpecContext) {
 		d := newDeployObject(ns, "app", "nginx:1.27", httpPort(8080))
@@ -187,7 +175,7 @@ var _ = Describe("DeployObject controller", func() {
 		}).Should(Succeed())
 
 		By("changing the image, replicas, env and resources")
-		edit(ctx, d, func(d *appv1.DeployObject) {
+		Expect(update(ctx, d, func() {
 			d.Spec.Image = "nginx:1.28"
 			d.Spec.Replicas = ptr.To[int32](4)
 			d.Spec.Env = []corev1.EnvVar{{Name: "MODE", Value: "green"}, {Name: "LOG", Value: "debug"}}
@@ -195,7 +183,7 @@ var _ = Describe("DeployObject controller", func() {
 				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
 				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi")},
 			}
-		})
+		})).To(Succeed())
 		Eventually(func(g Gomega) {
 			dep := getDeployment(g, ctx, "app")
 			g.Expect(dep.Spec.Replicas).To(HaveValue(BeEquivalentTo(4)))
@@ -207,12 +195,12 @@ var _ = Describe("DeployObject controller", func() {
 		}).Should(Succeed())
 
 		By("setting a command, args, pull secrets and probes, then removing them")
-		edit(ctx, d, func(d *appv1.DeployObject) {
+		Expect(update(ctx, d, func() {
 			d.Spec.Command, d.Spec.Args = []string{"/app"}, []string{"--mode", "$(MODE)"}
 			d.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry-b"}, {Name: "registry-a"}}
 			d.Spec.ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/healthz", Port: intstr.FromString("http")}}}
 			d.Spec.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(8080)}}, FailureThreshold: 6}
-		})
+		})).To(Succeed())
 		Eventually(func(g Gomega) {
 			pod := getDeployment(g, ctx, "app").Spec.Template.Spec
 			c := pod.Containers[0]
@@ -227,10 +215,10 @@ var _ = Describe("DeployObject controller", func() {
 			g.Expect(c.LivenessProbe).To(HaveField("FailureThreshold", BeEquivalentTo(6)))
 			g.Expect(c.StartupProbe).To(BeNil())
 		}).Should(Succeed())
-		edit(ctx, d, func(d *appv1.DeployObject) {
+		Expect(update(ctx, d, func() {
 			d.Spec.Command, d.Spec.Args, d.Spec.ImagePullSecrets = nil, nil, nil
 			d.Spec.ReadinessProbe, d.Spec.LivenessProbe = nil, nil
-		})
+		})).To(Succeed())
 		Eventually(func(g Gomega) {
 			pod := getDeployment(g, ctx, "app").Spec.Template.Spec
 			g.Expect(pod.Containers[0].Command).To(BeEmpty())
@@ -241,9 +229,9 @@ var _ = Describe("DeployObject controller", func() {
 		}).Should(Succeed())
 
 		By("adding a port")
-		edit(ctx, d, func(d *appv1.DeployObject) {
+		Expect(update(ctx, d, func() {
 			d.Spec.Ports = append(d.Spec.Ports, corev1.ServicePort{Name: "metrics", Port: 9090, Protocol: corev1.ProtocolTCP})
-		})
+		})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getService(g, ctx, "app").Spec.Ports).To(ConsistOf(
 				MatchFields(IgnoreExtras, Fields{"Name": Equal("http"), "Port": BeEquivalentTo(8080)}),
@@ -256,9 +244,9 @@ var _ = Describe("DeployObject controller", func() {
 		}).Should(Succeed())
 
 		By("changing one port and removing the other")
-		edit(ctx, d, func(d *appv1.DeployObject) {
+		Expect(update(ctx, d, func() {
 			d.Spec.Ports = []corev1.ServicePort{{Name: "metrics", Port: 9191, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9191)}}
-		})
+		})).To(Succeed())
 		Eventually(func(g Gomega) {
 			s := getService(g, ctx, "app")
 			g.Expect(s.Spec.Ports).To(ConsistOf(MatchFields(IgnoreExtras, Fields{"Name": Equal("metrics"), "Port": BeEquivalentTo(9191)})))
@@ -269,9 +257,9 @@ var _ = Describe("DeployObject controller", func() {
 
 		By("moving that port's number twice more, the container port staying its targetPort")
 		for _, port := range []int32{9192, 9193} {
-			edit(ctx, d, func(d *appv1.DeployObject) {
+			Expect(update(ctx, d, func() {
 				d.Spec.Ports = []corev1.ServicePort{{Name: "metrics", Port: port, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(9191)}}
-			})
+			})).To(Succeed())
 			Eventually(func(g Gomega) {
 				var got appv1.DeployObject
 				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), &got)).To(Succeed())
@@ -377,9 +365,9 @@ var _ = Describe("DeployObject controller", func() {
 		))
 
 		By("adding imagePullSecrets: the pod of the old template, which still cannot pull, holds nothing back")
-		edit(ctx, d, func(d *appv1.DeployObject) {
+		Expect(update(ctx, d, func() {
 			d.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "registry-credentials"}}
-		})
+		})).To(Succeed())
 		Eventually(func(g Gomega) {
 			g.Expect(getDeployment(g, ctx, "private").Spec.Template.Spec.ImagePullSecrets).To(ConsistOf(corev1.LocalObjectReference{Name: "registry-credentials"}))
 		}).Should(Succeed())

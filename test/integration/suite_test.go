@@ -14,12 +14,12 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -96,15 +96,20 @@ func newNamespace(ctx context.Context) string {
 // update reads obj again, changes it and updates it, as kubectl edit does, and returns what the
 // update returned. The operator writes the status of its objects at any time, and the API server
 // checks an update's resourceVersion before it calls a webhook, so a copy read before such a write
-// is refused with a conflict: it is read again and changed again.
+// is refused with a conflict: it is read again and changed again, within the suite's Eventually
+// bounds. Any other answer, a refusal included, is returned as it is.
 func update(ctx context.Context, obj client.Object, change func()) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
-			return err
+	GinkgoHelper()
+	var err error
+	Eventually(func() bool {
+		if err = k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return true
 		}
 		change()
-		return k8s.Update(ctx, obj)
-	})
+		err = k8s.Update(ctx, obj)
+		return !apierrors.IsConflict(err)
+	}).WithContext(ctx).Should(BeTrue(), "an update of %s that conflicts each time", client.ObjectKeyFromObject(obj))
+	return err
 }
 
 // bypassValidation makes the validating webhooks skip namespace ns, so that a spec can store an
